@@ -1,0 +1,170 @@
+//! Metron's one clock: `CLOCK_MONOTONIC` nanoseconds in every output.
+//!
+//! The hot path reads raw *ticks*: the TSC on x86-64 (one instruction, no syscall), the
+//! monotonic clock in nanoseconds elsewhere. [`Calibration`] maps ticks to monotonic
+//! nanoseconds: a first rate is measured over [`CALIBRATION_WINDOW_NS`] when Metron starts, and
+//! the flusher refines it over the whole run ([`Calibration::refined`]) so the error shrinks as
+//! the run gets longer. Both calibrations, and the measured drift, go into `metadata.json`.
+
+use crate::sys;
+use std::sync::OnceLock;
+
+/// How long the first calibration spins, in nanoseconds.
+pub const CALIBRATION_WINDOW_NS: u64 = 2_000_000;
+
+/// Reads the hot-path clock in ticks. No syscall on x86-64.
+#[inline(always)]
+pub fn now_ticks() -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        sys::read_tsc()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        monotonic_ns()
+    }
+}
+
+/// `CLOCK_MONOTONIC` in nanoseconds (vDSO, no syscall on Linux).
+#[inline]
+pub fn monotonic_ns() -> u64 {
+    sys::clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// `CLOCK_REALTIME` in nanoseconds since the Unix epoch.
+#[inline]
+pub fn realtime_ns() -> u64 {
+    sys::clock_ns(libc::CLOCK_REALTIME)
+}
+
+/// What the hot-path ticks are.
+pub const TICK_SOURCE: &str = if cfg!(target_arch = "x86_64") {
+    "tsc"
+} else {
+    "clock_monotonic"
+};
+
+/// A linear map from ticks to `CLOCK_MONOTONIC` nanoseconds: `mono = mono0 + (ticks - ticks0) * ns_per_tick`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Calibration {
+    /// Ticks at the reference point.
+    pub ticks0: u64,
+    /// Monotonic nanoseconds at the reference point.
+    pub mono0: u64,
+    /// Nanoseconds per tick.
+    pub ns_per_tick: f64,
+}
+
+impl Calibration {
+    /// Converts absolute ticks to monotonic nanoseconds.
+    #[inline]
+    pub fn to_monotonic_ns(&self, ticks: u64) -> u64 {
+        let delta = ticks.wrapping_sub(self.ticks0) as i64 as f64;
+        (self.mono0 as f64 + delta * self.ns_per_tick)
+            .round()
+            .max(0.0) as u64
+    }
+
+    /// Converts a tick difference to nanoseconds.
+    #[inline]
+    pub fn ticks_to_ns(&self, ticks: u64) -> f64 {
+        ticks as f64 * self.ns_per_tick
+    }
+
+    /// The same reference point with the rate re-measured from it to now. The longer the run,
+    /// the more exact the rate.
+    pub fn refined(&self) -> Calibration {
+        let (ticks1, mono1) = paired_reading();
+        if ticks1 <= self.ticks0 || mono1 <= self.mono0 {
+            return *self;
+        }
+        let span = (mono1 - self.mono0) as f64;
+        if span < CALIBRATION_WINDOW_NS as f64 {
+            return *self;
+        }
+        Calibration {
+            ns_per_tick: span / (ticks1 - self.ticks0) as f64,
+            ..*self
+        }
+    }
+
+    /// How far this calibration's prediction of "now" is from the monotonic clock, in ns.
+    pub fn error_now_ns(&self) -> i64 {
+        let (ticks, mono) = paired_reading();
+        self.to_monotonic_ns(ticks) as i64 - mono as i64
+    }
+}
+
+/// Reads ticks and the monotonic clock as close together as possible (the pair with the
+/// shortest tick bracket out of a few tries).
+fn paired_reading() -> (u64, u64) {
+    let mut best = (u64::MAX, 0, 0);
+    for _ in 0..5 {
+        let before = now_ticks();
+        let mono = monotonic_ns();
+        let after = now_ticks();
+        let width = after.wrapping_sub(before);
+        if width < best.0 {
+            best = (width, before + width / 2, mono);
+        }
+    }
+    (best.1, best.2)
+}
+
+/// The process-wide calibration measured the first time it is asked for (a cold path that
+/// spins for [`CALIBRATION_WINDOW_NS`] on the TSC).
+pub fn calibration() -> &'static Calibration {
+    static CALIBRATION: OnceLock<Calibration> = OnceLock::new();
+    CALIBRATION.get_or_init(measure)
+}
+
+fn measure() -> Calibration {
+    let (ticks0, mono0) = paired_reading();
+    if TICK_SOURCE != "tsc" {
+        return Calibration {
+            ticks0,
+            mono0,
+            ns_per_tick: 1.0,
+        };
+    }
+    while monotonic_ns() < mono0 + CALIBRATION_WINDOW_NS {
+        std::hint::spin_loop();
+    }
+    let (ticks1, mono1) = paired_reading();
+    let ns_per_tick = if ticks1 > ticks0 {
+        (mono1 - mono0) as f64 / (ticks1 - ticks0) as f64
+    } else {
+        1.0
+    };
+    Calibration {
+        ticks0,
+        mono0,
+        ns_per_tick,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_convert_to_the_monotonic_clock_within_ten_microseconds() {
+        let cal = calibration();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let refined = cal.refined();
+        let err = refined.error_now_ns().abs();
+        assert!(err < 10_000, "calibration error {err} ns");
+    }
+
+    #[test]
+    fn a_sleep_measured_in_ticks_matches_its_length() {
+        let cal = calibration();
+        let t0 = now_ticks();
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        let ns = cal.ticks_to_ns(now_ticks() - t0);
+        assert!(
+            (30e6..40e6).contains(&ns),
+            "measured {ns} ns for a 30 ms sleep"
+        );
+    }
+}

@@ -1,0 +1,64 @@
+//! The operating-system and CPU calls the components make. All `unsafe` of this crate lives here.
+
+use std::mem::MaybeUninit;
+
+/// Reads the time-stamp counter. On x86-64 this is one `rdtsc` instruction; the Linux machines
+/// Metron targets have an invariant TSC (`constant_tsc`, `nonstop_tsc`), checked by
+/// [`crate::clock::calibration`] against `CLOCK_MONOTONIC`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(crate) fn read_tsc() -> u64 {
+    // SAFETY: `rdtsc` has no preconditions; it only reads the time-stamp counter.
+    unsafe { core::arch::x86_64::_rdtsc() }
+}
+
+/// `clock_gettime(clock)` in nanoseconds; 0 if the clock is not supported.
+#[inline]
+pub(crate) fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = MaybeUninit::<libc::timespec>::uninit();
+    // SAFETY: `ts` is a valid out-pointer for one timespec; it is read only when the call
+    // returns 0, which means the kernel filled it.
+    let rc = unsafe { libc::clock_gettime(clock, ts.as_mut_ptr()) };
+    if rc != 0 {
+        return 0;
+    }
+    // SAFETY: rc == 0, so `ts` was initialised.
+    let ts = unsafe { ts.assume_init() };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// `getrusage(who)`; all zeros if it fails.
+#[inline]
+pub(crate) fn rusage(who: libc::c_int) -> libc::rusage {
+    let mut usage = MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: `usage` is a valid, zero-initialised out-pointer for one rusage; on failure it
+    // stays all zeros, which is a valid rusage.
+    unsafe { libc::getrusage(who, usage.as_mut_ptr()) };
+    // SAFETY: zero-initialised above and possibly overwritten by the kernel: always initialised.
+    unsafe { usage.assume_init() }
+}
+
+/// `pread` of up to `buf.len()` bytes at offset 0; returns the bytes read (0 on error).
+#[inline]
+pub(crate) fn pread_start(fd: libc::c_int, buf: &mut [u8]) -> usize {
+    // SAFETY: `buf` is a valid writable region of `buf.len()` bytes for the whole call.
+    let n = unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+    n.max(0) as usize
+}
+
+/// Opens `path` (NUL-terminated) read-only and close-on-exec; -1 on failure.
+pub(crate) fn open_read_only(path: &std::ffi::CStr) -> libc::c_int {
+    // SAFETY: `path` is a valid NUL-terminated string for the duration of the call.
+    unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) }
+}
+
+/// The system page size in bytes.
+pub(crate) fn page_size() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if size > 0 {
+        size as u64
+    } else {
+        4096
+    }
+}

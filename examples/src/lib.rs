@@ -1,0 +1,1 @@
+//! Examples live in `rust/`; run them with `cargo run --release --example NAME`.

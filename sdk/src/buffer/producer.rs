@@ -1,0 +1,253 @@
+//! The writing side of a buffered service: one producer per thread.
+//!
+//! [`RawProducer`] is the hot path: a cursor and a limit into the current segment, kept in
+//! `Cell`s so that it can live in a `const`-initialised thread-local with no destructor (one
+//! TLS access, no lazy-initialisation check). Pushing a record is a pointer compare, the
+//! stores of the record, and a `Release` store that publishes it. Everything else (registering,
+//! swapping segments at the watermark, the policy when full) is the cold [`RawProducer::advance`].
+
+use super::segment::Segment;
+use super::service::ServiceInner;
+use super::{Policy, ProducerInfo};
+use std::cell::Cell;
+use std::collections::VecDeque;
+use std::ptr;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// A segment pointer that moves between the producer and the reader.
+pub(crate) struct SegmentPtr<R>(pub(crate) *mut Segment<R>);
+// SAFETY: a segment is owned by exactly one place at a time (producer's current, the sealed
+// queue, a spare slot or the free pool); the pointer only transfers that ownership.
+unsafe impl<R: Send> Send for SegmentPtr<R> {}
+
+/// The part of a producer the reader sees.
+pub(crate) struct ProducerShared<R> {
+    pub(crate) info: ProducerInfo,
+    /// The segment being written.
+    pub(crate) current: AtomicPtr<Segment<R>>,
+    /// Segments the producer finished, oldest first.
+    pub(crate) sealed: Mutex<VecDeque<SegmentPtr<R>>>,
+    /// Discard policy: an emptied segment the reader returned, ready for the producer.
+    pub(crate) spare: AtomicPtr<Segment<R>>,
+    /// Records this producer could not store.
+    pub(crate) dropped: AtomicU64,
+    /// The producer is gone; once drained, the reader forgets it.
+    pub(crate) retired: AtomicBool,
+}
+
+impl<R> ProducerShared<R> {
+    /// Counts `n` records that were not stored. Producer thread only (single writer).
+    #[inline]
+    pub(crate) fn count_drop(&self, n: u64) {
+        let now = self.dropped.load(Ordering::Relaxed) + n;
+        self.dropped.store(now, Ordering::Relaxed);
+    }
+}
+
+/// Hot-path state of one producer, usable from a `const` thread-local.
+pub(crate) struct RawProducer<R> {
+    cursor: Cell<*mut R>,
+    limit: Cell<*mut R>,
+    segment: Cell<*const Segment<R>>,
+    shared: Cell<*const ProducerShared<R>>,
+    service: Cell<*const ServiceInner<R>>,
+    /// The real limit while paused (the visible limit is then the cursor).
+    paused_limit: Cell<*mut R>,
+}
+
+impl<R: Copy + Send + 'static> RawProducer<R> {
+    /// A producer with no segment: every push goes to the slow path.
+    pub(crate) const fn empty() -> Self {
+        RawProducer {
+            cursor: Cell::new(ptr::null_mut()),
+            limit: Cell::new(ptr::null_mut()),
+            segment: Cell::new(ptr::null()),
+            shared: Cell::new(ptr::null()),
+            service: Cell::new(ptr::null()),
+            paused_limit: Cell::new(ptr::null_mut()),
+        }
+    }
+
+    /// True once [`RawProducer::attach`] ran and before [`RawProducer::retire`].
+    pub(crate) fn is_attached(&self) -> bool {
+        !self.shared.get().is_null()
+    }
+
+    /// The shared half, if attached.
+    pub(crate) fn shared(&self) -> Option<&ProducerShared<R>> {
+        // SAFETY: `shared` is null or comes from `Arc::into_raw` in `attach`, released only in
+        // `retire`, which also nulls it.
+        unsafe { self.shared.get().as_ref() }
+    }
+
+    /// Stores one record if there is room before the limit. Hot path: no call, no lock.
+    #[inline(always)]
+    pub(crate) fn push(&self, record: R) -> bool {
+        let cursor = self.cursor.get();
+        if cursor == self.limit.get() {
+            return false;
+        }
+        // SAFETY: `cursor < limit <= segment end`, so the slot is inside the current segment's
+        // mapping, unpublished, and written only by this (the owning) thread.
+        unsafe {
+            cursor.write(record);
+            let next = cursor.add(1);
+            self.cursor.set(next);
+            (*self.segment.get()).publish(next);
+        }
+        true
+    }
+
+    /// Reserves `n` contiguous slots; the caller writes them through the returned pointer and
+    /// then calls [`RawProducer::commit`]. `None` when fewer than `n` are left before the limit.
+    #[inline(always)]
+    pub(crate) fn reserve(&self, n: usize) -> Option<*mut R> {
+        let cursor = self.cursor.get();
+        let room =
+            (self.limit.get() as usize).wrapping_sub(cursor as usize) / std::mem::size_of::<R>();
+        if room >= n && !cursor.is_null() {
+            Some(cursor)
+        } else {
+            None
+        }
+    }
+
+    /// Publishes `n` slots written at `at`, which came from [`RawProducer::reserve`].
+    #[inline(always)]
+    pub(crate) fn commit(&self, at: *mut R, n: usize) {
+        let next = at.wrapping_add(n);
+        self.cursor.set(next);
+        // SAFETY: attached (reserve returned Some), so `segment` is the live current segment.
+        unsafe { (*self.segment.get()).publish(next) };
+    }
+
+    /// Connects this producer to `service` (cold). Returns false if no segment could be mapped.
+    pub(crate) fn attach(&self, service: &Arc<ServiceInner<R>>, info: ProducerInfo) -> bool {
+        let Some(segment) = service.take_segment() else {
+            return false;
+        };
+        let spare = if service.config.policy == Policy::Discard {
+            service
+                .take_segment()
+                .map_or(ptr::null_mut(), Box::into_raw)
+        } else {
+            ptr::null_mut()
+        };
+        let segment = Box::into_raw(segment);
+        let shared = Arc::new(ProducerShared {
+            info,
+            current: AtomicPtr::new(segment),
+            sealed: Mutex::new(VecDeque::new()),
+            spare: AtomicPtr::new(spare),
+            dropped: AtomicU64::new(0),
+            retired: AtomicBool::new(false),
+        });
+        service.add_producer(Arc::clone(&shared));
+        self.shared.set(Arc::into_raw(shared));
+        self.service.set(Arc::into_raw(Arc::clone(service)));
+        self.start_segment(segment);
+        true
+    }
+
+    fn start_segment(&self, segment: *mut Segment<R>) {
+        // SAFETY: `segment` is a live segment this producer now owns as its current one.
+        let seg = unsafe { &*segment };
+        let service = self.service_ref();
+        self.segment.set(segment);
+        let start = seg.published();
+        self.cursor.set(seg.slot(start));
+        self.limit
+            .set(seg.slot(service.config.watermark.max(start + 1).min(seg.capacity())));
+    }
+
+    fn service_ref(&self) -> &ServiceInner<R> {
+        // SAFETY: non-null while attached: from `Arc::into_raw` in `attach`, released in `retire`.
+        unsafe { &*self.service.get() }
+    }
+
+    /// Makes room for `n` more slots (cold): at the watermark, hands the segment to the reader
+    /// and continues in a fresh one; when full, applies the policy. Returns false when the
+    /// records must be dropped (discard policy, no free segment); the caller counts them.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn advance(&self, n: usize) -> bool {
+        let Some(shared) = self.shared() else {
+            return false;
+        };
+        let service = self.service_ref();
+        // SAFETY: attached, so `segment` is the live current segment.
+        let seg = unsafe { &*self.segment.get() };
+        let at_capacity = self.limit.get() == seg.slot(seg.capacity());
+        let fresh = match service.config.policy {
+            Policy::Lossless => service.take_segment().map(Box::into_raw),
+            Policy::Discard => {
+                let spare = shared.spare.swap(ptr::null_mut(), Ordering::AcqRel);
+                (!spare.is_null()).then_some(spare)
+            }
+        };
+        match fresh {
+            Some(fresh) => {
+                {
+                    let mut sealed = shared.sealed.lock().unwrap_or_else(|e| e.into_inner());
+                    sealed.push_back(SegmentPtr(self.segment.get().cast_mut()));
+                    shared.current.store(fresh, Ordering::Release);
+                }
+                self.start_segment(fresh);
+                service.wake();
+                true
+            }
+            None if !at_capacity => {
+                // Discard with no spare yet: keep filling up to the capacity, and ask the reader
+                // to free the other segment meanwhile.
+                self.limit.set(seg.slot(seg.capacity()));
+                service.wake();
+                self.reserve(n).is_some()
+            }
+            None => false,
+        }
+    }
+
+    /// Sends every following write to the slow path (which refuses while paused).
+    pub(crate) fn pause(&self) {
+        if self.paused_limit.get().is_null() && self.is_attached() {
+            self.paused_limit.set(self.limit.get());
+            self.limit.set(self.cursor.get());
+        }
+    }
+
+    /// Undoes [`RawProducer::pause`].
+    pub(crate) fn resume(&self) {
+        let saved = self.paused_limit.replace(ptr::null_mut());
+        if !saved.is_null() {
+            self.limit.set(saved);
+        }
+    }
+
+    /// Hands the current segment to the reader and detaches (thread exit, producer drop).
+    pub(crate) fn retire(&self) {
+        let Some(shared) = self.shared() else {
+            return;
+        };
+        self.paused_limit.set(ptr::null_mut());
+        {
+            let mut sealed = shared.sealed.lock().unwrap_or_else(|e| e.into_inner());
+            let current = shared.current.swap(ptr::null_mut(), Ordering::AcqRel);
+            if !current.is_null() {
+                sealed.push_back(SegmentPtr(current));
+            }
+            shared.retired.store(true, Ordering::Release);
+        }
+        let shared_ptr = self.shared.replace(ptr::null());
+        let service_ptr = self.service.replace(ptr::null());
+        self.cursor.set(ptr::null_mut());
+        self.limit.set(ptr::null_mut());
+        self.segment.set(ptr::null());
+        // SAFETY: both pointers came from `Arc::into_raw` in `attach` and are released once
+        // (the cells were nulled above).
+        let service = unsafe { Arc::from_raw(service_ptr) };
+        service.wake();
+        // SAFETY: as above.
+        drop(unsafe { Arc::from_raw(shared_ptr) });
+    }
+}

@@ -1,0 +1,105 @@
+//! A segment: one anonymous memory mapping holding `capacity` fixed-size records, written by
+//! one producer thread and read by the callback side.
+//!
+//! Protocol: the producer writes records at its cursor, then publishes the new end address
+//! with a `Release` store ([`Segment::publish`]). The reader loads it with `Acquire` and reads
+//! the records between its own `consumed` count and the published end; those records are
+//! never written again until the segment is [`Segment::reset`], which only the reader does,
+//! after the producer has sealed the segment and moved on.
+
+use memmap2::MmapMut;
+use std::io;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Fixed-capacity, memory-mapped storage for records of type `R`.
+pub(crate) struct Segment<R> {
+    /// Keeps the mapping alive; all access goes through `base`.
+    _map: MmapMut,
+    base: *mut R,
+    capacity: usize,
+    /// Address one past the last published record.
+    end_addr: AtomicUsize,
+    /// Records already delivered to the callback.
+    consumed: AtomicUsize,
+    _records: PhantomData<R>,
+}
+
+// SAFETY: the segment owns its mapping; `base` points into it. Records are plain `Copy` data
+// written by one producer and read by the reader only below the published end (see the module
+// protocol), so sharing the segment between those two threads is sound for `R: Send`.
+unsafe impl<R: Send> Send for Segment<R> {}
+// SAFETY: as above; shared access is limited to the atomics and the published prefix.
+unsafe impl<R: Send> Sync for Segment<R> {}
+
+impl<R: Copy> Segment<R> {
+    /// Maps a zero-filled segment of `capacity` records.
+    pub(crate) fn new(capacity: usize) -> io::Result<Box<Self>> {
+        assert!(capacity > 0 && std::mem::size_of::<R>() > 0);
+        let bytes = capacity * std::mem::size_of::<R>();
+        let mut map = MmapMut::map_anon(bytes)?;
+        let base = map.as_mut_ptr().cast::<R>();
+        debug_assert_eq!(base as usize % std::mem::align_of::<R>(), 0);
+        Ok(Box::new(Segment {
+            _map: map,
+            base,
+            capacity,
+            end_addr: AtomicUsize::new(base as usize),
+            consumed: AtomicUsize::new(0),
+            _records: PhantomData,
+        }))
+    }
+
+    /// Capacity in records.
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// The address of slot `index` (`index <= capacity`).
+    #[inline]
+    pub(crate) fn slot(&self, index: usize) -> *mut R {
+        debug_assert!(index <= self.capacity);
+        self.base.wrapping_add(index)
+    }
+
+    /// Publishes every record before `cursor` to the reader. Producer only.
+    #[inline(always)]
+    pub(crate) fn publish(&self, cursor: *mut R) {
+        self.end_addr.store(cursor as usize, Ordering::Release);
+    }
+
+    /// Number of published records.
+    pub(crate) fn published(&self) -> usize {
+        (self.end_addr.load(Ordering::Acquire) - self.base as usize) / std::mem::size_of::<R>()
+    }
+
+    /// The published records not yet consumed. Reader only.
+    pub(crate) fn unread(&self) -> &[R] {
+        let end = self.published();
+        let start = self.consumed.load(Ordering::Relaxed).min(end);
+        // SAFETY:
+        // - `start..end` lies inside the mapping (`end <= capacity` because the producer never
+        //   publishes past its limit, which is at most the capacity).
+        // - Every record below `end` was fully written before the `Release` store of `end`
+        //   that our `Acquire` load observed, and the producer never rewrites it (module
+        //   protocol); the memory was zero-filled by mmap before that.
+        unsafe { std::slice::from_raw_parts(self.base.add(start), end - start) }
+    }
+
+    /// Marks `count` more records as delivered. Reader only.
+    pub(crate) fn consume(&self, count: usize) {
+        self.consumed.fetch_add(count, Ordering::Relaxed);
+    }
+
+    /// True when every published record was delivered.
+    pub(crate) fn fully_consumed(&self) -> bool {
+        self.consumed.load(Ordering::Relaxed) >= self.published()
+    }
+
+    /// Empties a sealed, fully consumed segment for reuse. Reader only, after the producer let
+    /// go of it.
+    pub(crate) fn reset(&self) {
+        self.consumed.store(0, Ordering::Relaxed);
+        self.end_addr.store(self.base as usize, Ordering::Release);
+    }
+}

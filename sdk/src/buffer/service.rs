@@ -1,0 +1,329 @@
+//! The reading side: a service owns its producers' segments, drains them in order and hands
+//! batches to its callback.
+
+use super::callback_thread::CallbackThread;
+use super::producer::{ProducerShared, RawProducer, SegmentPtr};
+use super::segment::Segment;
+use super::{Batch, BufferConfig, Policy, ProducerInfo, SlotConfig};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+/// The callback a service delivers batches to.
+pub(crate) type Callback<R> = Box<dyn FnMut(Batch<'_, R>) + Send>;
+
+/// Per-producer bookkeeping of the reader.
+struct Tracked<R> {
+    shared: Arc<ProducerShared<R>>,
+    dropped_reported: u64,
+}
+
+/// Everything the drain needs, under one lock so deliveries never interleave.
+struct DrainState<R> {
+    callback: Callback<R>,
+    tracked: Vec<Tracked<R>>,
+}
+
+pub(crate) struct ServiceInner<R> {
+    pub(crate) name: String,
+    pub(crate) config: SlotConfig,
+    /// Producers registered since the last drain.
+    incoming: Mutex<Vec<Arc<ProducerShared<R>>>>,
+    drain: Mutex<DrainState<R>>,
+    // Boxed: producers and queues hold raw pointers to segments, so their addresses must not move.
+    #[allow(clippy::vec_box)]
+    free: Mutex<Vec<Box<Segment<R>>>>,
+    thread: CallbackThread,
+    pub(crate) segments_mapped: AtomicU64,
+    pub(crate) records_delivered: AtomicU64,
+}
+
+impl<R: Copy + Send + 'static> ServiceInner<R> {
+    pub(crate) fn new(
+        name: String,
+        config: SlotConfig,
+        thread: CallbackThread,
+        callback: Callback<R>,
+    ) -> Arc<Self> {
+        let inner = Arc::new(ServiceInner {
+            name,
+            config,
+            incoming: Mutex::new(Vec::new()),
+            drain: Mutex::new(DrainState {
+                callback,
+                tracked: Vec::new(),
+            }),
+            free: Mutex::new(Vec::new()),
+            thread,
+            segments_mapped: AtomicU64::new(0),
+            records_delivered: AtomicU64::new(0),
+        });
+        let weak: Weak<dyn Drainable> = Arc::downgrade(&inner) as Weak<dyn Drainable>;
+        inner.thread.register(weak);
+        inner
+    }
+
+    /// A free segment, or a newly mapped one (cold).
+    pub(crate) fn take_segment(&self) -> Option<Box<Segment<R>>> {
+        if let Some(seg) = self.free.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+            return Some(seg);
+        }
+        self.segments_mapped.fetch_add(1, Ordering::Relaxed);
+        Segment::new(self.config.capacity).ok()
+    }
+
+    pub(crate) fn add_producer(&self, shared: Arc<ProducerShared<R>>) {
+        self.incoming
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(shared);
+    }
+
+    /// Asks the callback thread to drain soon. No lock, no allocation.
+    pub(crate) fn wake(&self) {
+        self.thread.wake();
+    }
+
+    fn recycle(&self, shared: &ProducerShared<R>, segment: *mut Segment<R>) {
+        // SAFETY: the segment was sealed by its producer and is fully consumed; the reader
+        // (us, under the drain lock) is now its only owner.
+        let segment = unsafe { Box::from_raw(segment) };
+        segment.reset();
+        if self.config.policy == Policy::Discard && !shared.retired.load(Ordering::Acquire) {
+            let raw = Box::into_raw(segment);
+            if shared
+                .spare
+                .compare_exchange(
+                    std::ptr::null_mut(),
+                    raw,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                )
+                .is_ok()
+            {
+                return;
+            }
+            // SAFETY: the exchange failed, so `raw` is still ours alone.
+            let segment = unsafe { Box::from_raw(raw) };
+            self.free
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(segment);
+            return;
+        }
+        self.free
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(segment);
+    }
+
+    /// Delivers everything published so far, producer by producer, oldest segment first.
+    pub(crate) fn drain_all(&self) {
+        let mut state = self.drain.lock().unwrap_or_else(|e| e.into_inner());
+        let incoming =
+            std::mem::take(&mut *self.incoming.lock().unwrap_or_else(|e| e.into_inner()));
+        state
+            .tracked
+            .extend(incoming.into_iter().map(|shared| Tracked {
+                shared,
+                dropped_reported: 0,
+            }));
+        let DrainState { callback, tracked } = &mut *state;
+        tracked.retain_mut(|t| self.drain_producer(t, callback));
+    }
+
+    /// Drains one producer; returns false when it is retired and empty (forget it).
+    fn drain_producer(&self, tracked: &mut Tracked<R>, callback: &mut Callback<R>) -> bool {
+        let shared = Arc::clone(&tracked.shared);
+        let (sealed, current, retired) = {
+            let mut queue = shared.sealed.lock().unwrap_or_else(|e| e.into_inner());
+            let sealed: Vec<SegmentPtr<R>> = queue.drain(..).collect();
+            let current = shared.current.load(Ordering::Acquire);
+            (sealed, current, shared.retired.load(Ordering::Acquire))
+        };
+        for SegmentPtr(segment) in sealed {
+            // SAFETY: sealed segments stay alive until we recycle them below.
+            self.deliver(tracked, unsafe { &*segment }, callback);
+            self.recycle(&shared, segment);
+        }
+        if !current.is_null() {
+            // SAFETY: a current segment is only freed by us (after it is sealed), so it is alive.
+            self.deliver(tracked, unsafe { &*current }, callback);
+        }
+        let dropped = shared.dropped.load(Ordering::Relaxed);
+        if dropped != tracked.dropped_reported {
+            self.emit(tracked, &[], callback);
+        }
+        if retired && current.is_null() {
+            let spare = shared.spare.swap(std::ptr::null_mut(), Ordering::AcqRel);
+            if !spare.is_null() {
+                // SAFETY: a retired producer never takes its spare again; it is ours.
+                let spare = unsafe { Box::from_raw(spare) };
+                self.free
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(spare);
+            }
+            return false;
+        }
+        true
+    }
+
+    fn deliver(&self, tracked: &mut Tracked<R>, segment: &Segment<R>, callback: &mut Callback<R>) {
+        let records = segment.unread();
+        if records.is_empty() {
+            return;
+        }
+        self.emit(tracked, records, callback);
+        segment.consume(records.len());
+        debug_assert!(segment.fully_consumed() || segment.published() > 0);
+    }
+
+    fn emit(&self, tracked: &mut Tracked<R>, records: &[R], callback: &mut Callback<R>) {
+        let dropped_total = tracked.shared.dropped.load(Ordering::Relaxed);
+        let dropped = dropped_total - tracked.dropped_reported;
+        tracked.dropped_reported = dropped_total;
+        self.records_delivered
+            .fetch_add(records.len() as u64, Ordering::Relaxed);
+        callback(Batch {
+            producer: &tracked.shared.info,
+            records,
+            dropped,
+        });
+    }
+}
+
+impl<R> Drop for ServiceInner<R> {
+    fn drop(&mut self) {
+        // Producers hold an Arc to the service, so when it drops, none is attached any more;
+        // only segments parked in retired producers' queues may be left.
+        let state = self.drain.get_mut().unwrap_or_else(|e| e.into_inner());
+        for tracked in state.tracked.drain(..) {
+            let mut queue = tracked
+                .shared
+                .sealed
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            for SegmentPtr(segment) in queue.drain(..) {
+                // SAFETY: no producer or reader can reach these segments any more.
+                drop(unsafe { Box::from_raw(segment) });
+            }
+            let spare = tracked
+                .shared
+                .spare
+                .swap(std::ptr::null_mut(), Ordering::AcqRel);
+            if !spare.is_null() {
+                // SAFETY: as above.
+                drop(unsafe { Box::from_raw(spare) });
+            }
+        }
+    }
+}
+
+/// What a callback thread can drain, whatever the record type.
+pub(crate) trait Drainable: Send + Sync {
+    fn drain(&self);
+}
+
+impl<R: Copy + Send + 'static> Drainable for ServiceInner<R> {
+    fn drain(&self) {
+        self.drain_all();
+    }
+}
+
+/// A buffer for records of type `R` with per-thread producers and a callback that receives
+/// them in batches on a callback thread. See the [module docs](super).
+pub struct BufferedService<R: Copy + Send + 'static> {
+    pub(crate) inner: Arc<ServiceInner<R>>,
+}
+
+impl<R: Copy + Send + 'static> Clone for BufferedService<R> {
+    fn clone(&self) -> Self {
+        BufferedService {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl<R: Copy + Send + 'static> BufferedService<R> {
+    /// Creates a service delivering to `callback` on `thread` (the shared default
+    /// [`CallbackThread::shared`] unless you made a dedicated one).
+    pub fn new(
+        name: &str,
+        config: BufferConfig,
+        thread: CallbackThread,
+        callback: impl FnMut(Batch<'_, R>) + Send + 'static,
+    ) -> Self {
+        BufferedService {
+            inner: ServiceInner::new(
+                name.to_string(),
+                config.slots::<R>(),
+                thread,
+                Box::new(callback),
+            ),
+        }
+    }
+
+    /// A producer for the calling thread (allocates its segments now, not on push).
+    pub fn producer(&self) -> Producer<R> {
+        let raw = RawProducer::empty();
+        raw.attach(&self.inner, ProducerInfo::of_current_thread());
+        Producer { raw }
+    }
+
+    /// Delivers every record published so far, on the calling thread, and returns when the
+    /// callback has seen them.
+    pub fn flush(&self) {
+        self.inner.drain_all();
+    }
+
+    /// The service's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// How many segments were mapped so far.
+    pub fn segments_mapped(&self) -> u64 {
+        self.inner.segments_mapped.load(Ordering::Relaxed)
+    }
+}
+
+/// Writes records into a [`BufferedService`] from one thread. Dropping it hands its last
+/// segment to the service.
+pub struct Producer<R: Copy + Send + 'static> {
+    raw: RawProducer<R>,
+}
+
+// SAFETY: a producer is used by one thread at a time (`push` takes `&mut self`); its shared
+// half is designed for one writer and one reader.
+unsafe impl<R: Copy + Send + 'static> Send for Producer<R> {}
+
+impl<R: Copy + Send + 'static> Producer<R> {
+    /// Stores `record`; returns false if it was dropped (discard policy, buffer full), in which
+    /// case it is counted and reported with the next batch.
+    #[inline]
+    pub fn push(&mut self, record: R) -> bool {
+        if self.raw.push(record) {
+            return true;
+        }
+        if self.raw.advance(1) && self.raw.push(record) {
+            return true;
+        }
+        if let Some(shared) = self.raw.shared() {
+            shared.count_drop(1);
+        }
+        false
+    }
+
+    /// Records dropped by this producer so far.
+    pub fn dropped(&self) -> u64 {
+        self.raw
+            .shared()
+            .map_or(0, |s| s.dropped.load(Ordering::Relaxed))
+    }
+}
+
+impl<R: Copy + Send + 'static> Drop for Producer<R> {
+    fn drop(&mut self) {
+        self.raw.retire();
+    }
+}

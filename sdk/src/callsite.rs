@@ -1,0 +1,151 @@
+//! Static call-site descriptors, interned once.
+//!
+//! Every `scope!`, `#[profile]`, `mark!`, `counter!` and `annotate!` expands to a `static`
+//! [`Callsite`]. Its id is assigned the first time it runs (a cold, locked registration) and
+//! cached in the descriptor, so the hot path loads one atomic and stores a `u32` into the
+//! record — never a string. The flusher maps ids back to descriptors with [`resolve`].
+
+use metron_components::ComponentInfo;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Mutex, RwLock};
+
+/// What a call site records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallsiteKind {
+    /// A region (scope, profiled function, explicit begin/end).
+    Region,
+    /// An instant mark.
+    Instant,
+    /// A named counter.
+    Counter,
+    /// The key of a region annotation.
+    AnnotationKey,
+}
+
+/// A call site: what, where, and which bundle it measures.
+#[derive(Debug)]
+pub struct Callsite {
+    /// Region, mark, counter or annotation-key name.
+    pub name: &'static str,
+    /// Source file (`file!()`), empty for names created at run time.
+    pub file: &'static str,
+    /// Source line (`line!()`), 0 for names created at run time.
+    pub line: u32,
+    /// Module path (`module_path!()`), empty for names created at run time.
+    pub module: &'static str,
+    /// What it records.
+    pub kind: CallsiteKind,
+    /// The components of its bundle beyond the wall clock of every region (empty: default).
+    pub components: &'static [ComponentInfo],
+    id: AtomicU32,
+}
+
+impl Callsite {
+    /// A descriptor for a `static`. Use the macros rather than calling this directly.
+    pub const fn new(
+        name: &'static str,
+        file: &'static str,
+        line: u32,
+        module: &'static str,
+        kind: CallsiteKind,
+        components: &'static [ComponentInfo],
+    ) -> Callsite {
+        Callsite {
+            name,
+            file,
+            line,
+            module,
+            kind,
+            components,
+            id: AtomicU32::new(0),
+        }
+    }
+
+    /// The interned id (never 0). One relaxed load after the first call.
+    #[inline(always)]
+    pub fn id(&'static self) -> u32 {
+        match self.id.load(Ordering::Relaxed) {
+            0 => self.register(),
+            id => id,
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn register(&'static self) -> u32 {
+        let mut table = TABLE.write().unwrap_or_else(|e| e.into_inner());
+        // Another thread may have registered it while we waited for the lock.
+        let id = self.id.load(Ordering::Relaxed);
+        if id != 0 {
+            return id;
+        }
+        table.push(self);
+        let id = table.len() as u32;
+        self.id.store(id, Ordering::Relaxed);
+        id
+    }
+}
+
+static TABLE: RwLock<Vec<&'static Callsite>> = RwLock::new(Vec::new());
+
+/// The descriptor of `id`, if registered.
+pub fn resolve(id: u32) -> Option<&'static Callsite> {
+    let table = TABLE.read().unwrap_or_else(|e| e.into_inner());
+    id.checked_sub(1)
+        .and_then(|i| table.get(i as usize).copied())
+}
+
+/// A copy of the whole table, for the flusher to resolve without locking per record.
+pub(crate) fn snapshot(into: &mut Vec<&'static Callsite>) {
+    let table = TABLE.read().unwrap_or_else(|e| e.into_inner());
+    into.clear();
+    into.extend_from_slice(&table);
+}
+
+/// The id of a name known only at run time (C API, bindings), interning it on first use.
+/// Equal names of the same kind share one id. Allocates once per distinct name: cache the
+/// id on your side for the hot path.
+pub fn intern(name: &str, kind: CallsiteKind) -> u32 {
+    static NAMES: Mutex<Option<HashMap<(String, CallsiteKind), &'static Callsite>>> =
+        Mutex::new(None);
+    let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    let names = names.get_or_insert_with(HashMap::new);
+    if let Some(site) = names.get(&(name.to_string(), kind)) {
+        return site.id();
+    }
+    let leaked: &'static str = Box::leak(name.to_string().into_boxed_str());
+    let site: &'static Callsite = Box::leak(Box::new(Callsite::new(leaked, "", 0, "", kind, &[])));
+    names.insert((name.to_string(), kind), site);
+    site.id()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_static_callsite_keeps_its_id() {
+        static SITE: Callsite = Callsite::new(
+            "x",
+            file!(),
+            line!(),
+            module_path!(),
+            CallsiteKind::Region,
+            &[],
+        );
+        let id = SITE.id();
+        assert_ne!(id, 0);
+        assert_eq!(SITE.id(), id);
+        assert!(std::ptr::eq(resolve(id).unwrap(), &SITE));
+    }
+
+    #[test]
+    fn interned_names_are_shared_per_kind() {
+        let a = intern("runtime-name", CallsiteKind::Region);
+        assert_eq!(intern("runtime-name", CallsiteKind::Region), a);
+        assert_ne!(intern("runtime-name", CallsiteKind::Counter), a);
+        assert_eq!(resolve(a).unwrap().name, "runtime-name");
+    }
+}

@@ -1,0 +1,114 @@
+//! Expansion of `METRON_OUTPUT_PATH` templates.
+
+use std::path::PathBuf;
+
+/// Values the template keys expand to.
+pub(crate) struct PathKeys<'a> {
+    pub(crate) pid: u32,
+    pub(crate) exe: &'a str,
+    pub(crate) hostname: &'a str,
+    /// UTC start time as `YYYYMMDD-HHMMSS`.
+    pub(crate) time: &'a str,
+}
+
+/// Expands `%pid%`, `%exe%`, `%hostname%`, `%time%` and `%env{NAME}%` (empty if unset).
+/// Returns the path and the keys it did not know (left as written).
+pub(crate) fn expand(
+    template: &str,
+    keys: &PathKeys<'_>,
+    env: impl Fn(&str) -> Option<String>,
+) -> (PathBuf, Vec<String>) {
+    let mut out = String::new();
+    let mut unknown = Vec::new();
+    let mut rest = template;
+    while let Some(start) = rest.find('%') {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 1..];
+        let Some(end) = after.find('%') else {
+            out.push_str(&rest[start..]);
+            rest = "";
+            break;
+        };
+        let key = &after[..end];
+        match key {
+            "pid" => out.push_str(&keys.pid.to_string()),
+            "exe" => out.push_str(keys.exe),
+            "hostname" => out.push_str(keys.hostname),
+            "time" => out.push_str(keys.time),
+            _ if key.starts_with("env{") && key.ends_with('}') => {
+                out.push_str(&env(&key[4..key.len() - 1]).unwrap_or_default());
+            }
+            _ => {
+                unknown.push(format!("%{key}%"));
+                out.push_str(&rest[start..start + end + 2]);
+            }
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    (PathBuf::from(out), unknown)
+}
+
+/// `YYYYMMDD-HHMMSS` (UTC) of Unix time `secs`.
+pub(crate) fn utc_stamp(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}{month:02}{day:02}-{:02}{:02}{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_expands() {
+        let keys = PathKeys {
+            pid: 42,
+            exe: "app",
+            hostname: "node7",
+            time: "20260101-000000",
+        };
+        let env = |name: &str| (name == "RANK").then(|| "3".to_string());
+        let (path, unknown) = expand(
+            "out/%exe%-%pid%-%hostname%-%time%-r%env{RANK}%%env{NOPE}%",
+            &keys,
+            env,
+        );
+        assert_eq!(path, PathBuf::from("out/app-42-node7-20260101-000000-r3"));
+        assert!(unknown.is_empty());
+    }
+
+    #[test]
+    fn unknown_keys_are_kept_and_reported() {
+        let keys = PathKeys {
+            pid: 1,
+            exe: "a",
+            hostname: "h",
+            time: "t",
+        };
+        let (path, unknown) = expand("x/%rank%/%pid%", &keys, |_| None);
+        assert_eq!(path, PathBuf::from("x/%rank%/1"));
+        assert_eq!(unknown, vec!["%rank%".to_string()]);
+    }
+
+    #[test]
+    fn utc_stamps_are_civil_dates() {
+        assert_eq!(utc_stamp(0), "19700101-000000");
+        assert_eq!(utc_stamp(1_795_397_492), "20261123-013132");
+    }
+}

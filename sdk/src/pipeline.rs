@@ -1,0 +1,302 @@
+//! The flusher's work: decode slot batches into [`Event`]s, convert ticks to `CLOCK_MONOTONIC`
+//! nanoseconds, check nesting, count, and feed the sinks.
+
+use crate::buffer::Batch;
+use crate::callsite::{self, Callsite};
+use crate::record::{kind, value_type, Header, Slot};
+use crate::region::AnnotationValue;
+use crate::sink::{Event, RunInfo, Sink, ThreadInfo};
+use metron_components::clock::{self, Calibration};
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+/// Per-thread decoding state and counts (reported in `metadata.json`).
+#[derive(Debug, Default, serde::Serialize)]
+pub struct ThreadStats {
+    /// The thread.
+    pub thread: Option<ThreadInfo>,
+    /// Records decoded.
+    pub records_written: u64,
+    /// Records dropped by the buffer policy.
+    pub records_dropped: u64,
+    /// Region ends that did not match the innermost open region.
+    pub unbalanced_ends: u64,
+    /// Regions still open when the run finished (closed by Metron).
+    pub open_at_exit: u64,
+    /// Records whose id or layout could not be decoded.
+    pub malformed: u64,
+    #[serde(skip)]
+    stack: Vec<(&'static Callsite, u64)>,
+    #[serde(skip)]
+    last_ns: u64,
+}
+
+pub(crate) struct Pipeline {
+    sinks: Vec<Box<dyn Sink>>,
+    threads: HashMap<u64, ThreadStats>,
+    sites: Vec<&'static Callsite>,
+    pub(crate) calibration: Calibration,
+    initial: Calibration,
+    finished: bool,
+}
+
+impl Pipeline {
+    pub(crate) fn new(sinks: Vec<Box<dyn Sink>>) -> Pipeline {
+        let calibration = *clock::calibration();
+        Pipeline {
+            sinks,
+            threads: HashMap::new(),
+            sites: Vec::new(),
+            calibration,
+            initial: calibration,
+            finished: false,
+        }
+    }
+
+    pub(crate) fn add_sink(&mut self, sink: Box<dyn Sink>) {
+        self.sinks.push(sink);
+    }
+
+    pub(crate) fn initial_calibration(&self) -> Calibration {
+        self.initial
+    }
+
+    fn site(&mut self, id: u32) -> Option<&'static Callsite> {
+        let index = id.checked_sub(1)? as usize;
+        if index >= self.sites.len() {
+            callsite::snapshot(&mut self.sites);
+        }
+        self.sites.get(index).copied()
+    }
+
+    /// Decodes one batch and hands its events to every sink.
+    pub(crate) fn consume(&mut self, batch: Batch<'_, Slot>) {
+        if self.finished {
+            return;
+        }
+        self.calibration = self.calibration.refined();
+        let key = batch.producer.index;
+        let mut state = self.threads.remove(&key).unwrap_or_default();
+        if state.thread.is_none() {
+            state.thread = Some(ThreadInfo {
+                tid: batch.producer.tid,
+                name: batch.producer.thread_name.clone(),
+                index: batch.producer.index,
+                is_metron: batch.producer.thread_name.starts_with("metron"),
+            });
+        }
+        let mut events = Vec::with_capacity(batch.records.len());
+        let records = batch.records;
+        let mut i = 0;
+        while i < records.len() {
+            let head = Header::unpack(records[i].header);
+            let payload_end = i + 1 + head.extra as usize;
+            if payload_end > records.len() {
+                state.malformed += 1;
+                break;
+            }
+            let payload = &records[i + 1..payload_end];
+            let ts_ns = self
+                .calibration
+                .to_monotonic_ns(records[i].ticks)
+                .max(state.last_ns);
+            state.last_ns = ts_ns;
+            state.records_written += 1;
+            self.decode(&mut state, head, ts_ns, payload, &mut events);
+            i = payload_end;
+        }
+        if batch.dropped > 0 {
+            state.records_dropped += batch.dropped;
+            events.push(Event::Dropped {
+                ts_ns: state.last_ns,
+                count: batch.dropped,
+            });
+        }
+        if let Some(Event::ThreadName { name, .. }) = events
+            .iter()
+            .rev()
+            .find(|e| matches!(e, Event::ThreadName { .. }))
+        {
+            if let Some(thread) = state.thread.as_mut() {
+                thread.name = (*name).to_string();
+            }
+        }
+        let thread = state.thread.clone().expect("set above");
+        for sink in &mut self.sinks {
+            sink.events(&thread, &events);
+        }
+        self.threads.insert(key, state);
+    }
+
+    fn decode<'a>(
+        &mut self,
+        state: &mut ThreadStats,
+        head: Header,
+        ts_ns: u64,
+        payload: &'a [Slot],
+        events: &mut Vec<Event<'a>>,
+    ) {
+        match head.kind {
+            kind::BEGIN => match self.site(head.id) {
+                Some(site) => {
+                    state.stack.push((site, ts_ns));
+                    events.push(Event::Begin { ts_ns, site });
+                }
+                None => state.malformed += 1,
+            },
+            kind::END | kind::BUNDLE_END => {
+                let values = if head.kind == kind::BUNDLE_END {
+                    words(payload, head.aux as usize)
+                } else {
+                    &[]
+                };
+                match state
+                    .stack
+                    .iter()
+                    .rposition(|(site, _)| site.id() == head.id)
+                {
+                    Some(pos) if pos + 1 == state.stack.len() => {
+                        let (site, begin_ns) = state.stack.pop().expect("non-empty");
+                        events.push(Event::End {
+                            begin_ns,
+                            ts_ns,
+                            site,
+                            values,
+                            closed_by_metron: false,
+                        });
+                    }
+                    Some(pos) => {
+                        // Regions opened inside this one were never ended: close them here.
+                        state.unbalanced_ends += (state.stack.len() - pos - 1) as u64;
+                        while state.stack.len() > pos + 1 {
+                            let (site, begin_ns) = state.stack.pop().expect("non-empty");
+                            events.push(Event::End {
+                                begin_ns,
+                                ts_ns,
+                                site,
+                                values: &[],
+                                closed_by_metron: true,
+                            });
+                        }
+                        let (site, begin_ns) = state.stack.pop().expect("non-empty");
+                        events.push(Event::End {
+                            begin_ns,
+                            ts_ns,
+                            site,
+                            values,
+                            closed_by_metron: false,
+                        });
+                    }
+                    None => state.unbalanced_ends += 1,
+                }
+            }
+            kind::INSTANT => match self.site(head.id) {
+                Some(site) => events.push(Event::Instant { ts_ns, site }),
+                None => state.malformed += 1,
+            },
+            kind::COUNTER => match (self.site(head.id), payload.first()) {
+                (Some(site), Some(slot)) => events.push(Event::Counter {
+                    ts_ns,
+                    site,
+                    value: f64::from_bits(slot.ticks),
+                }),
+                _ => state.malformed += 1,
+            },
+            kind::ANNOTATION => {
+                let value = match (head.aux & 0xF, payload.first()) {
+                    (value_type::I64, Some(s)) => Some(AnnotationValue::I64(s.ticks as i64)),
+                    (value_type::U64, Some(s)) => Some(AnnotationValue::U64(s.ticks)),
+                    (value_type::F64, Some(s)) => {
+                        Some(AnnotationValue::F64(f64::from_bits(s.ticks)))
+                    }
+                    (value_type::BOOL, Some(s)) => Some(AnnotationValue::Bool(s.ticks != 0)),
+                    (value_type::STR, _) => Some(AnnotationValue::Str(text(
+                        payload,
+                        (head.aux >> 4) as usize,
+                    ))),
+                    _ => None,
+                };
+                match (self.site(head.id), value) {
+                    (Some(key), Some(value)) => {
+                        let region = state.stack.last().map(|(site, _)| *site);
+                        events.push(Event::Annotation {
+                            ts_ns,
+                            region,
+                            key,
+                            value,
+                        });
+                    }
+                    _ => state.malformed += 1,
+                }
+            }
+            kind::THREAD_NAME => events.push(Event::ThreadName {
+                ts_ns,
+                name: text(payload, head.aux as usize),
+            }),
+            _ => state.malformed += 1,
+        }
+    }
+
+    /// Closes regions still open, hands the last events to the sinks and lets them write.
+    pub(crate) fn finish(&mut self, run: &RunInfo) -> (Vec<PathBuf>, Vec<String>) {
+        self.finished = true;
+        let end_ns = run.end_ns;
+        for state in self.threads.values_mut() {
+            if state.stack.is_empty() {
+                continue;
+            }
+            let mut events = Vec::new();
+            state.open_at_exit += state.stack.len() as u64;
+            while let Some((site, begin_ns)) = state.stack.pop() {
+                events.push(Event::End {
+                    begin_ns,
+                    ts_ns: end_ns.max(begin_ns),
+                    site,
+                    values: &[],
+                    closed_by_metron: true,
+                });
+            }
+            let thread = state.thread.clone().expect("set on first batch");
+            for sink in &mut self.sinks {
+                sink.events(&thread, &events);
+            }
+        }
+        let mut files = Vec::new();
+        let mut errors = Vec::new();
+        for sink in &mut self.sinks {
+            match sink.finish(run) {
+                Ok(mut written) => files.append(&mut written),
+                Err(e) => errors.push(format!("{} output failed: {e}", sink.name())),
+            }
+        }
+        (files, errors)
+    }
+
+    /// Per-thread counts, in thread order.
+    pub(crate) fn thread_stats(&self) -> Vec<&ThreadStats> {
+        let mut all: Vec<&ThreadStats> = self.threads.values().collect();
+        all.sort_by_key(|s| s.thread.as_ref().map_or(0, |t| t.index));
+        all
+    }
+}
+
+/// The first `count` f64 words of a payload.
+fn words(payload: &[Slot], count: usize) -> &[f64] {
+    let available = payload.len() * 2;
+    // SAFETY: `Slot` is `repr(C)` of two u64 with no padding and 16-byte alignment, so the
+    // payload's bytes are `available` properly aligned f64 values (any bit pattern is valid).
+    let all = unsafe { std::slice::from_raw_parts(payload.as_ptr().cast::<f64>(), available) };
+    &all[..count.min(available)]
+}
+
+/// The first `len` bytes of a payload as text (lossy cut at an invalid boundary).
+fn text(payload: &[Slot], len: usize) -> &str {
+    // SAFETY: `Slot` is plain bytes (`repr(C)`, two u64, no padding); viewing them as u8 is valid.
+    let bytes =
+        unsafe { std::slice::from_raw_parts(payload.as_ptr().cast::<u8>(), payload.len() * 16) };
+    let bytes = &bytes[..len.min(bytes.len())];
+    match std::str::from_utf8(bytes) {
+        Ok(s) => s,
+        Err(e) => std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or(""),
+    }
+}

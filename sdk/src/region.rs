@@ -1,0 +1,565 @@
+//! The region API behind the macros: guards, explicit regions, marks, counters, annotations.
+//!
+//! Every function here is the hot path. Without the `enabled` feature the guard types are
+//! zero-sized and have no `Drop`, so nothing is emitted at all.
+
+use crate::callsite::Callsite;
+use metron_components::Bundle;
+use std::marker::PhantomData;
+
+#[cfg(feature = "enabled")]
+use crate::record::{
+    header, kind, slots_for_bytes, slots_for_words, value_type, Slot, MAX_STRING_BYTES,
+};
+#[cfg(feature = "enabled")]
+use crate::{runtime, thread_buffer};
+#[cfg(feature = "enabled")]
+use metron_components::clock::now_ticks;
+
+/// Makes a guard `!Send`: a region must end on the thread that began it.
+type NotSend = PhantomData<*const ()>;
+
+/// True when recording is on (one relaxed load once the runtime is up).
+#[inline(always)]
+pub fn collecting() -> bool {
+    #[cfg(feature = "enabled")]
+    {
+        runtime::collecting()
+    }
+    #[cfg(not(feature = "enabled"))]
+    {
+        false
+    }
+}
+
+/// Guard of a region measured with the default bundle (wall clock). Ends the region when
+/// dropped. Made by [`scope!`](crate::scope) and `#[profile]`.
+#[must_use = "the region ends when this guard is dropped: bind it with `let _guard = ...`"]
+pub struct Scope {
+    #[cfg(feature = "enabled")]
+    id: u32,
+    _not_send: NotSend,
+}
+
+impl Scope {
+    /// Begins a region at `site`.
+    #[inline(always)]
+    pub fn enter(site: &'static Callsite) -> Scope {
+        #[cfg(feature = "enabled")]
+        {
+            let mut id = 0;
+            if runtime::collecting() {
+                let site_id = site.id();
+                let begin = Slot {
+                    ticks: now_ticks(),
+                    header: header(site_id, kind::BEGIN, 0, 0),
+                };
+                if thread_buffer::write(begin, 2, false) {
+                    id = site_id;
+                }
+            }
+            Scope {
+                id,
+                _not_send: PhantomData,
+            }
+        }
+        #[cfg(not(feature = "enabled"))]
+        {
+            let _ = site;
+            Scope::disabled()
+        }
+    }
+
+    /// A guard that records nothing.
+    #[inline(always)]
+    pub const fn disabled() -> Scope {
+        Scope {
+            #[cfg(feature = "enabled")]
+            id: 0,
+            _not_send: PhantomData,
+        }
+    }
+}
+
+#[cfg(feature = "enabled")]
+impl Drop for Scope {
+    #[inline(always)]
+    fn drop(&mut self) {
+        if self.id != 0 {
+            let end = Slot {
+                ticks: now_ticks(),
+                header: header(self.id, kind::END, 0, 0),
+            };
+            thread_buffer::write(end, 1, true);
+        }
+    }
+}
+
+/// Guard of a region measured with bundle `B` (plus the wall clock of every region).
+#[must_use = "the region ends when this guard is dropped: bind it with `let _guard = ...`"]
+pub struct BundleScope<B: Bundle> {
+    #[cfg(feature = "enabled")]
+    id: u32,
+    #[cfg(feature = "enabled")]
+    bundle: B,
+    _bundle: PhantomData<B>,
+    _not_send: NotSend,
+}
+
+impl<B: Bundle> BundleScope<B> {
+    /// Begins a region at `site` and starts the bundle's components.
+    #[inline(always)]
+    pub fn enter(site: &'static Callsite) -> BundleScope<B> {
+        #[cfg(feature = "enabled")]
+        {
+            let mut scope = BundleScope {
+                id: 0,
+                bundle: B::default(),
+                _bundle: PhantomData,
+                _not_send: PhantomData,
+            };
+            if runtime::collecting() {
+                let site_id = site.id();
+                let begin = Slot {
+                    ticks: now_ticks(),
+                    header: header(site_id, kind::BEGIN, 0, 0),
+                };
+                if thread_buffer::write(begin, 2, false) {
+                    scope.id = site_id;
+                    scope.bundle.start();
+                }
+            }
+            scope
+        }
+        #[cfg(not(feature = "enabled"))]
+        {
+            let _ = site;
+            BundleScope::disabled()
+        }
+    }
+
+    /// A guard that records nothing.
+    #[inline(always)]
+    pub fn disabled() -> BundleScope<B> {
+        BundleScope {
+            #[cfg(feature = "enabled")]
+            id: 0,
+            #[cfg(feature = "enabled")]
+            bundle: B::default(),
+            _bundle: PhantomData,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// The bundle, e.g. to read a component's value after a [`BundleScope::sample`].
+    #[cfg(feature = "enabled")]
+    pub fn bundle(&self) -> &B {
+        &self.bundle
+    }
+
+    /// Samples every component of the bundle (their values become absolute readings).
+    #[inline]
+    pub fn sample(&mut self) {
+        #[cfg(feature = "enabled")]
+        self.bundle.sample();
+    }
+}
+
+#[cfg(feature = "enabled")]
+impl<B: Bundle> Drop for BundleScope<B> {
+    #[inline]
+    fn drop(&mut self) {
+        if self.id == 0 {
+            return;
+        }
+        self.bundle.stop();
+        let ticks = now_ticks();
+        let payload = slots_for_words(B::WORDS);
+        let bundle = &self.bundle;
+        let id = self.id;
+        thread_buffer::write_with(1 + payload, 1, true, |slots| {
+            slots[0] = Slot {
+                ticks,
+                header: header(id, kind::BUNDLE_END, payload as u8, B::WORDS as u16),
+            };
+            let words = as_words(&mut slots[1..]);
+            bundle.write_fields(&mut words[..B::WORDS]);
+        });
+    }
+}
+
+/// The payload slots of a record as f64 words.
+#[cfg(feature = "enabled")]
+#[inline(always)]
+fn as_words(slots: &mut [Slot]) -> &mut [f64] {
+    let len = slots.len() * 2;
+    // SAFETY: `Slot` is `repr(C)` of two u64 (16-byte aligned, no padding), so `len` f64
+    // values occupy exactly the same bytes; every bit pattern is a valid f64; the borrow of
+    // `slots` is moved into the returned slice.
+    unsafe { std::slice::from_raw_parts_mut(slots.as_mut_ptr().cast::<f64>(), len) }
+}
+
+/// A region begun with [`begin!`](crate::begin) and ended explicitly with [`Region::end`].
+/// Unlike a guard it does nothing when dropped: a region never ended stays open and is
+/// reported as such (`open_at_exit` in `metadata.json`).
+#[must_use = "end the region with `.end()`"]
+pub struct Region<B: Bundle = NoBundle> {
+    scope: std::mem::ManuallyDrop<BundleOrScope<B>>,
+}
+
+/// The guard a [`Region`] holds; its `Drop` ends the region when [`Region::end`] drops it.
+enum BundleOrScope<B: Bundle> {
+    Default(#[allow(dead_code)] Scope),
+    Bundle(#[allow(dead_code)] BundleScope<B>),
+}
+
+/// The default bundle of a [`Region`]: the wall clock every region has, nothing more.
+#[derive(Default)]
+pub struct NoBundle;
+
+impl Bundle for NoBundle {
+    const COMPONENTS: &'static [metron_components::ComponentInfo] = &[];
+    const WORDS: usize = 0;
+    fn start(&mut self) {}
+    fn stop(&mut self) {}
+    fn sample(&mut self) {}
+    fn write_fields(&self, _out: &mut [f64]) {}
+}
+
+impl Region<NoBundle> {
+    /// Begins a region with the default bundle.
+    #[inline(always)]
+    pub fn begin(site: &'static Callsite) -> Region<NoBundle> {
+        Region {
+            scope: std::mem::ManuallyDrop::new(BundleOrScope::Default(Scope::enter(site))),
+        }
+    }
+}
+
+impl<B: Bundle> Region<B> {
+    /// Begins a region measured with bundle `B`.
+    #[inline(always)]
+    pub fn begin_bundle(site: &'static Callsite) -> Region<B> {
+        Region {
+            scope: std::mem::ManuallyDrop::new(BundleOrScope::Bundle(BundleScope::enter(site))),
+        }
+    }
+
+    /// Ends the region.
+    #[inline(always)]
+    #[allow(clippy::drop_non_drop)] // the guards have no Drop when instrumentation is compiled out
+    pub fn end(mut self) {
+        // SAFETY: `scope` is taken exactly once, here; `self` is consumed.
+        drop(unsafe { std::mem::ManuallyDrop::take(&mut self.scope) });
+    }
+}
+
+/// Records an instant mark.
+#[inline(always)]
+pub fn mark(site: &'static Callsite) {
+    if collecting() {
+        by_id::mark(site.id());
+    }
+}
+
+/// Records a counter value.
+#[inline(always)]
+pub fn counter(site: &'static Callsite, value: f64) {
+    if collecting() {
+        by_id::counter(site.id(), value);
+    }
+}
+
+/// The region API by interned id ([`crate::intern`]), for names known only at run time (the
+/// C API, bindings). The caller keeps begin/end balanced per thread; each function returns
+/// whether the record was stored (false when not collecting, paused, or dropped).
+pub mod by_id {
+    #[cfg(feature = "enabled")]
+    use super::*;
+
+    /// Begins region `id` on this thread.
+    #[inline]
+    pub fn begin(id: u32) -> bool {
+        #[cfg(feature = "enabled")]
+        {
+            runtime::collecting()
+                && thread_buffer::write(
+                    Slot {
+                        ticks: now_ticks(),
+                        header: header(id, kind::BEGIN, 0, 0),
+                    },
+                    2,
+                    false,
+                )
+        }
+        #[cfg(not(feature = "enabled"))]
+        {
+            let _ = id;
+            false
+        }
+    }
+
+    /// Ends region `id` on this thread (written even while collection is off or the thread is
+    /// paused, so regions begun before stay balanced).
+    #[inline]
+    pub fn end(id: u32) -> bool {
+        #[cfg(feature = "enabled")]
+        {
+            thread_buffer::write(
+                Slot {
+                    ticks: now_ticks(),
+                    header: header(id, kind::END, 0, 0),
+                },
+                1,
+                true,
+            )
+        }
+        #[cfg(not(feature = "enabled"))]
+        {
+            let _ = id;
+            false
+        }
+    }
+
+    /// Records instant mark `id`.
+    #[inline]
+    pub fn mark(id: u32) -> bool {
+        #[cfg(feature = "enabled")]
+        {
+            runtime::collecting()
+                && thread_buffer::write(
+                    Slot {
+                        ticks: now_ticks(),
+                        header: header(id, kind::INSTANT, 0, 0),
+                    },
+                    1,
+                    false,
+                )
+        }
+        #[cfg(not(feature = "enabled"))]
+        {
+            let _ = id;
+            false
+        }
+    }
+
+    /// Records `value` for counter `id`.
+    #[inline]
+    pub fn counter(id: u32, value: f64) -> bool {
+        #[cfg(feature = "enabled")]
+        {
+            let ticks = now_ticks();
+            runtime::collecting()
+                && thread_buffer::write_with(2, 1, false, |slots| {
+                    slots[0] = Slot {
+                        ticks,
+                        header: header(id, kind::COUNTER, 1, 0),
+                    };
+                    slots[1] = Slot {
+                        ticks: value.to_bits(),
+                        header: 0,
+                    };
+                })
+        }
+        #[cfg(not(feature = "enabled"))]
+        {
+            let _ = (id, value);
+            false
+        }
+    }
+
+    /// Annotates the innermost open region of this thread with key `key_id` (interned as
+    /// [`crate::CallsiteKind::AnnotationKey`]).
+    #[inline]
+    pub fn annotate(key_id: u32, value: super::AnnotationValue<'_>) -> bool {
+        #[cfg(feature = "enabled")]
+        {
+            runtime::collecting() && annotate_inner(key_id, value)
+        }
+        #[cfg(not(feature = "enabled"))]
+        {
+            let _ = (key_id, value);
+            false
+        }
+    }
+}
+
+/// A value attached to a region with [`annotate!`](crate::annotate).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum AnnotationValue<'a> {
+    /// A signed integer.
+    I64(i64),
+    /// An unsigned integer.
+    U64(u64),
+    /// A float.
+    F64(f64),
+    /// A boolean.
+    Bool(bool),
+    /// Text (cut to 240 bytes, at a character boundary).
+    Str(&'a str),
+}
+
+macro_rules! annotation_from {
+    ($($t:ty => $variant:ident as $as:ty),*) => {$(
+        impl From<$t> for AnnotationValue<'_> {
+            fn from(v: $t) -> Self {
+                AnnotationValue::$variant(v as $as)
+            }
+        }
+    )*};
+}
+annotation_from!(i8 => I64 as i64, i16 => I64 as i64, i32 => I64 as i64, i64 => I64 as i64, isize => I64 as i64,
+    u8 => U64 as u64, u16 => U64 as u64, u32 => U64 as u64, u64 => U64 as u64, usize => U64 as u64,
+    f32 => F64 as f64, f64 => F64 as f64);
+
+impl From<bool> for AnnotationValue<'_> {
+    fn from(v: bool) -> Self {
+        AnnotationValue::Bool(v)
+    }
+}
+
+impl<'a> From<&'a str> for AnnotationValue<'a> {
+    fn from(v: &'a str) -> Self {
+        AnnotationValue::Str(v)
+    }
+}
+
+impl<'a> From<&'a String> for AnnotationValue<'a> {
+    fn from(v: &'a String) -> Self {
+        AnnotationValue::Str(v)
+    }
+}
+
+/// Cuts `text` to at most `max` bytes at a character boundary.
+pub(crate) fn truncate(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// Annotates the innermost open region of this thread with `key = value`.
+#[inline]
+pub fn annotate(key: &'static Callsite, value: AnnotationValue<'_>) {
+    if collecting() {
+        by_id::annotate(key.id(), value);
+    }
+}
+
+#[cfg(feature = "enabled")]
+fn annotate_inner(id: u32, value: AnnotationValue<'_>) -> bool {
+    {
+        let ticks = now_ticks();
+        let (kind_bits, word) = match value {
+            AnnotationValue::I64(v) => (value_type::I64, v as u64),
+            AnnotationValue::U64(v) => (value_type::U64, v),
+            AnnotationValue::F64(v) => (value_type::F64, v.to_bits()),
+            AnnotationValue::Bool(v) => (value_type::BOOL, v as u64),
+            AnnotationValue::Str(text) => {
+                let text = truncate(text, MAX_STRING_BYTES);
+                return write_string(
+                    ticks,
+                    id,
+                    kind::ANNOTATION,
+                    value_type::STR | (text.len() as u16) << 4,
+                    text,
+                );
+            }
+        };
+        thread_buffer::write_with(2, 1, false, |slots| {
+            slots[0] = Slot {
+                ticks,
+                header: header(id, kind::ANNOTATION, 1, kind_bits),
+            };
+            slots[1] = Slot {
+                ticks: word,
+                header: 0,
+            };
+        })
+    }
+}
+
+/// Writes a record whose payload is `text` (at most [`MAX_STRING_BYTES`]).
+#[cfg(feature = "enabled")]
+fn write_string(ticks: u64, id: u32, record_kind: u8, aux: u16, text: &str) -> bool {
+    let payload = slots_for_bytes(text.len());
+    thread_buffer::write_with(1 + payload, 1, false, |slots| {
+        slots[0] = Slot {
+            ticks,
+            header: header(id, record_kind, payload as u8, aux),
+        };
+        for (slot, chunk) in slots[1..].iter_mut().zip(text.as_bytes().chunks(16)) {
+            let mut bytes = [0u8; 16];
+            bytes[..chunk.len()].copy_from_slice(chunk);
+            *slot = Slot {
+                ticks: u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")),
+                header: u64::from_le_bytes(bytes[8..].try_into().expect("8 bytes")),
+            };
+        }
+    })
+}
+
+/// Names the calling thread (kernel name, cut to 15 bytes) and records the full name for the
+/// outputs.
+pub fn set_thread_name(name: &str) {
+    crate::sys::set_current_thread_name(name);
+    #[cfg(feature = "enabled")]
+    if runtime::collecting() {
+        let text = truncate(name, MAX_STRING_BYTES);
+        let _ = write_string(now_ticks(), 0, kind::THREAD_NAME, text.len() as u16, text);
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A future whose every poll is a region (made by `#[profile]` on an `async fn`).
+    pub struct Instrumented<F, B> {
+        site: &'static Callsite,
+        #[pin]
+        future: F,
+        _bundle: PhantomData<fn() -> B>,
+    }
+}
+
+impl<F, B> Instrumented<F, B> {
+    /// Wraps `future`; each poll is a region at `site`.
+    pub fn new(site: &'static Callsite, future: F) -> Self {
+        Instrumented {
+            site,
+            future,
+            _bundle: PhantomData,
+        }
+    }
+}
+
+impl<F: std::future::Future> std::future::Future for Instrumented<F, NoBundle> {
+    type Output = F::Output;
+    #[inline]
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<F::Output> {
+        let this = self.project();
+        let _scope = Scope::enter(this.site);
+        this.future.poll(cx)
+    }
+}
+
+/// Marks [`Instrumented`] futures measured with a user bundle.
+pub struct WithBundle<B>(PhantomData<B>);
+
+impl<F: std::future::Future, B: Bundle> std::future::Future for Instrumented<F, WithBundle<B>> {
+    type Output = F::Output;
+    #[inline]
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<F::Output> {
+        let this = self.project();
+        let _scope = BundleScope::<B>::enter(this.site);
+        this.future.poll(cx)
+    }
+}

@@ -1,0 +1,245 @@
+//! The process-wide runtime: settings, the slot service and its flusher pipeline, the run
+//! folder, and the end of the run (flush, outputs, the one stderr line).
+//!
+//! It starts lazily on the first record (or [`crate::init`]) and finishes once, at normal exit
+//! (`atexit`) or on [`crate::finish`].
+
+use crate::buffer::{BufferConfig, BufferedService, CallbackThread};
+use crate::output_path::{self, PathKeys};
+use crate::pipeline::Pipeline;
+use crate::record::{Slot, SLOT_BYTES};
+use crate::settings::Settings;
+use crate::sink::{RunInfo, Sink};
+use crate::sinks::summary::SummarySink;
+use crate::sys;
+use metron_components::clock;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+const UNINIT: u8 = 0;
+const ON: u8 = 1;
+const OFF: u8 = 2;
+
+static STATE: AtomicU8 = AtomicU8::new(UNINIT);
+static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+
+pub(crate) struct Runtime {
+    pub(crate) settings: Settings,
+    pub(crate) service: BufferedService<Slot>,
+    pipeline: Arc<Mutex<Pipeline>>,
+    run: Mutex<RunInfo>,
+    path_warnings: Vec<String>,
+    finished: AtomicBool,
+}
+
+/// True when recording is on. One relaxed load on the hot path.
+#[inline(always)]
+pub(crate) fn collecting() -> bool {
+    STATE.load(Ordering::Relaxed) == ON || collecting_cold()
+}
+
+#[cold]
+#[inline(never)]
+fn collecting_cold() -> bool {
+    if STATE.load(Ordering::Acquire) == UNINIT {
+        get();
+    }
+    STATE.load(Ordering::Relaxed) == ON
+}
+
+/// The runtime, started on first use.
+pub(crate) fn get() -> Option<&'static Runtime> {
+    Some(RUNTIME.get_or_init(start))
+}
+
+/// Turns recording on or off for the whole process (no effect when `METRON_ENABLED` is off
+/// or the run finished).
+pub(crate) fn set_collecting(on: bool) {
+    let Some(rt) = get() else { return };
+    if !rt.settings.enabled || rt.finished.load(Ordering::Acquire) {
+        return;
+    }
+    STATE.store(if on { ON } else { OFF }, Ordering::Release);
+}
+
+fn start() -> Runtime {
+    let settings = Settings::from_env();
+    for error in &settings.errors {
+        eprintln!("metron: {error}");
+    }
+    let calibration = *clock::calibration();
+    let start_realtime_ns = clock::realtime_ns();
+    let exe = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "unknown".into());
+    let hostname = sys::hostname();
+    let pid = sys::getpid();
+    let time = output_path::utc_stamp(start_realtime_ns / 1_000_000_000);
+    let keys = PathKeys {
+        pid,
+        exe: &exe,
+        hostname: &hostname,
+        time: &time,
+    };
+    let (output_dir, unknown) =
+        output_path::expand(&settings.output_path, &keys, |n| std::env::var(n).ok());
+    let path_warnings: Vec<String> = unknown
+        .iter()
+        .map(|k| format!("METRON_OUTPUT_PATH: unknown key {k} kept as written; accepted: %pid%, %exe%, %hostname%, %time%, %env{{NAME}}%"))
+        .collect();
+    for w in &path_warnings {
+        eprintln!("metron: {w}");
+    }
+
+    let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
+    if settings.summary {
+        sinks.push(Box::new(SummarySink::new()));
+    }
+    let pipeline = Arc::new(Mutex::new(Pipeline::new(sinks)));
+    let flusher = CallbackThread::shared();
+    flusher.set_interval(settings.flush_interval);
+    let feed = Arc::clone(&pipeline);
+    let service = BufferedService::new(
+        "regions",
+        BufferConfig {
+            bytes: settings.buffer_bytes,
+            watermark_percent: settings.watermark_percent,
+            policy: settings.policy,
+        },
+        flusher,
+        move |batch| {
+            feed.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .consume(batch)
+        },
+    );
+    let run = RunInfo {
+        output_dir,
+        pid,
+        exe,
+        argv: std::env::args().collect(),
+        hostname,
+        start_realtime_ns,
+        start_ns: calibration.to_monotonic_ns(clock::now_ticks()),
+        end_ns: 0,
+    };
+    let enabled = settings.enabled;
+    let runtime = Runtime {
+        settings,
+        service,
+        pipeline,
+        run: Mutex::new(run),
+        path_warnings,
+        finished: AtomicBool::new(false),
+    };
+    if enabled {
+        sys::at_exit(finish_at_exit);
+    }
+    STATE.store(if enabled { ON } else { OFF }, Ordering::Release);
+    runtime
+}
+
+extern "C" fn finish_at_exit() {
+    // A panic must not unwind into libc's exit path.
+    let _ = std::panic::catch_unwind(finish);
+}
+
+/// Adds a sink; it sees the events flushed from now on.
+pub(crate) fn add_sink(sink: Box<dyn Sink>) {
+    if let Some(rt) = get() {
+        rt.pipeline
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .add_sink(sink);
+    }
+}
+
+/// Delivers everything recorded so far to the sinks.
+pub(crate) fn flush() {
+    if let Some(rt) = RUNTIME.get() {
+        rt.service.flush();
+    }
+}
+
+/// What a finished run wrote.
+#[derive(Clone, Debug)]
+pub struct RunReport {
+    /// The run folder.
+    pub output_dir: PathBuf,
+    /// Files written, `metadata.json` last.
+    pub files: Vec<PathBuf>,
+    /// Records decoded over all threads.
+    pub records_written: u64,
+    /// Records dropped over all threads.
+    pub records_dropped: u64,
+}
+
+/// Ends the run once: stops recording, drains every buffer, lets the sinks write, writes
+/// `metadata.json` and prints where the output went. Later calls return `None`.
+pub(crate) fn finish() -> Option<RunReport> {
+    let rt = RUNTIME.get()?;
+    if !rt.settings.enabled || rt.finished.swap(true, Ordering::AcqRel) {
+        return None;
+    }
+    STATE.store(OFF, Ordering::Release);
+    rt.service.flush();
+    let mut pipeline = rt.pipeline.lock().unwrap_or_else(|e| e.into_inner());
+    let run = {
+        let mut run = rt.run.lock().unwrap_or_else(|e| e.into_inner());
+        run.end_ns = pipeline
+            .calibration
+            .refined()
+            .to_monotonic_ns(clock::now_ticks());
+        run.clone()
+    };
+    if let Err(e) = std::fs::create_dir_all(&run.output_dir) {
+        eprintln!(
+            "metron: cannot create the run folder {}: {e}; no output written",
+            run.output_dir.display()
+        );
+        return None;
+    }
+    let (mut files, errors) = pipeline.finish(&run);
+    for e in &errors {
+        eprintln!("metron: {e}");
+    }
+    let threads = pipeline.thread_stats();
+    let written: u64 = threads.iter().map(|t| t.records_written).sum();
+    let dropped: u64 = threads.iter().map(|t| t.records_dropped).sum();
+    let metadata = crate::metadata::build(rt, &run, &pipeline, &errors);
+    let metadata_path = run.output_dir.join("metadata.json");
+    match serde_json::to_string_pretty(&metadata) {
+        Ok(text) => match std::fs::write(&metadata_path, text + "\n") {
+            Ok(()) => files.push(metadata_path),
+            Err(e) => eprintln!("metron: cannot write {}: {e}", metadata_path.display()),
+        },
+        Err(e) => eprintln!("metron: cannot encode metadata.json: {e}"),
+    }
+    eprintln!(
+        "metron: wrote {} ({} records, {} dropped)",
+        run.output_dir.display(),
+        written,
+        dropped
+    );
+    Some(RunReport {
+        output_dir: run.output_dir.clone(),
+        files,
+        records_written: written,
+        records_dropped: dropped,
+    })
+}
+
+impl Runtime {
+    pub(crate) fn path_warnings(&self) -> &[String] {
+        &self.path_warnings
+    }
+
+    pub(crate) fn segments_mapped(&self) -> u64 {
+        self.service.segments_mapped()
+    }
+}
+
+/// Slot size, for metadata.
+pub(crate) const RECORD_SLOT_BYTES: usize = SLOT_BYTES;

@@ -1,0 +1,411 @@
+//! The one registry of `METRON_*` settings: name, type, default, accepted values, description.
+//!
+//! [`REGISTRY`] is what `metron avail` prints. [`Settings::from_env`] reads every setting once
+//! when the runtime starts; a value that does not parse is reported (stderr and
+//! `metadata.json`) with the variable, the value and what is accepted, and the default is used.
+
+use crate::buffer::Policy;
+use std::fmt;
+use std::time::Duration;
+
+/// The type of a setting, which decides what values it accepts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `1`/`0`, `true`/`false`, `yes`/`no`, `on`/`off`.
+    Bool,
+    /// Bytes with an optional `K`, `M` or `G` suffix (powers of 1024).
+    Size,
+    /// An integer from 1 to 100.
+    Percent,
+    /// A duration with a unit: `ms`, `s`, `us` or `m`; `0` means off.
+    Duration,
+    /// One of the listed words.
+    Choice(&'static [&'static str]),
+    /// Free text (paths, templates).
+    Text,
+}
+
+impl Kind {
+    /// What this kind accepts, in words, for error messages and `metron avail`.
+    pub fn accepted(self) -> String {
+        match self {
+            Kind::Bool => "a boolean: 1, 0, true, false, yes, no, on or off".into(),
+            Kind::Size => "a size in bytes with an optional K, M or G suffix (e.g. 64K, 4M)".into(),
+            Kind::Percent => "an integer percentage from 1 to 100".into(),
+            Kind::Duration => {
+                "a duration with a unit: ms, s, us or m (e.g. 500ms, 2s); 0 turns it off".into()
+            }
+            Kind::Choice(words) => format!("one of: {}", words.join(", ")),
+            Kind::Text => "any text".into(),
+        }
+    }
+}
+
+/// One entry of the registry.
+#[derive(Clone, Copy, Debug)]
+pub struct SettingSpec {
+    /// The environment variable.
+    pub name: &'static str,
+    /// What it accepts.
+    pub kind: Kind,
+    /// The value used when the variable is unset or invalid.
+    pub default: &'static str,
+    /// One line for `metron avail`.
+    pub description: &'static str,
+}
+
+/// The smallest buffer Metron accepts: room for the largest record many times over.
+pub const MIN_BUFFER_BYTES: usize = 4096;
+
+/// Every setting Metron reads.
+pub static REGISTRY: &[SettingSpec] = &[
+    SettingSpec {
+        name: "METRON_ENABLED",
+        kind: Kind::Bool,
+        default: "true",
+        description: "record anything at all; false makes every region a no-op and writes no output",
+    },
+    SettingSpec {
+        name: "METRON_OUTPUT_PATH",
+        kind: Kind::Text,
+        default: "metron-output/%exe%-%pid%-%time%",
+        description: "run folder; keys %pid%, %exe%, %hostname%, %time%, %env{NAME}%",
+    },
+    SettingSpec {
+        name: "METRON_BUFFER_SIZE",
+        kind: Kind::Size,
+        default: "1M",
+        description: "bytes of each per-thread buffer segment (minimum 4K; 16 bytes per record slot)",
+    },
+    SettingSpec {
+        name: "METRON_BUFFER_WATERMARK",
+        kind: Kind::Percent,
+        default: "100",
+        description: "fill level (% of the buffer) at which a segment is handed to the flusher",
+    },
+    SettingSpec {
+        name: "METRON_BUFFER_POLICY",
+        kind: Kind::Choice(&["lossless", "discard"]),
+        default: "lossless",
+        description: "full buffer: lossless swaps in a fresh segment; discard drops and counts records until the flusher frees one",
+    },
+    SettingSpec {
+        name: "METRON_FLUSH_INTERVAL",
+        kind: Kind::Duration,
+        default: "1s",
+        description: "how often the flusher drains every thread's buffer (0: only when full, on flush() and at exit)",
+    },
+    SettingSpec {
+        name: "METRON_SUMMARY",
+        kind: Kind::Bool,
+        default: "true",
+        description: "write summary.txt and summary.json",
+    },
+];
+
+/// A setting whose value was not accepted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SettingError {
+    /// The variable.
+    pub name: &'static str,
+    /// The value it had.
+    pub value: String,
+    /// What it accepts.
+    pub accepted: String,
+    /// The default used instead.
+    pub default: &'static str,
+}
+
+impl fmt::Display for SettingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}={:?} is not accepted: expected {}; using the default {:?}",
+            self.name, self.value, self.accepted, self.default
+        )
+    }
+}
+
+/// The settings in force for this run.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// `METRON_ENABLED`.
+    pub enabled: bool,
+    /// `METRON_OUTPUT_PATH` (unexpanded template).
+    pub output_path: String,
+    /// `METRON_BUFFER_SIZE` in bytes.
+    pub buffer_bytes: usize,
+    /// `METRON_BUFFER_WATERMARK` in percent.
+    pub watermark_percent: u8,
+    /// `METRON_BUFFER_POLICY`.
+    pub policy: Policy,
+    /// `METRON_FLUSH_INTERVAL`; `None` when off.
+    pub flush_interval: Option<Duration>,
+    /// `METRON_SUMMARY`.
+    pub summary: bool,
+    /// Every registry entry with the value in force and where it came from.
+    pub resolved: Vec<ResolvedSetting>,
+    /// Values that were rejected.
+    pub errors: Vec<SettingError>,
+}
+
+/// A setting's value in force, for `metadata.json`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ResolvedSetting {
+    /// The variable.
+    pub name: &'static str,
+    /// The value in force.
+    pub value: String,
+    /// `environment` or `default`.
+    pub source: &'static str,
+}
+
+impl Settings {
+    /// Reads every registered setting from the environment.
+    pub fn from_env() -> Settings {
+        Settings::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads every registered setting through `lookup` (tests pass a map).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Settings {
+        let mut resolved = Vec::new();
+        let mut errors = Vec::new();
+        let mut value_of = |name: &'static str| -> Value {
+            let spec = REGISTRY
+                .iter()
+                .find(|s| s.name == name)
+                .expect("setting is registered");
+            let default = parse(spec.kind, spec.default).expect("registry default parses");
+            let (value, source) = match lookup(name) {
+                Some(raw) if !raw.trim().is_empty() => match parse(spec.kind, raw.trim()) {
+                    Some(v) => (v, "environment"),
+                    None => {
+                        errors.push(SettingError {
+                            name,
+                            value: raw,
+                            accepted: spec.kind.accepted(),
+                            default: spec.default,
+                        });
+                        (default, "default")
+                    }
+                },
+                _ => (default, "default"),
+            };
+            resolved.push(ResolvedSetting {
+                name,
+                value: value.to_string(),
+                source,
+            });
+            value
+        };
+        let enabled = value_of("METRON_ENABLED").bool();
+        let output_path = value_of("METRON_OUTPUT_PATH").text();
+        let buffer_bytes = value_of("METRON_BUFFER_SIZE").size();
+        let watermark_percent = value_of("METRON_BUFFER_WATERMARK").percent();
+        let policy = match value_of("METRON_BUFFER_POLICY").text().as_str() {
+            "discard" => Policy::Discard,
+            _ => Policy::Lossless,
+        };
+        let flush_interval = value_of("METRON_FLUSH_INTERVAL").duration();
+        let summary = value_of("METRON_SUMMARY").bool();
+        Settings {
+            enabled,
+            output_path,
+            buffer_bytes,
+            watermark_percent,
+            policy,
+            flush_interval,
+            summary,
+            resolved,
+            errors,
+        }
+    }
+}
+
+/// A parsed value of any kind.
+#[derive(Clone, Debug)]
+enum Value {
+    Bool(bool),
+    Size(usize),
+    Percent(u8),
+    Duration(Option<Duration>),
+    Text(String),
+}
+
+impl Value {
+    fn bool(self) -> bool {
+        matches!(self, Value::Bool(true))
+    }
+    fn size(self) -> usize {
+        match self {
+            Value::Size(n) => n,
+            _ => unreachable!("kind checked by the registry"),
+        }
+    }
+    fn percent(self) -> u8 {
+        match self {
+            Value::Percent(n) => n,
+            _ => unreachable!("kind checked by the registry"),
+        }
+    }
+    fn duration(self) -> Option<Duration> {
+        match self {
+            Value::Duration(d) => d,
+            _ => unreachable!("kind checked by the registry"),
+        }
+    }
+    fn text(self) -> String {
+        match self {
+            Value::Text(t) => t,
+            _ => unreachable!("kind checked by the registry"),
+        }
+    }
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Bool(b) => write!(f, "{b}"),
+            Value::Size(n) => write!(f, "{n}"),
+            Value::Percent(p) => write!(f, "{p}"),
+            Value::Duration(None) => write!(f, "0"),
+            Value::Duration(Some(d)) => write!(f, "{}ms", d.as_millis()),
+            Value::Text(t) => write!(f, "{t}"),
+        }
+    }
+}
+
+fn parse(kind: Kind, raw: &str) -> Option<Value> {
+    match kind {
+        Kind::Bool => match raw.to_ascii_lowercase().as_str() {
+            "1" | "true" | "yes" | "on" => Some(Value::Bool(true)),
+            "0" | "false" | "no" | "off" => Some(Value::Bool(false)),
+            _ => None,
+        },
+        Kind::Size => parse_size(raw)
+            .filter(|n| *n >= MIN_BUFFER_BYTES)
+            .map(Value::Size),
+        Kind::Percent => raw
+            .parse::<u8>()
+            .ok()
+            .filter(|p| (1..=100).contains(p))
+            .map(Value::Percent),
+        Kind::Duration => parse_duration(raw).map(Value::Duration),
+        Kind::Choice(words) => words
+            .iter()
+            .find(|w| w.eq_ignore_ascii_case(raw))
+            .map(|w| Value::Text((*w).to_string())),
+        Kind::Text => Some(Value::Text(raw.to_string())),
+    }
+}
+
+fn parse_size(raw: &str) -> Option<usize> {
+    let upper = raw.to_ascii_uppercase();
+    let trimmed = upper.trim_end_matches("IB").trim_end_matches('B');
+    let (digits, scale) = match trimmed.chars().last()? {
+        'K' => (&trimmed[..trimmed.len() - 1], 1usize << 10),
+        'M' => (&trimmed[..trimmed.len() - 1], 1 << 20),
+        'G' => (&trimmed[..trimmed.len() - 1], 1 << 30),
+        _ => (trimmed, 1),
+    };
+    digits.trim().parse::<usize>().ok()?.checked_mul(scale)
+}
+
+fn parse_duration(raw: &str) -> Option<Option<Duration>> {
+    if raw == "0" {
+        return Some(None);
+    }
+    let split = raw.find(|c: char| !c.is_ascii_digit() && c != '.')?;
+    let (number, unit) = raw.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let seconds = match unit.trim() {
+        "us" => number / 1e6,
+        "ms" => number / 1e3,
+        "s" => number,
+        "m" => number * 60.0,
+        _ => return None,
+    };
+    if seconds == 0.0 {
+        return Some(None);
+    }
+    Some(Some(Duration::from_secs_f64(seconds)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn settings(pairs: &[(&str, &str)]) -> Settings {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Settings::from_lookup(|name| map.get(name).cloned())
+    }
+
+    #[test]
+    fn defaults_apply_when_nothing_is_set() {
+        let s = settings(&[]);
+        assert!(s.enabled);
+        assert_eq!(s.buffer_bytes, 1 << 20);
+        assert_eq!(s.watermark_percent, 100);
+        assert_eq!(s.policy, Policy::Lossless);
+        assert_eq!(s.flush_interval, Some(Duration::from_secs(1)));
+        assert!(s.errors.is_empty());
+        assert_eq!(s.resolved.len(), REGISTRY.len());
+    }
+
+    #[test]
+    fn valid_values_are_taken() {
+        let s = settings(&[
+            ("METRON_ENABLED", "off"),
+            ("METRON_BUFFER_SIZE", "64K"),
+            ("METRON_BUFFER_WATERMARK", "50"),
+            ("METRON_BUFFER_POLICY", "Discard"),
+            ("METRON_FLUSH_INTERVAL", "250ms"),
+        ]);
+        assert!(!s.enabled);
+        assert_eq!(s.buffer_bytes, 64 << 10);
+        assert_eq!(s.watermark_percent, 50);
+        assert_eq!(s.policy, Policy::Discard);
+        assert_eq!(s.flush_interval, Some(Duration::from_millis(250)));
+        assert_eq!(
+            settings(&[("METRON_FLUSH_INTERVAL", "0")]).flush_interval,
+            None
+        );
+    }
+
+    #[test]
+    fn a_bad_value_names_the_variable_the_value_and_what_is_accepted_and_keeps_the_default() {
+        let s = settings(&[
+            ("METRON_BUFFER_SIZE", "12Q"),
+            ("METRON_BUFFER_POLICY", "sometimes"),
+            ("METRON_FLUSH_INTERVAL", "5 fortnights"),
+            ("METRON_BUFFER_WATERMARK", "0"),
+            ("METRON_ENABLED", "maybe"),
+        ]);
+        assert_eq!(s.errors.len(), 5);
+        assert_eq!(s.buffer_bytes, 1 << 20);
+        assert_eq!(s.policy, Policy::Lossless);
+        assert!(s.enabled);
+        let text = s.errors[0].to_string();
+        assert_eq!(
+            text,
+            "METRON_ENABLED=\"maybe\" is not accepted: expected a boolean: 1, 0, true, false, yes, no, on or off; using the default \"true\""
+        );
+        let policy = s
+            .errors
+            .iter()
+            .find(|e| e.name == "METRON_BUFFER_POLICY")
+            .unwrap();
+        assert!(policy.to_string().contains("one of: lossless, discard"));
+    }
+
+    #[test]
+    fn a_buffer_smaller_than_the_minimum_is_rejected() {
+        let s = settings(&[("METRON_BUFFER_SIZE", "100")]);
+        assert_eq!(s.errors.len(), 1);
+        assert_eq!(s.buffer_bytes, 1 << 20);
+    }
+}

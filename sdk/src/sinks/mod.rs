@@ -1,0 +1,6 @@
+//! The built-in sinks.
+
+mod stats;
+pub mod summary;
+
+pub use stats::Stats;

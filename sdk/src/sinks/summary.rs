@@ -1,0 +1,473 @@
+//! `summary.txt` and `summary.json`: a tree of regions per thread and merged across threads,
+//! with count, total, mean, min, max, stddev and % of parent for every metric of every region
+//! (the timemory-style report).
+
+use super::Stats;
+use crate::callsite::Callsite;
+use crate::sink::{Event, RunInfo, Sink, ThreadInfo};
+use metron_components::Unit;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+/// The metric every region has.
+pub const WALL_METRIC: &str = "wall_clock.elapsed";
+
+/// Name and unit of metric `index` of a region at `site` (0 is the wall clock).
+fn metric_names(site: &Callsite) -> Vec<(String, Unit)> {
+    let mut names = vec![(WALL_METRIC.to_string(), Unit::Nanoseconds)];
+    for component in site.components {
+        for field in component.fields {
+            names.push((format!("{}.{}", component.name, field.name), field.unit));
+        }
+    }
+    names
+}
+
+#[derive(Clone)]
+struct Node {
+    site: Option<&'static Callsite>,
+    children: Vec<usize>,
+    metrics: Vec<Stats>,
+}
+
+/// A call tree; node 0 is the root and has no site.
+#[derive(Clone)]
+struct Tree {
+    nodes: Vec<Node>,
+}
+
+impl Tree {
+    fn new() -> Tree {
+        Tree {
+            nodes: vec![Node {
+                site: None,
+                children: Vec::new(),
+                metrics: Vec::new(),
+            }],
+        }
+    }
+
+    fn child(&mut self, parent: usize, site: &'static Callsite) -> usize {
+        let found = self.nodes[parent]
+            .children
+            .iter()
+            .copied()
+            .find(|c| self.nodes[*c].site.is_some_and(|s| std::ptr::eq(s, site)));
+        if let Some(child) = found {
+            return child;
+        }
+        let width = 1 + metron_components::total_fields(site.components);
+        self.nodes.push(Node {
+            site: Some(site),
+            children: Vec::new(),
+            metrics: vec![Stats::default(); width],
+        });
+        let id = self.nodes.len() - 1;
+        self.nodes[parent].children.push(id);
+        id
+    }
+
+    /// Adds `other`'s node `from` (and its subtree) under this tree's `into`.
+    fn merge_from(&mut self, into: usize, other: &Tree, from: usize) {
+        for &child in &other.nodes[from].children {
+            let site = other.nodes[child].site.expect("non-root nodes have sites");
+            let mine = self.child(into, site);
+            for (m, o) in self.nodes[mine]
+                .metrics
+                .iter_mut()
+                .zip(&other.nodes[child].metrics)
+            {
+                m.merge(o);
+            }
+            self.merge_from(mine, other, child);
+        }
+    }
+}
+
+#[derive(Default)]
+struct CounterStats {
+    stats: Stats,
+    last: f64,
+}
+
+struct ThreadSummary {
+    info: ThreadInfo,
+    tree: Tree,
+    open: Vec<usize>,
+    counters: BTreeMap<&'static str, CounterStats>,
+    marks: BTreeMap<&'static str, u64>,
+    dropped: u64,
+}
+
+/// The summary sink.
+pub struct SummarySink {
+    threads: BTreeMap<u64, ThreadSummary>,
+}
+
+impl Default for SummarySink {
+    fn default() -> Self {
+        SummarySink::new()
+    }
+}
+
+impl SummarySink {
+    /// An empty summary.
+    pub fn new() -> SummarySink {
+        SummarySink {
+            threads: BTreeMap::new(),
+        }
+    }
+
+    fn merged(&self) -> Tree {
+        let mut merged = Tree::new();
+        for thread in self.threads.values() {
+            merged.merge_from(0, &thread.tree, 0);
+        }
+        merged
+    }
+
+    /// The summary as JSON (the `summary.json` schema, see the README).
+    pub fn to_json(&self, run: &RunInfo) -> Value {
+        let merged = self.merged();
+        let mut counters: BTreeMap<&str, CounterStats> = BTreeMap::new();
+        let mut marks: BTreeMap<&str, u64> = BTreeMap::new();
+        for t in self.threads.values() {
+            for (name, c) in &t.counters {
+                let entry = counters.entry(name).or_default();
+                entry.stats.merge(&c.stats);
+                entry.last = c.last;
+            }
+            for (name, n) in &t.marks {
+                *marks.entry(name).or_default() += n;
+            }
+        }
+        json!({
+            "schema": "metron.summary/1",
+            "exe": run.exe,
+            "pid": run.pid,
+            "duration_ns": run.end_ns.saturating_sub(run.start_ns),
+            "merged": nodes_json(&merged, 0),
+            "threads": self.threads.values().map(|t| json!({
+                "tid": t.info.tid,
+                "name": t.info.name,
+                "index": t.info.index,
+                "is_metron": t.info.is_metron,
+                "records_dropped": t.dropped,
+                "regions": nodes_json(&t.tree, 0),
+            })).collect::<Vec<_>>(),
+            "counters": counters.iter().map(|(name, c)| json!({
+                "name": name,
+                "count": c.stats.count,
+                "last": c.last,
+                "min": c.stats.min,
+                "max": c.stats.max,
+                "mean": c.stats.mean(),
+            })).collect::<Vec<_>>(),
+            "marks": marks.iter().map(|(name, n)| json!({"name": name, "count": n})).collect::<Vec<_>>(),
+        })
+    }
+
+    /// The summary as text (`summary.txt`).
+    pub fn to_text(&self, run: &RunInfo) -> String {
+        let mut out = String::new();
+        let regions: u64 = self
+            .threads
+            .values()
+            .flat_map(|t| t.tree.nodes.iter().skip(1))
+            .map(|n| n.metrics[0].count)
+            .sum();
+        let _ = writeln!(
+            out,
+            "metron summary: {} (pid {}), {} threads, {} regions, {:.3} ms",
+            run.exe,
+            run.pid,
+            self.threads.len(),
+            regions,
+            run.end_ns.saturating_sub(run.start_ns) as f64 / 1e6
+        );
+        let merged = self.merged();
+        write_tree_tables(
+            &mut out,
+            &format!("merged across {} threads", self.threads.len()),
+            &merged,
+        );
+        for t in self.threads.values() {
+            let role = if t.info.is_metron {
+                ", metron's own"
+            } else {
+                ""
+            };
+            let title = format!(
+                "thread {} \"{}\" (#{}{})",
+                t.info.tid, t.info.name, t.info.index, role
+            );
+            write_tree_tables(&mut out, &title, &t.tree);
+            if t.dropped > 0 {
+                let _ = writeln!(out, "  {} records dropped on this thread", t.dropped);
+            }
+        }
+        let mut counters: Vec<(&str, &CounterStats, u32)> = Vec::new();
+        for t in self.threads.values() {
+            for (name, c) in &t.counters {
+                counters.push((name, c, t.info.tid));
+            }
+        }
+        if !counters.is_empty() {
+            let _ = writeln!(out, "\ncounters");
+            let _ = writeln!(
+                out,
+                "| {:<32} | {:>8} | {:>8} | {:>14} | {:>14} | {:>14} | {:>14} |",
+                "counter", "thread", "count", "last", "min", "max", "mean"
+            );
+            for (name, c, tid) in counters {
+                let _ = writeln!(
+                    out,
+                    "| {:<32} | {:>8} | {:>8} | {:>14.3} | {:>14.3} | {:>14.3} | {:>14.3} |",
+                    name,
+                    tid,
+                    c.stats.count,
+                    c.last,
+                    c.stats.min,
+                    c.stats.max,
+                    c.stats.mean()
+                );
+            }
+        }
+        let marks: BTreeMap<&str, u64> = self
+            .threads
+            .values()
+            .flat_map(|t| t.marks.iter().map(|(k, v)| (*k, *v)))
+            .fold(BTreeMap::new(), |mut m, (k, v)| {
+                *m.entry(k).or_default() += v;
+                m
+            });
+        if !marks.is_empty() {
+            let _ = writeln!(out, "\nmarks");
+            for (name, n) in marks {
+                let _ = writeln!(out, "  {name}: {n}");
+            }
+        }
+        out
+    }
+}
+
+fn nodes_json(tree: &Tree, node: usize) -> Vec<Value> {
+    let parent_wall = tree.nodes[node].metrics.first().map(|s| s.total);
+    tree.nodes[node]
+        .children
+        .iter()
+        .map(|&c| {
+            let n = &tree.nodes[c];
+            let site = n.site.expect("non-root");
+            let children_wall: f64 = n
+                .children
+                .iter()
+                .map(|k| tree.nodes[*k].metrics[0].total)
+                .sum();
+            let mut metrics = serde_json::Map::new();
+            for ((name, unit), s) in metric_names(site).into_iter().zip(&n.metrics) {
+                let mut m = json!({
+                    "unit": unit.symbol(),
+                    "count": s.count,
+                    "total": s.total,
+                    "mean": s.mean(),
+                    "min": finite(s.min),
+                    "max": finite(s.max),
+                    "stddev": s.stddev(),
+                });
+                if name == WALL_METRIC {
+                    m["pct_parent"] = json!(parent_wall
+                        .filter(|p| *p > 0.0)
+                        .map(|p| 100.0 * s.total / p));
+                    m["self"] = json!(s.total - children_wall);
+                }
+                metrics.insert(name, m);
+            }
+            json!({
+                "name": site.name,
+                "file": site.file,
+                "line": site.line,
+                "module": site.module,
+                "count": n.metrics[0].count,
+                "metrics": metrics,
+                "children": nodes_json(tree, c),
+            })
+        })
+        .collect()
+}
+
+fn finite(v: f64) -> f64 {
+    if v.is_finite() {
+        v
+    } else {
+        0.0
+    }
+}
+
+/// How a unit is shown in text: (suffix, divisor).
+fn display_unit(unit: Unit) -> (&'static str, f64) {
+    match unit {
+        Unit::Nanoseconds => ("us", 1e3),
+        Unit::Bytes => ("KiB", 1024.0),
+        Unit::Count => ("count", 1.0),
+        Unit::Number => ("", 1.0),
+    }
+}
+
+fn write_tree_tables(out: &mut String, title: &str, tree: &Tree) {
+    // Every metric that appears in this tree, wall clock first.
+    let mut metrics: Vec<(String, Unit)> = Vec::new();
+    for node in tree.nodes.iter().skip(1) {
+        for m in metric_names(node.site.expect("non-root")) {
+            if !metrics.iter().any(|(n, _)| *n == m.0) {
+                metrics.push(m);
+            }
+        }
+    }
+    if metrics.is_empty() {
+        let _ = writeln!(out, "\n{title}: no regions");
+        return;
+    }
+    for (metric, unit) in metrics {
+        let (suffix, divisor) = display_unit(unit);
+        let _ = writeln!(out, "\n{metric} [{suffix}], {title}");
+        let _ = writeln!(
+            out,
+            "| {:<40} | {:>9} | {:>12} | {:>12} | {:>12} | {:>12} | {:>12} | {:>8} | {:>8} |",
+            "region", "count", "total", "mean", "min", "max", "stddev", "% parent", "% self"
+        );
+        let _ = writeln!(
+            out,
+            "|{}|",
+            ["-"; 9]
+                .iter()
+                .zip([42, 11, 14, 14, 14, 14, 14, 10, 10])
+                .map(|(d, w)| d.repeat(w))
+                .collect::<Vec<_>>()
+                .join("|")
+        );
+        write_rows(out, tree, 0, 0, &metric, divisor);
+    }
+}
+
+fn write_rows(
+    out: &mut String,
+    tree: &Tree,
+    node: usize,
+    depth: usize,
+    metric: &str,
+    divisor: f64,
+) {
+    for &c in &tree.nodes[node].children {
+        let n = &tree.nodes[c];
+        let site = n.site.expect("non-root");
+        let names = metric_names(site);
+        if let Some(index) = names.iter().position(|(name, _)| name == metric) {
+            let s = &n.metrics[index];
+            let parent = tree.nodes[node]
+                .metrics
+                .get(index)
+                .filter(|_| node != 0)
+                .map(|p| p.total);
+            let pct_parent = match parent {
+                Some(p) if p > 0.0 => format!("{:.1}", 100.0 * s.total / p),
+                _ => "-".into(),
+            };
+            let children: f64 = n
+                .children
+                .iter()
+                .filter_map(|k| tree.nodes[*k].metrics.get(index))
+                .map(|m| m.total)
+                .sum();
+            let pct_self = if s.total > 0.0 && index == 0 {
+                format!("{:.1}", 100.0 * (s.total - children) / s.total)
+            } else {
+                "-".into()
+            };
+            let label = if depth == 0 {
+                site.name.to_string()
+            } else {
+                format!("{}|_ {}", "  ".repeat(depth - 1), site.name)
+            };
+            let label: String = label.chars().take(40).collect();
+            let _ = writeln!(
+                out,
+                "| {:<40} | {:>9} | {:>12.3} | {:>12.3} | {:>12.3} | {:>12.3} | {:>12.3} | {:>8} | {:>8} |",
+                label,
+                s.count,
+                s.total / divisor,
+                s.mean() / divisor,
+                finite(s.min) / divisor,
+                finite(s.max) / divisor,
+                s.stddev() / divisor,
+                pct_parent,
+                pct_self
+            );
+        }
+        write_rows(out, tree, c, depth + 1, metric, divisor);
+    }
+}
+
+impl Sink for SummarySink {
+    fn name(&self) -> &str {
+        "summary"
+    }
+
+    fn events(&mut self, thread: &ThreadInfo, events: &[Event<'_>]) {
+        let t = self
+            .threads
+            .entry(thread.index)
+            .or_insert_with(|| ThreadSummary {
+                info: thread.clone(),
+                tree: Tree::new(),
+                open: Vec::new(),
+                counters: BTreeMap::new(),
+                marks: BTreeMap::new(),
+                dropped: 0,
+            });
+        t.info = thread.clone();
+        for event in events {
+            match *event {
+                Event::Begin { site, .. } => {
+                    let parent = t.open.last().copied().unwrap_or(0);
+                    let node = t.tree.child(parent, site);
+                    t.open.push(node);
+                }
+                Event::End {
+                    begin_ns,
+                    ts_ns,
+                    values,
+                    ..
+                } => {
+                    let Some(node) = t.open.pop() else { continue };
+                    let metrics = &mut t.tree.nodes[node].metrics;
+                    metrics[0].push(ts_ns.saturating_sub(begin_ns) as f64);
+                    for (m, v) in metrics[1..].iter_mut().zip(values) {
+                        m.push(*v);
+                    }
+                }
+                Event::Counter { site, value, .. } => {
+                    let c = t.counters.entry(site.name).or_default();
+                    c.stats.push(value);
+                    c.last = value;
+                }
+                Event::Instant { site, .. } => *t.marks.entry(site.name).or_default() += 1,
+                Event::Dropped { count, .. } => t.dropped += count,
+                Event::Annotation { .. } | Event::ThreadName { .. } => {}
+            }
+        }
+    }
+
+    fn finish(&mut self, run: &RunInfo) -> std::io::Result<Vec<PathBuf>> {
+        let txt = run.output_dir.join("summary.txt");
+        let json_path = run.output_dir.join("summary.json");
+        std::fs::write(&txt, self.to_text(run))?;
+        std::fs::write(
+            &json_path,
+            serde_json::to_string_pretty(&self.to_json(run))? + "\n",
+        )?;
+        Ok(vec![txt, json_path])
+    }
+}

@@ -1,0 +1,152 @@
+//! The calling thread's region buffer: a producer of the runtime's slot service kept in a
+//! `const`-initialised thread-local, so the hot path is one TLS access and no lazy-init check.
+//!
+//! The first record of a thread takes the cold path: it attaches a producer (allocates its
+//! segments and thread info) and arms a second thread-local whose destructor hands the
+//! thread's last segment to the flusher when the thread exits.
+
+use crate::buffer::producer::RawProducer;
+use crate::buffer::ProducerInfo;
+use crate::record::Slot;
+use crate::runtime;
+use std::cell::Cell;
+
+thread_local! {
+    static PRODUCER: RawProducer<Slot> = const { RawProducer::empty() };
+    static PAUSED: Cell<bool> = const { Cell::new(false) };
+    static EXIT: ExitGuard = const { ExitGuard };
+}
+
+/// Hands the thread's buffer over when the thread exits.
+struct ExitGuard;
+
+impl Drop for ExitGuard {
+    fn drop(&mut self) {
+        // PRODUCER has no destructor, so it is still accessible here.
+        let _ = PRODUCER.try_with(RawProducer::retire);
+    }
+}
+
+/// Stores a one-slot record. `drop_weight` is how many records are lost if it is dropped (a
+/// dropped region begin also loses its end). `ends_region` records are written even while the
+/// thread is paused, so regions opened before a pause still close. Hot path.
+#[inline(always)]
+pub(crate) fn write(slot: Slot, drop_weight: u64, ends_region: bool) -> bool {
+    PRODUCER.with(|p| p.push(slot) || write_slow(p, slot, drop_weight, ends_region))
+}
+
+#[cold]
+#[inline(never)]
+fn write_slow(p: &RawProducer<Slot>, slot: Slot, drop_weight: u64, ends_region: bool) -> bool {
+    let store =
+        |p: &RawProducer<Slot>| p.push(slot) || (make_room(p, 1, drop_weight) && p.push(slot));
+    if PAUSED.with(Cell::get) {
+        return ends_region && while_unpaused(p, store);
+    }
+    make_room(p, 1, drop_weight) && p.push(slot)
+}
+
+/// Stores an `n`-slot record written by `fill` into contiguous slots (`n <= 255`); the flags
+/// mean what they mean for [`write`].
+#[inline(always)]
+pub(crate) fn write_with(
+    n: usize,
+    drop_weight: u64,
+    ends_region: bool,
+    fill: impl FnOnce(&mut [Slot]),
+) -> bool {
+    PRODUCER.with(|p| match p.reserve(n) {
+        Some(at) => {
+            fill_and_commit(p, at, n, fill);
+            true
+        }
+        None => write_with_slow(p, n, drop_weight, ends_region, fill),
+    })
+}
+
+#[cold]
+#[inline(never)]
+fn write_with_slow(
+    p: &RawProducer<Slot>,
+    n: usize,
+    drop_weight: u64,
+    ends_region: bool,
+    fill: impl FnOnce(&mut [Slot]),
+) -> bool {
+    let store = |p: &RawProducer<Slot>| {
+        let at = match p.reserve(n) {
+            Some(at) => at,
+            None if make_room(p, n, drop_weight) => match p.reserve(n) {
+                Some(at) => at,
+                None => return false,
+            },
+            None => return false,
+        };
+        fill_and_commit(p, at, n, fill);
+        true
+    };
+    if PAUSED.with(Cell::get) {
+        return ends_region && while_unpaused(p, store);
+    }
+    store(p)
+}
+
+#[inline(always)]
+fn fill_and_commit(p: &RawProducer<Slot>, at: *mut Slot, n: usize, fill: impl FnOnce(&mut [Slot])) {
+    // SAFETY: `reserve` returned room for `n` slots at `at` in the current segment, which
+    // only this thread writes; the memory is initialised (zero-filled map or old records).
+    let slots = unsafe { std::slice::from_raw_parts_mut(at, n) };
+    fill(slots);
+    p.commit(at, n);
+}
+
+/// Runs `store` with the producer's real limit restored, then pauses it again.
+fn while_unpaused(p: &RawProducer<Slot>, store: impl FnOnce(&RawProducer<Slot>) -> bool) -> bool {
+    p.resume();
+    let stored = store(p);
+    p.pause();
+    stored
+}
+
+/// Cold path shared by all writes: attach on first use, swap or drop when full. Returns true
+/// when `n` slots are now available; otherwise the record is counted as dropped.
+#[cold]
+#[inline(never)]
+fn make_room(p: &RawProducer<Slot>, n: usize, drop_weight: u64) -> bool {
+    if !p.is_attached() {
+        let Some(rt) = runtime::get() else {
+            return false;
+        };
+        if !p.attach(&rt.service.inner, ProducerInfo::of_current_thread()) {
+            return false;
+        }
+        EXIT.with(|_| {});
+        if p.reserve(n).is_some() {
+            return true;
+        }
+    }
+    if p.advance(n) && p.reserve(n).is_some() {
+        return true;
+    }
+    if let Some(shared) = p.shared() {
+        shared.count_drop(drop_weight);
+    }
+    false
+}
+
+/// Stops recording on this thread until [`resume_thread`]; open regions still close.
+pub fn pause_thread() {
+    PAUSED.with(|c| c.set(true));
+    PRODUCER.with(RawProducer::pause);
+}
+
+/// Resumes recording on this thread after [`pause_thread`].
+pub fn resume_thread() {
+    PAUSED.with(|c| c.set(false));
+    PRODUCER.with(RawProducer::resume);
+}
+
+/// True while this thread is paused.
+pub fn thread_paused() -> bool {
+    PAUSED.with(Cell::get)
+}
