@@ -1,0 +1,2 @@
+//! The `metron` command.
+fn main() {}
