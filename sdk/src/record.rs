@@ -78,6 +78,11 @@ pub mod value_type {
 }
 
 const_assert_eq!(MAX_BUNDLE_WORDS % 2, 0);
+// A region's END header is its BEGIN header plus `END_FROM_BEGIN` (one add on the hot path).
+const_assert_eq!(kind::END, kind::BEGIN + 1);
+
+/// Added to a region's `BEGIN` header word, gives its `END` header word.
+pub const END_FROM_BEGIN: u64 = 1 << 32;
 static_assertions::const_assert!(MAX_STRING_BYTES < (1 << 12));
 static_assertions::const_assert!(MAX_BUNDLE_WORDS / 2 + MAX_STRING_BYTES / SLOT_BYTES < 255);
 

@@ -9,7 +9,8 @@ use std::marker::PhantomData;
 
 #[cfg(feature = "enabled")]
 use crate::record::{
-    header, kind, slots_for_bytes, slots_for_words, value_type, Slot, MAX_STRING_BYTES,
+    header, kind, slots_for_bytes, slots_for_words, value_type, Slot, END_FROM_BEGIN,
+    MAX_STRING_BYTES,
 };
 #[cfg(feature = "enabled")]
 use crate::{runtime, thread_buffer};
@@ -36,8 +37,9 @@ pub fn collecting() -> bool {
 /// dropped. Made by [`scope!`](crate::scope) and `#[profile]`.
 #[must_use = "the region ends when this guard is dropped: bind it with `let _guard = ...`"]
 pub struct Scope {
+    /// The header word of the END record to write, 0 when the region was not recorded.
     #[cfg(feature = "enabled")]
-    id: u32,
+    end_header: u64,
     _not_send: NotSend,
 }
 
@@ -47,19 +49,15 @@ impl Scope {
     pub fn enter(site: &'static Callsite) -> Scope {
         #[cfg(feature = "enabled")]
         {
-            let mut id = 0;
+            let mut end_header = 0;
             if runtime::collecting() {
-                let site_id = site.id();
-                let begin = Slot {
-                    ticks: now_ticks(),
-                    header: header(site_id, kind::BEGIN, 0, 0),
-                };
-                if thread_buffer::write(begin, 2, false) {
-                    id = site_id;
+                let begin = site.tagged_header();
+                if thread_buffer::write(now_ticks(), begin, 2, false) {
+                    end_header = begin + END_FROM_BEGIN;
                 }
             }
             Scope {
-                id,
+                end_header,
                 _not_send: PhantomData,
             }
         }
@@ -75,7 +73,7 @@ impl Scope {
     pub const fn disabled() -> Scope {
         Scope {
             #[cfg(feature = "enabled")]
-            id: 0,
+            end_header: 0,
             _not_send: PhantomData,
         }
     }
@@ -85,12 +83,8 @@ impl Scope {
 impl Drop for Scope {
     #[inline(always)]
     fn drop(&mut self) {
-        if self.id != 0 {
-            let end = Slot {
-                ticks: now_ticks(),
-                header: header(self.id, kind::END, 0, 0),
-            };
-            thread_buffer::write(end, 1, true);
+        if self.end_header != 0 {
+            thread_buffer::write(now_ticks(), self.end_header, 1, true);
         }
     }
 }
@@ -119,13 +113,9 @@ impl<B: Bundle> BundleScope<B> {
                 _not_send: PhantomData,
             };
             if runtime::collecting() {
-                let site_id = site.id();
-                let begin = Slot {
-                    ticks: now_ticks(),
-                    header: header(site_id, kind::BEGIN, 0, 0),
-                };
-                if thread_buffer::write(begin, 2, false) {
-                    scope.id = site_id;
+                let begin = site.tagged_header();
+                if thread_buffer::write(now_ticks(), begin, 2, false) {
+                    scope.id = begin as u32;
                     scope.bundle.start();
                 }
             }
@@ -283,14 +273,7 @@ pub mod by_id {
         #[cfg(feature = "enabled")]
         {
             runtime::collecting()
-                && thread_buffer::write(
-                    Slot {
-                        ticks: now_ticks(),
-                        header: header(id, kind::BEGIN, 0, 0),
-                    },
-                    2,
-                    false,
-                )
+                && thread_buffer::write(now_ticks(), header(id, kind::BEGIN, 0, 0), 2, false)
         }
         #[cfg(not(feature = "enabled"))]
         {
@@ -305,14 +288,7 @@ pub mod by_id {
     pub fn end(id: u32) -> bool {
         #[cfg(feature = "enabled")]
         {
-            thread_buffer::write(
-                Slot {
-                    ticks: now_ticks(),
-                    header: header(id, kind::END, 0, 0),
-                },
-                1,
-                true,
-            )
+            thread_buffer::write(now_ticks(), header(id, kind::END, 0, 0), 1, true)
         }
         #[cfg(not(feature = "enabled"))]
         {
@@ -327,14 +303,7 @@ pub mod by_id {
         #[cfg(feature = "enabled")]
         {
             runtime::collecting()
-                && thread_buffer::write(
-                    Slot {
-                        ticks: now_ticks(),
-                        header: header(id, kind::INSTANT, 0, 0),
-                    },
-                    1,
-                    false,
-                )
+                && thread_buffer::write(now_ticks(), header(id, kind::INSTANT, 0, 0), 1, false)
         }
         #[cfg(not(feature = "enabled"))]
         {

@@ -31,13 +31,24 @@ impl Drop for ExitGuard {
 /// dropped region begin also loses its end). `ends_region` records are written even while the
 /// thread is paused, so regions opened before a pause still close. Hot path.
 #[inline(always)]
-pub(crate) fn write(slot: Slot, drop_weight: u64, ends_region: bool) -> bool {
-    PRODUCER.with(|p| p.push(slot) || write_slow(p, slot, drop_weight, ends_region))
+pub(crate) fn write(ticks: u64, header: u64, drop_weight: u64, ends_region: bool) -> bool {
+    PRODUCER.with(|p| {
+        p.push(Slot { ticks, header }) || write_slow(p, ticks, header, drop_weight, ends_region)
+    })
 }
 
 #[cold]
 #[inline(never)]
-fn write_slow(p: &RawProducer<Slot>, slot: Slot, drop_weight: u64, ends_region: bool) -> bool {
+fn write_slow(
+    p: &RawProducer<Slot>,
+    ticks: u64,
+    header: u64,
+    drop_weight: u64,
+    ends_region: bool,
+) -> bool {
+    // Rebuilt here rather than passed in: a 16-byte aligned argument would be spilled to the
+    // stack on the hot path just in case this call happens.
+    let slot = Slot { ticks, header };
     let store =
         |p: &RawProducer<Slot>| p.push(slot) || (make_room(p, 1, drop_weight) && p.push(slot));
     if PAUSED.with(Cell::get) {
@@ -113,6 +124,9 @@ fn while_unpaused(p: &RawProducer<Slot>, store: impl FnOnce(&RawProducer<Slot>) 
 #[cold]
 #[inline(never)]
 fn make_room(p: &RawProducer<Slot>, n: usize, drop_weight: u64) -> bool {
+    if FORKED_CHILD.load(std::sync::atomic::Ordering::Relaxed) {
+        return false;
+    }
     if !p.is_attached() {
         let Some(rt) = runtime::get() else {
             return false;
@@ -120,7 +134,9 @@ fn make_room(p: &RawProducer<Slot>, n: usize, drop_weight: u64) -> bool {
         if !p.attach(&rt.service.inner, ProducerInfo::of_current_thread()) {
             return false;
         }
-        EXIT.with(|_| {});
+        // `try_with`: a write after this thread's thread-locals were destroyed (an `atexit`
+        // handler on the main thread) still gets its record; the producer is drained at finish.
+        let _ = EXIT.try_with(|_| {});
         if p.reserve(n).is_some() {
             return true;
         }
@@ -132,6 +148,16 @@ fn make_room(p: &RawProducer<Slot>, n: usize, drop_weight: u64) -> bool {
         shared.count_drop(drop_weight);
     }
     false
+}
+
+/// Set in a forked child (see `lifecycle`): buffers belong to the parent; never attach again.
+static FORKED_CHILD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Fork child handler: forgets the forking thread's buffer without touching the parent's
+/// shared state (whose locks other parent threads may hold). Lock-free, allocation-free.
+pub(crate) fn forget_after_fork() {
+    FORKED_CHILD.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = PRODUCER.try_with(RawProducer::forget);
 }
 
 /// Stops recording on this thread until [`resume_thread`]; open regions still close.

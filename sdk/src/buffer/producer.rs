@@ -1,9 +1,10 @@
 //! The writing side of a buffered service: one producer per thread.
 //!
-//! [`RawProducer`] is the hot path: a cursor and a limit into the current segment, kept in
-//! `Cell`s so that it can live in a `const`-initialised thread-local with no destructor (one
-//! TLS access, no lazy-initialisation check). Pushing a record is a pointer compare, the
-//! stores of the record, and a `Release` store that publishes it. Everything else (registering,
+//! [`RawProducer`] is the hot path: a pointer to the current segment's published end (which is
+//! also the write cursor) and a limit, kept in `Cell`s so that it can live in a
+//! `const`-initialised thread-local with no destructor (one TLS access, no lazy-initialisation
+//! check). Pushing a record is a load and compare of the cursor, the stores of the record, and
+//! one `Release` store of the new end that both advances the cursor and publishes the record. Everything else (registering,
 //! swapping segments at the watermark, the policy when full) is the cold [`RawProducer::advance`].
 
 use super::segment::Segment;
@@ -12,7 +13,10 @@ use super::{Policy, ProducerInfo};
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+
+/// The cursor of a detached producer: never written, always 0.
+static DETACHED_END: AtomicUsize = AtomicUsize::new(0);
 use std::sync::{Arc, Mutex};
 
 /// A segment pointer that moves between the producer and the reader.
@@ -47,7 +51,10 @@ impl<R> ProducerShared<R> {
 
 /// Hot-path state of one producer, usable from a `const` thread-local.
 pub(crate) struct RawProducer<R> {
-    cursor: Cell<*mut R>,
+    /// The current segment's published end address: the write cursor. Points at
+    /// [`DETACHED_END`] while detached, whose value (0) always equals the detached limit (null),
+    /// so every push takes the slow path.
+    end: Cell<*const AtomicUsize>,
     limit: Cell<*mut R>,
     segment: Cell<*const Segment<R>>,
     shared: Cell<*const ProducerShared<R>>,
@@ -60,7 +67,7 @@ impl<R: Copy + Send + 'static> RawProducer<R> {
     /// A producer with no segment: every push goes to the slow path.
     pub(crate) const fn empty() -> Self {
         RawProducer {
-            cursor: Cell::new(ptr::null_mut()),
+            end: Cell::new(&DETACHED_END),
             limit: Cell::new(ptr::null_mut()),
             segment: Cell::new(ptr::null()),
             shared: Cell::new(ptr::null()),
@@ -81,21 +88,32 @@ impl<R: Copy + Send + 'static> RawProducer<R> {
         unsafe { self.shared.get().as_ref() }
     }
 
+    /// The write cursor (the current segment's published end).
+    #[inline(always)]
+    fn cursor(&self) -> *mut R {
+        // SAFETY: `end` points at `DETACHED_END` or at the live current segment's end word
+        // (segments are freed only by the reader after this producer sealed them).
+        unsafe { (*self.end.get()).load(Ordering::Relaxed) as *mut R }
+    }
+
+    #[inline(always)]
+    fn set_cursor(&self, next: *mut R) {
+        // SAFETY: only called while attached, so `end` is the live current segment's end word;
+        // this thread is its only writer. `Release` publishes the records below `next`.
+        unsafe { (*self.end.get()).store(next as usize, Ordering::Release) }
+    }
+
     /// Stores one record if there is room before the limit. Hot path: no call, no lock.
     #[inline(always)]
     pub(crate) fn push(&self, record: R) -> bool {
-        let cursor = self.cursor.get();
+        let cursor = self.cursor();
         if cursor == self.limit.get() {
             return false;
         }
         // SAFETY: `cursor < limit <= segment end`, so the slot is inside the current segment's
         // mapping, unpublished, and written only by this (the owning) thread.
-        unsafe {
-            cursor.write(record);
-            let next = cursor.add(1);
-            self.cursor.set(next);
-            (*self.segment.get()).publish(next);
-        }
+        unsafe { cursor.write(record) };
+        self.set_cursor(cursor.wrapping_add(1));
         true
     }
 
@@ -103,7 +121,7 @@ impl<R: Copy + Send + 'static> RawProducer<R> {
     /// then calls [`RawProducer::commit`]. `None` when fewer than `n` are left before the limit.
     #[inline(always)]
     pub(crate) fn reserve(&self, n: usize) -> Option<*mut R> {
-        let cursor = self.cursor.get();
+        let cursor = self.cursor();
         let room =
             (self.limit.get() as usize).wrapping_sub(cursor as usize) / std::mem::size_of::<R>();
         if room >= n && !cursor.is_null() {
@@ -116,10 +134,7 @@ impl<R: Copy + Send + 'static> RawProducer<R> {
     /// Publishes `n` slots written at `at`, which came from [`RawProducer::reserve`].
     #[inline(always)]
     pub(crate) fn commit(&self, at: *mut R, n: usize) {
-        let next = at.wrapping_add(n);
-        self.cursor.set(next);
-        // SAFETY: attached (reserve returned Some), so `segment` is the live current segment.
-        unsafe { (*self.segment.get()).publish(next) };
+        self.set_cursor(at.wrapping_add(n));
     }
 
     /// Connects this producer to `service` (cold). Returns false if no segment could be mapped.
@@ -155,8 +170,8 @@ impl<R: Copy + Send + 'static> RawProducer<R> {
         let seg = unsafe { &*segment };
         let service = self.service_ref();
         self.segment.set(segment);
+        self.end.set(seg.end_word());
         let start = seg.published();
-        self.cursor.set(seg.slot(start));
         self.limit
             .set(seg.slot(service.config.watermark.max(start + 1).min(seg.capacity())));
     }
@@ -212,7 +227,7 @@ impl<R: Copy + Send + 'static> RawProducer<R> {
     pub(crate) fn pause(&self) {
         if self.paused_limit.get().is_null() && self.is_attached() {
             self.paused_limit.set(self.limit.get());
-            self.limit.set(self.cursor.get());
+            self.limit.set(self.cursor());
         }
     }
 
@@ -222,6 +237,17 @@ impl<R: Copy + Send + 'static> RawProducer<R> {
         if !saved.is_null() {
             self.limit.set(saved);
         }
+    }
+
+    /// Detaches without handing anything over (a forked child: the segments and the shared
+    /// state belong to the parent). Leaks this process's copy of them; touches no lock.
+    pub(crate) fn forget(&self) {
+        self.end.set(&DETACHED_END);
+        self.limit.set(ptr::null_mut());
+        self.segment.set(ptr::null());
+        self.shared.set(ptr::null());
+        self.service.set(ptr::null());
+        self.paused_limit.set(ptr::null_mut());
     }
 
     /// Hands the current segment to the reader and detaches (thread exit, producer drop).
@@ -240,7 +266,7 @@ impl<R: Copy + Send + 'static> RawProducer<R> {
         }
         let shared_ptr = self.shared.replace(ptr::null());
         let service_ptr = self.service.replace(ptr::null());
-        self.cursor.set(ptr::null_mut());
+        self.end.set(&DETACHED_END);
         self.limit.set(ptr::null_mut());
         self.segment.set(ptr::null());
         // SAFETY: both pointers came from `Arc::into_raw` in `attach` and are released once

@@ -62,10 +62,10 @@ impl<R: Copy> Segment<R> {
         self.base.wrapping_add(index)
     }
 
-    /// Publishes every record before `cursor` to the reader. Producer only.
-    #[inline(always)]
-    pub(crate) fn publish(&self, cursor: *mut R) {
-        self.end_addr.store(cursor as usize, Ordering::Release);
+    /// The published end address, which the producer also uses as its write cursor: it
+    /// stores the address past its last record with `Release` after writing it.
+    pub(crate) fn end_word(&self) -> &AtomicUsize {
+        &self.end_addr
     }
 
     /// Number of published records.
