@@ -164,6 +164,11 @@ impl<B: Bundle> Drop for BundleScope<B> {
         }
         self.bundle.stop();
         let ticks = now_ticks();
+        if B::WORDS == 0 {
+            // No fields (a default `Region`): a plain END record.
+            thread_buffer::write(ticks, header(self.id, kind::END, 0, 0), 1, true);
+            return;
+        }
         let payload = slots_for_words(B::WORDS);
         let bundle = &self.bundle;
         let id = self.id;
@@ -194,13 +199,8 @@ fn as_words(slots: &mut [Slot]) -> &mut [f64] {
 /// reported as such (`open_at_exit` in `metadata.json`).
 #[must_use = "end the region with `.end()`"]
 pub struct Region<B: Bundle = NoBundle> {
-    scope: std::mem::ManuallyDrop<BundleOrScope<B>>,
-}
-
-/// The guard a [`Region`] holds; its `Drop` ends the region when [`Region::end`] drops it.
-enum BundleOrScope<B: Bundle> {
-    Default(#[allow(dead_code)] Scope),
-    Bundle(#[allow(dead_code)] BundleScope<B>),
+    /// Its `Drop` ends the region; it runs only when [`Region::end`] takes it.
+    scope: std::mem::ManuallyDrop<BundleScope<B>>,
 }
 
 /// The default bundle of a [`Region`]: the wall clock every region has, nothing more.
@@ -221,7 +221,7 @@ impl Region<NoBundle> {
     #[inline(always)]
     pub fn begin(site: &'static Callsite) -> Region<NoBundle> {
         Region {
-            scope: std::mem::ManuallyDrop::new(BundleOrScope::Default(Scope::enter(site))),
+            scope: std::mem::ManuallyDrop::new(BundleScope::enter(site)),
         }
     }
 }
@@ -231,7 +231,7 @@ impl<B: Bundle> Region<B> {
     #[inline(always)]
     pub fn begin_bundle(site: &'static Callsite) -> Region<B> {
         Region {
-            scope: std::mem::ManuallyDrop::new(BundleOrScope::Bundle(BundleScope::enter(site))),
+            scope: std::mem::ManuallyDrop::new(BundleScope::enter(site)),
         }
     }
 
