@@ -1,2 +1,71 @@
 //! The `metron` command.
-fn main() {}
+//!
+//! - `metron run [flags] -- cmd args`: runs a program under Metron. Flags become `METRON_*`
+//!   variables, `libmetron.so` goes into `LD_PRELOAD` with `METRON_PRELOAD=1`, then the
+//!   command replaces this process (`execvp`), so its exit status is the command's own.
+//! - `metron avail [--json]`: components, settings (from `metron::settings::REGISTRY`) and the
+//!   counters this machine offers.
+//!
+//! Usage errors (an unknown flag, a bad value, a missing command) print one clear message and
+//! exit with status 2.
+
+mod avail;
+mod perf;
+mod run;
+
+use std::process::ExitCode;
+
+/// Exit status of a usage error.
+pub(crate) const USAGE: u8 = 2;
+
+const HELP: &str = "\
+metron: record what a program does (regions, marks, counters) into a run folder.
+
+Usage:
+  metron run [flags] [--] <command> [args...]   run a program under Metron
+  metron avail [--json] [--components] [--settings] [--counters]
+                                                list what Metron can measure and configure
+  metron --version | --help
+
+Examples:
+  metron run -- ./app --size 1024           # run folder in ./metron-output/app-<pid>-<time>
+  metron run -o /tmp/runs/%exe%-%pid% -- python3 train.py
+  metron run --buffer-policy discard --flush-interval 250ms -- make -j4
+  metron avail --settings                   # every METRON_* setting with default and values
+  metron avail --json | jq '.counters'
+
+Run `metron run --help` for the flags of run.
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        None => {
+            eprint!("{HELP}");
+            ExitCode::from(USAGE)
+        }
+        Some("-h" | "--help" | "help") => {
+            print!("{HELP}");
+            ExitCode::SUCCESS
+        }
+        Some("-V" | "--version" | "version") => {
+            println!(
+                "metron {} (C ABI {})",
+                env!("CARGO_PKG_VERSION"),
+                run::ABI_VERSION
+            );
+            ExitCode::SUCCESS
+        }
+        Some("run") => run::main(&args[1..]),
+        Some("avail") => avail::main(&args[1..]),
+        Some(other) => usage_error(&format!(
+            "unknown command {other:?}; the commands are run and avail (see metron --help)"
+        )),
+    }
+}
+
+/// Prints `message` as a usage error and returns status 2.
+pub(crate) fn usage_error(message: &str) -> ExitCode {
+    eprintln!("metron: {message}");
+    ExitCode::from(USAGE)
+}

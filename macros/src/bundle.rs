@@ -106,6 +106,20 @@ pub(crate) fn expand(input: DeriveInput) -> syn::Result<TokenStream> {
         ));
     }
 
+    let too_many = syn::LitStr::new(
+        &format!(
+            "the metron Bundle `{name}` has too many fields: a region record holds at most \
+             metron::record::MAX_BUNDLE_WORDS f64 values; split it into smaller bundles"
+        ),
+        name.span(),
+    );
+    let size_check = quote_spanned!(name.span()=>
+        const _: () = ::core::assert!(
+            <#name as ::metron::__private::Bundle>::WORDS <= ::metron::__private::MAX_BUNDLE_WORDS,
+            #too_many
+        );
+    );
+
     Ok(quote! {
         impl ::metron::__private::Bundle for #name {
             const COMPONENTS: &'static [::metron::__private::ComponentInfo] = &[#(#infos),*];
@@ -123,8 +137,6 @@ pub(crate) fn expand(input: DeriveInput) -> syn::Result<TokenStream> {
                 let _ = at;
             }
         }
-        ::metron::__private::const_assert!(
-            <#name as ::metron::__private::Bundle>::WORDS <= ::metron::__private::MAX_BUNDLE_WORDS
-        );
+        #size_check
     })
 }

@@ -35,10 +35,11 @@
 
 // Without `enabled` the recording machinery stays compiled (the buffered-services API is
 // public) but the region API does not reach it.
-#![cfg_attr(not(feature = "enabled"), allow(dead_code))]
+#![cfg_attr(not(feature = "enabled"), allow(dead_code, unused_imports))]
 
 pub mod buffer;
 mod callsite;
+pub mod lifecycle;
 mod metadata;
 mod output_path;
 mod pipeline;
@@ -52,13 +53,14 @@ mod sys;
 mod thread_buffer;
 
 pub use callsite::{intern, resolve, Callsite, CallsiteKind};
+pub use metadata::add_section as add_metadata_section;
 pub use metron_components as components;
 pub use metron_components::{clock, Bundle, Component, ComponentInfo, Field, Unit};
 pub use metron_macros::{profile, Bundle};
 pub use pipeline::ThreadStats;
 pub use region::{
-    annotate as annotate_with, by_id, collecting, counter as counter_value, mark as mark_at,
-    set_thread_name, AnnotationValue, BundleScope, NoBundle, Region, Scope,
+    annotate as annotate_with, by_id, counter as counter_value, mark as mark_at, set_thread_name,
+    AnnotationValue, BundleScope, NoBundle, Region, Scope,
 };
 pub use runtime::RunReport;
 pub use sink::{Event, RunInfo, Sink, ThreadInfo};
@@ -67,7 +69,13 @@ pub use thread_buffer::{pause_thread, resume_thread, thread_paused};
 /// Starts the runtime now instead of on the first record (reads the settings, calibrates the
 /// clock, starts the flusher). Returns false when `METRON_ENABLED` is off.
 pub fn init() -> bool {
-    runtime::collecting()
+    cfg!(feature = "enabled") && runtime::started_and_collecting()
+}
+
+/// True when recording is on (starts the runtime if needed; always false when instrumentation
+/// is compiled out).
+pub fn collecting() -> bool {
+    cfg!(feature = "enabled") && runtime::started_and_collecting()
 }
 
 /// Delivers everything recorded so far, on every thread, to the sinks; returns when done.
@@ -192,25 +200,11 @@ macro_rules! begin {
 macro_rules! begin {
     ($name:expr) => {{
         let _: &'static str = $name;
-        $crate::__private::Region::begin(&$crate::__private::Callsite::new(
-            "",
-            "",
-            0,
-            "",
-            $crate::__private::CallsiteKind::Region,
-            &[],
-        ))
+        $crate::__private::Region::begin($crate::__callsite!("", Region))
     }};
     ($name:expr, $bundle:ty) => {{
         let _: &'static str = $name;
-        $crate::__private::Region::<$bundle>::begin_bundle(&$crate::__private::Callsite::new(
-            "",
-            "",
-            0,
-            "",
-            $crate::__private::CallsiteKind::Region,
-            &[],
-        ))
+        $crate::__private::Region::<$bundle>::begin_bundle($crate::__callsite!("", Region))
     }};
 }
 

@@ -6,6 +6,27 @@ use crate::runtime::{Runtime, RECORD_SLOT_BYTES};
 use crate::sink::RunInfo;
 use metron_components::clock;
 use serde_json::{json, Value};
+use std::sync::Mutex;
+
+/// A section of `metadata.json`: its key, and what computes its value at the end of the run.
+type Section = (&'static str, fn() -> Value);
+
+/// Extra sections of `metadata.json` added by bindings (e.g. the C API's error counts).
+static SECTIONS: Mutex<Vec<Section>> = Mutex::new(Vec::new());
+
+/// Adds section `name` to `metadata.json`: `section` is called when the run finishes and its
+/// value is written under `name` (a later registration of the same name replaces it).
+pub fn add_section(name: &'static str, section: fn() -> Value) {
+    let mut sections = SECTIONS.lock().unwrap_or_else(|e| e.into_inner());
+    sections.retain(|(n, _)| *n != name);
+    sections.push((name, section));
+}
+
+/// The registered sections, evaluated now.
+fn extra_sections() -> Vec<(&'static str, Value)> {
+    let sections = SECTIONS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    sections.into_iter().map(|(name, f)| (name, f())).collect()
+}
 
 pub(crate) fn build(rt: &Runtime, run: &RunInfo, pipeline: &Pipeline, errors: &[String]) -> Value {
     let initial = pipeline.initial_calibration();
@@ -13,7 +34,7 @@ pub(crate) fn build(rt: &Runtime, run: &RunInfo, pipeline: &Pipeline, errors: &[
     let threads = pipeline.thread_stats();
     let written: u64 = threads.iter().map(|t| t.records_written).sum();
     let dropped: u64 = threads.iter().map(|t| t.records_dropped).sum();
-    json!({
+    let mut metadata = json!({
         "schema": "metron.metadata/1",
         "metron_version": env!("CARGO_PKG_VERSION"),
         "run": run,
@@ -38,5 +59,10 @@ pub(crate) fn build(rt: &Runtime, run: &RunInfo, pipeline: &Pipeline, errors: &[
         "records": { "written": written, "dropped": dropped },
         "threads": threads,
         "output_errors": errors,
-    })
+        "outputs": pipeline.sink_metadata(),
+    });
+    for (name, value) in extra_sections() {
+        metadata[name] = value;
+    }
+    metadata
 }

@@ -272,6 +272,14 @@ impl Pipeline {
         (files, errors)
     }
 
+    /// Each sink's report for `metadata.json`, by sink name.
+    pub(crate) fn sink_metadata(&self) -> serde_json::Map<String, serde_json::Value> {
+        self.sinks
+            .iter()
+            .filter_map(|s| Some((s.name().to_string(), s.metadata()?)))
+            .collect()
+    }
+
     /// Per-thread counts, in thread order.
     pub(crate) fn thread_stats(&self) -> Vec<&ThreadStats> {
         let mut all: Vec<&ThreadStats> = self.threads.values().collect();

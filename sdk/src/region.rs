@@ -7,15 +7,15 @@ use crate::callsite::Callsite;
 use metron_components::Bundle;
 use std::marker::PhantomData;
 
-#[cfg(feature = "enabled")]
 use crate::record::{
     header, kind, slots_for_bytes, slots_for_words, value_type, Slot, END_FROM_BEGIN,
     MAX_STRING_BYTES,
 };
-#[cfg(feature = "enabled")]
 use crate::{runtime, thread_buffer};
-#[cfg(feature = "enabled")]
 use metron_components::clock::now_ticks;
+
+/// Whether instrumentation is compiled in (the `enabled` feature).
+const ENABLED: bool = cfg!(feature = "enabled");
 
 /// Makes a guard `!Send`: a region must end on the thread that began it.
 type NotSend = PhantomData<*const ()>;
@@ -23,14 +23,7 @@ type NotSend = PhantomData<*const ()>;
 /// True when recording is on (one relaxed load once the runtime is up).
 #[inline(always)]
 pub fn collecting() -> bool {
-    #[cfg(feature = "enabled")]
-    {
-        runtime::collecting()
-    }
-    #[cfg(not(feature = "enabled"))]
-    {
-        false
-    }
+    ENABLED && runtime::collecting()
 }
 
 /// Guard of a region measured with the default bundle (wall clock). Ends the region when
@@ -184,7 +177,6 @@ impl<B: Bundle> Drop for BundleScope<B> {
 }
 
 /// The payload slots of a record as f64 words.
-#[cfg(feature = "enabled")]
 #[inline(always)]
 fn as_words(slots: &mut [Slot]) -> &mut [f64] {
     let len = slots.len() * 2;
@@ -264,92 +256,55 @@ pub fn counter(site: &'static Callsite, value: f64) {
 /// C API, bindings). The caller keeps begin/end balanced per thread; each function returns
 /// whether the record was stored (false when not collecting, paused, or dropped).
 pub mod by_id {
-    #[cfg(feature = "enabled")]
     use super::*;
 
     /// Begins region `id` on this thread.
     #[inline]
     pub fn begin(id: u32) -> bool {
-        #[cfg(feature = "enabled")]
-        {
-            runtime::collecting()
-                && thread_buffer::write(now_ticks(), header(id, kind::BEGIN, 0, 0), 2, false)
-        }
-        #[cfg(not(feature = "enabled"))]
-        {
-            let _ = id;
-            false
-        }
+        ENABLED
+            && runtime::collecting()
+            && thread_buffer::write(now_ticks(), header(id, kind::BEGIN, 0, 0), 2, false)
     }
 
     /// Ends region `id` on this thread (written even while collection is off or the thread is
     /// paused, so regions begun before stay balanced).
     #[inline]
     pub fn end(id: u32) -> bool {
-        #[cfg(feature = "enabled")]
-        {
-            thread_buffer::write(now_ticks(), header(id, kind::END, 0, 0), 1, true)
-        }
-        #[cfg(not(feature = "enabled"))]
-        {
-            let _ = id;
-            false
-        }
+        ENABLED && thread_buffer::write(now_ticks(), header(id, kind::END, 0, 0), 1, true)
     }
 
     /// Records instant mark `id`.
     #[inline]
     pub fn mark(id: u32) -> bool {
-        #[cfg(feature = "enabled")]
-        {
-            runtime::collecting()
-                && thread_buffer::write(now_ticks(), header(id, kind::INSTANT, 0, 0), 1, false)
-        }
-        #[cfg(not(feature = "enabled"))]
-        {
-            let _ = id;
-            false
-        }
+        ENABLED
+            && runtime::collecting()
+            && thread_buffer::write(now_ticks(), header(id, kind::INSTANT, 0, 0), 1, false)
     }
 
     /// Records `value` for counter `id`.
     #[inline]
     pub fn counter(id: u32, value: f64) -> bool {
-        #[cfg(feature = "enabled")]
-        {
-            let ticks = now_ticks();
-            runtime::collecting()
-                && thread_buffer::write_with(2, 1, false, |slots| {
-                    slots[0] = Slot {
-                        ticks,
-                        header: header(id, kind::COUNTER, 1, 0),
-                    };
-                    slots[1] = Slot {
-                        ticks: value.to_bits(),
-                        header: 0,
-                    };
-                })
+        if !(ENABLED && runtime::collecting()) {
+            return false;
         }
-        #[cfg(not(feature = "enabled"))]
-        {
-            let _ = (id, value);
-            false
-        }
+        let ticks = now_ticks();
+        thread_buffer::write_with(2, 1, false, |slots| {
+            slots[0] = Slot {
+                ticks,
+                header: header(id, kind::COUNTER, 1, 0),
+            };
+            slots[1] = Slot {
+                ticks: value.to_bits(),
+                header: 0,
+            };
+        })
     }
 
     /// Annotates the innermost open region of this thread with key `key_id` (interned as
     /// [`crate::CallsiteKind::AnnotationKey`]).
     #[inline]
     pub fn annotate(key_id: u32, value: super::AnnotationValue<'_>) -> bool {
-        #[cfg(feature = "enabled")]
-        {
-            runtime::collecting() && annotate_inner(key_id, value)
-        }
-        #[cfg(not(feature = "enabled"))]
-        {
-            let _ = (key_id, value);
-            false
-        }
+        ENABLED && runtime::collecting() && annotate_inner(key_id, value)
     }
 }
 
@@ -419,7 +374,6 @@ pub fn annotate(key: &'static Callsite, value: AnnotationValue<'_>) {
     }
 }
 
-#[cfg(feature = "enabled")]
 fn annotate_inner(id: u32, value: AnnotationValue<'_>) -> bool {
     {
         let ticks = now_ticks();
@@ -453,7 +407,6 @@ fn annotate_inner(id: u32, value: AnnotationValue<'_>) -> bool {
 }
 
 /// Writes a record whose payload is `text` (at most [`MAX_STRING_BYTES`]).
-#[cfg(feature = "enabled")]
 fn write_string(ticks: u64, id: u32, record_kind: u8, aux: u16, text: &str) -> bool {
     let payload = slots_for_bytes(text.len());
     thread_buffer::write_with(1 + payload, 1, false, |slots| {
@@ -476,8 +429,7 @@ fn write_string(ticks: u64, id: u32, record_kind: u8, aux: u16, text: &str) -> b
 /// outputs.
 pub fn set_thread_name(name: &str) {
     crate::sys::set_current_thread_name(name);
-    #[cfg(feature = "enabled")]
-    if runtime::collecting() {
+    if collecting() {
         let text = truncate(name, MAX_STRING_BYTES);
         let _ = write_string(now_ticks(), 0, kind::THREAD_NAME, text.len() as u16, text);
     }

@@ -10,6 +10,7 @@ use crate::pipeline::Pipeline;
 use crate::record::{Slot, SLOT_BYTES};
 use crate::settings::Settings;
 use crate::sink::{RunInfo, Sink};
+use crate::sinks::perfetto::PerfettoSink;
 use crate::sinks::summary::SummarySink;
 use crate::sys;
 use metron_components::clock;
@@ -17,11 +18,14 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-const UNINIT: u8 = 0;
 const ON: u8 = 1;
 const OFF: u8 = 2;
 
-static STATE: AtomicU8 = AtomicU8::new(UNINIT);
+/// Starts as `ON`: before the runtime exists, the first record of every thread takes the cold
+/// path anyway (its producer is not attached yet), and that path starts the runtime, which turns
+/// the state `OFF` if `METRON_ENABLED` says so. So the hot-path check is one load and compare,
+/// and collection disabled at run time costs a handful of instructions per region.
+static STATE: AtomicU8 = AtomicU8::new(ON);
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 
 pub(crate) struct Runtime {
@@ -33,19 +37,17 @@ pub(crate) struct Runtime {
     finished: AtomicBool,
 }
 
-/// True when recording is on. One relaxed load on the hot path.
+/// True when recording is on (or the runtime has not started yet: see [`STATE`]). One
+/// relaxed load on the hot path.
 #[inline(always)]
 pub(crate) fn collecting() -> bool {
-    STATE.load(Ordering::Relaxed) == ON || collecting_cold()
+    STATE.load(Ordering::Relaxed) == ON
 }
 
-#[cold]
-#[inline(never)]
-fn collecting_cold() -> bool {
-    if STATE.load(Ordering::Acquire) == UNINIT {
-        get();
-    }
-    STATE.load(Ordering::Relaxed) == ON
+/// Starts the runtime if needed and says whether recording is on.
+pub(crate) fn started_and_collecting() -> bool {
+    get();
+    collecting()
 }
 
 /// The runtime, started on first use.
@@ -97,9 +99,16 @@ fn start() -> Runtime {
     if settings.summary {
         sinks.push(Box::new(SummarySink::new()));
     }
+    if settings.trace {
+        sinks.push(Box::new(PerfettoSink::from_settings(
+            &settings,
+            output_dir.clone(),
+        )));
+    }
     let pipeline = Arc::new(Mutex::new(Pipeline::new(sinks)));
     let flusher = CallbackThread::shared();
-    flusher.set_interval(settings.flush_interval);
+    // Disabled: no periodic wake-ups of the flusher for a run that records nothing.
+    flusher.set_interval(settings.flush_interval.filter(|_| settings.enabled));
     let feed = Arc::clone(&pipeline);
     let service = BufferedService::new(
         "regions",
@@ -137,6 +146,9 @@ fn start() -> Runtime {
     if enabled {
         sys::at_exit(finish_at_exit);
     }
+    if enabled {
+        crate::lifecycle::install(&runtime.settings);
+    }
     STATE.store(if enabled { ON } else { OFF }, Ordering::Release);
     runtime
 }
@@ -153,6 +165,15 @@ pub(crate) fn add_sink(sink: Box<dyn Sink>) {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .add_sink(sink);
+    }
+}
+
+/// In a forked child (see `lifecycle`): recording off and the run marked finished, so the
+/// child never flushes or writes the parent's run. Lock-free: one `OnceLock::get`, two stores.
+pub(crate) fn disable_after_fork() {
+    STATE.store(OFF, Ordering::Release);
+    if let Some(rt) = RUNTIME.get() {
+        rt.finished.store(true, Ordering::Release);
     }
 }
 

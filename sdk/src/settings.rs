@@ -101,6 +101,54 @@ pub static REGISTRY: &[SettingSpec] = &[
         default: "true",
         description: "write summary.txt and summary.json",
     },
+    SettingSpec {
+        name: "METRON_TRACE",
+        kind: Kind::Bool,
+        default: "true",
+        description: "write the Perfetto trace of the run (open it in ui.perfetto.dev)",
+    },
+    SettingSpec {
+        name: "METRON_TRACE_FILE",
+        kind: Kind::Text,
+        default: "trace.pftrace",
+        description: "file name of the Perfetto trace inside the run folder",
+    },
+    SettingSpec {
+        name: "METRON_TRACE_BUFFER_SIZE",
+        kind: Kind::Size,
+        default: "64M",
+        description: "Perfetto session buffer (raised to 16x METRON_BUFFER_SIZE); drained into the file as the run goes",
+    },
+    SettingSpec {
+        name: "METRON_TRACE_FILL_POLICY",
+        kind: Kind::Choice(&["discard", "ring_buffer"]),
+        default: "discard",
+        description: "full Perfetto buffer: discard keeps the oldest data, ring_buffer overwrites it; either loss is reported",
+    },
+    SettingSpec {
+        name: "METRON_TRACE_CATEGORIES",
+        kind: Kind::Text,
+        default: "all",
+        description: "what goes to the trace: all, or a comma list of regions, marks, counters, annotations, values, process (dropped-record marks always)",
+    },
+    SettingSpec {
+        name: "METRON_PRELOAD",
+        kind: Kind::Bool,
+        default: "false",
+        description: "set by `metron run`: start when the program loads and record its whole run as a region named after the program",
+    },
+    SettingSpec {
+        name: "METRON_SIGNALS",
+        kind: Kind::Choice(&["auto", "on", "off"]),
+        default: "auto",
+        description: "on SIGINT, SIGTERM and SIGABRT write the outputs once, then die by the signal as before (only where the program kept the default action); auto: on under `metron run`",
+    },
+    SettingSpec {
+        name: "METRON_FORK",
+        kind: Kind::Choice(&["disable"]),
+        default: "disable",
+        description: "what a forked child does: disable turns Metron off in the child cleanly (no deadlock, the parent's run untouched); a child that execs starts afresh",
+    },
 ];
 
 /// A setting whose value was not accepted.
@@ -143,6 +191,20 @@ pub struct Settings {
     pub flush_interval: Option<Duration>,
     /// `METRON_SUMMARY`.
     pub summary: bool,
+    /// `METRON_TRACE`.
+    pub trace: bool,
+    /// `METRON_TRACE_FILE`.
+    pub trace_file: String,
+    /// `METRON_TRACE_BUFFER_SIZE` in bytes.
+    pub trace_buffer_bytes: usize,
+    /// `METRON_TRACE_FILL_POLICY`.
+    pub trace_fill_policy: crate::sinks::perfetto::TraceFillPolicy,
+    /// `METRON_TRACE_CATEGORIES` (unparsed; the trace sink reports unknown names).
+    pub trace_categories: String,
+    /// `METRON_PRELOAD`.
+    pub preload: bool,
+    /// `METRON_SIGNALS`, with `auto` resolved (on when preloaded).
+    pub signals: bool,
     /// Every registry entry with the value in force and where it came from.
     pub resolved: Vec<ResolvedSetting>,
     /// Values that were rejected.
@@ -208,6 +270,22 @@ impl Settings {
         };
         let flush_interval = value_of("METRON_FLUSH_INTERVAL").duration();
         let summary = value_of("METRON_SUMMARY").bool();
+        let trace = value_of("METRON_TRACE").bool();
+        let trace_file = value_of("METRON_TRACE_FILE").text();
+        let trace_buffer_bytes = value_of("METRON_TRACE_BUFFER_SIZE").size();
+        let trace_fill_policy = match value_of("METRON_TRACE_FILL_POLICY").text().as_str() {
+            "ring_buffer" => crate::sinks::perfetto::TraceFillPolicy::RingBuffer,
+            _ => crate::sinks::perfetto::TraceFillPolicy::Discard,
+        };
+        let trace_categories = value_of("METRON_TRACE_CATEGORIES").text();
+        let preload = value_of("METRON_PRELOAD").bool();
+        let signals = match value_of("METRON_SIGNALS").text().as_str() {
+            "on" => true,
+            "off" => false,
+            _ => preload,
+        };
+        // METRON_FORK has one policy so far (disable); read it so a bad value is reported.
+        let _ = value_of("METRON_FORK");
         Settings {
             enabled,
             output_path,
@@ -216,6 +294,13 @@ impl Settings {
             policy,
             flush_interval,
             summary,
+            trace,
+            trace_file,
+            trace_buffer_bytes,
+            trace_fill_policy,
+            trace_categories,
+            preload,
+            signals,
             resolved,
             errors,
         }

@@ -114,4 +114,9 @@ pub trait Sink: Send {
     fn events(&mut self, thread: &ThreadInfo, events: &[Event<'_>]);
     /// The run is over: write outputs into `run.output_dir` and return the files written.
     fn finish(&mut self, run: &RunInfo) -> std::io::Result<Vec<PathBuf>>;
+    /// What this sink reports into `metadata.json` under `outputs.<name>` (called after
+    /// `finish`); `None` adds nothing.
+    fn metadata(&self) -> Option<serde_json::Value> {
+        None
+    }
 }

@@ -54,6 +54,16 @@ fn write_slow(
     if PAUSED.with(Cell::get) {
         return ends_region && while_unpaused(p, store);
     }
+    if !p.is_attached() {
+        // The thread's first record attaches its buffer and may start the runtime (settings,
+        // sinks, a 2 ms clock calibration): stamp it afterwards, so that this set-up is not
+        // counted in the region it begins.
+        return make_room(p, 1, drop_weight)
+            && p.push(Slot {
+                ticks: metron_components::clock::now_ticks(),
+                header,
+            });
+    }
     make_room(p, 1, drop_weight) && p.push(slot)
 }
 
@@ -131,6 +141,10 @@ fn make_room(p: &RawProducer<Slot>, n: usize, drop_weight: u64) -> bool {
         let Some(rt) = runtime::get() else {
             return false;
         };
+        // Starting the runtime may have found METRON_ENABLED off.
+        if !runtime::collecting() {
+            return false;
+        }
         if !p.attach(&rt.service.inner, ProducerInfo::of_current_thread()) {
             return false;
         }

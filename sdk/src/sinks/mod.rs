@@ -1,5 +1,7 @@
 //! The built-in sinks.
 
+pub mod perfetto;
+mod perfetto_session;
 mod stats;
 pub mod summary;
 

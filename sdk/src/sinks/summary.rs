@@ -19,7 +19,19 @@ fn metric_names(site: &Callsite) -> Vec<(String, Unit)> {
     let mut names = vec![(WALL_METRIC.to_string(), Unit::Nanoseconds)];
     for component in site.components {
         for field in component.fields {
-            names.push((format!("{}.{}", component.name, field.name), field.unit));
+            let base = format!("{}.{}", component.name, field.name);
+            // A bundle may hold a WallClock, or one component twice: number the repeats so
+            // no metric hides another (`wall_clock.elapsed#2`).
+            let repeats = names
+                .iter()
+                .filter(|(n, _)| *n == base || n.starts_with(&format!("{base}#")))
+                .count();
+            let name = if repeats == 0 {
+                base
+            } else {
+                format!("{base}#{}", repeats + 1)
+            };
+            names.push((name, field.unit));
         }
     }
     names
@@ -90,6 +102,8 @@ impl Tree {
 struct CounterStats {
     stats: Stats,
     last: f64,
+    /// When `last` was recorded, so merging keeps the latest value in time.
+    last_ns: u64,
 }
 
 struct ThreadSummary {
@@ -137,7 +151,10 @@ impl SummarySink {
             for (name, c) in &t.counters {
                 let entry = counters.entry(name).or_default();
                 entry.stats.merge(&c.stats);
-                entry.last = c.last;
+                if c.last_ns >= entry.last_ns {
+                    entry.last = c.last;
+                    entry.last_ns = c.last_ns;
+                }
             }
             for (name, n) in &t.marks {
                 *marks.entry(name).or_default() += n;
@@ -448,10 +465,11 @@ impl Sink for SummarySink {
                         m.push(*v);
                     }
                 }
-                Event::Counter { site, value, .. } => {
+                Event::Counter { site, value, ts_ns } => {
                     let c = t.counters.entry(site.name).or_default();
                     c.stats.push(value);
                     c.last = value;
+                    c.last_ns = ts_ns;
                 }
                 Event::Instant { site, .. } => *t.marks.entry(site.name).or_default() += 1,
                 Event::Dropped { count, .. } => t.dropped += count,

@@ -1,0 +1,216 @@
+//! `metron avail [--json] [--components] [--settings] [--counters]`.
+
+use crate::perf;
+use crate::run::flag_of;
+use crate::usage_error;
+use metron::components::{
+    ContextSwitches, CpuClock, PageFaults, PageRss, PeakRss, SystemClock, ThreadCpuClock,
+    UserClock, WallClock,
+};
+use metron::settings::REGISTRY;
+use metron::{Component, ComponentInfo};
+use serde_json::{json, Value};
+use std::process::ExitCode;
+
+/// Every built-in component.
+const COMPONENTS: [ComponentInfo; 9] = [
+    WallClock::INFO,
+    CpuClock::INFO,
+    ThreadCpuClock::INFO,
+    UserClock::INFO,
+    SystemClock::INFO,
+    PeakRss::INFO,
+    PageRss::INFO,
+    PageFaults::INFO,
+    ContextSwitches::INFO,
+];
+
+const HELP: &str = "\
+Usage: metron avail [--json] [--components] [--settings] [--counters]
+
+Lists the components Metron can measure, every METRON_* setting (default, accepted values,
+description, the `metron run` flag), and the perf_event counters this machine offers (or why
+none). With no section flag, all three. --json prints one JSON object.
+";
+
+pub(crate) fn main(args: &[String]) -> ExitCode {
+    let mut as_json = false;
+    let mut sections = Vec::new();
+    for arg in args {
+        match arg.as_str() {
+            "--json" => as_json = true,
+            "--components" | "--settings" | "--counters" => sections.push(&arg[2..]),
+            "-h" | "--help" => {
+                print!("{HELP}");
+                return ExitCode::SUCCESS;
+            }
+            other => {
+                return usage_error(&format!(
+                    "avail: unknown argument {other:?}; accepted: --json, --components, --settings, --counters"
+                ))
+            }
+        }
+    }
+    if sections.is_empty() {
+        sections = vec!["components", "settings", "counters"];
+    }
+    let report = report(&sections);
+    if as_json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report).unwrap_or_default()
+        );
+    } else {
+        print!("{}", text(&report));
+    }
+    ExitCode::SUCCESS
+}
+
+fn report(sections: &[&str]) -> Value {
+    let mut out = serde_json::Map::new();
+    out.insert("metron_version".into(), env!("CARGO_PKG_VERSION").into());
+    if sections.contains(&"components") {
+        out.insert(
+            "components".into(),
+            COMPONENTS
+                .iter()
+                .map(|c| {
+                    json!({
+                        "name": c.name,
+                        "description": c.description,
+                        "cost": c.cost,
+                        "fields": c.fields.iter().map(|f| json!({"name": f.name, "unit": f.unit.symbol()})).collect::<Vec<_>>(),
+                    })
+                })
+                .collect(),
+        );
+    }
+    if sections.contains(&"settings") {
+        out.insert(
+            "settings".into(),
+            REGISTRY
+                .iter()
+                .map(|s| {
+                    json!({
+                        "name": s.name,
+                        "default": s.default,
+                        "accepted": s.kind.accepted(),
+                        "description": s.description,
+                        "flag": (s.name != "METRON_PRELOAD").then(|| flag_of(s.name)),
+                    })
+                })
+                .collect(),
+        );
+    }
+    if sections.contains(&"counters") {
+        let probes = perf::probe_all();
+        let list = |kind: &str| -> Vec<Value> {
+            probes
+                .iter()
+                .filter(|p| p.kind == kind)
+                .map(|p| json!({"name": p.name, "available": p.error.is_none(), "error": p.error}))
+                .collect()
+        };
+        out.insert(
+            "counters".into(),
+            json!({
+                "source": "perf_event_open (this process, user space)",
+                "perf_event_paranoid": perf::paranoid(),
+                "software": list("software"),
+                "software_unavailable_reason": perf::reason_none(&probes, "software"),
+                "hardware": list("hardware"),
+                "hardware_unavailable_reason": perf::reason_none(&probes, "hardware"),
+                "gpu": [],
+                "gpu_unavailable_reason": "no GPU backend is built into this version of Metron",
+            }),
+        );
+    }
+    Value::Object(out)
+}
+
+fn text(report: &Value) -> String {
+    let mut out = String::new();
+    if let Some(components) = report["components"].as_array() {
+        out.push_str(&format!("Components ({})\n", components.len()));
+        for c in components {
+            let fields: Vec<String> = c["fields"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|f| {
+                    format!(
+                        "{} [{}]",
+                        f["name"].as_str().unwrap_or(""),
+                        f["unit"].as_str().unwrap_or("")
+                    )
+                })
+                .collect();
+            out.push_str(&format!(
+                "  {:<18} {}\n  {:<18} fields: {}; cost: {}\n",
+                c["name"].as_str().unwrap_or(""),
+                c["description"].as_str().unwrap_or(""),
+                "",
+                fields.join(", "),
+                c["cost"].as_str().unwrap_or("")
+            ));
+        }
+        out.push('\n');
+    }
+    if let Some(settings) = report["settings"].as_array() {
+        out.push_str(&format!(
+            "Settings ({}): environment variables, or `metron run` flags\n",
+            settings.len()
+        ));
+        for s in settings {
+            let flag = s["flag"]
+                .as_str()
+                .map_or(String::from("(set by metron run)"), |f| f.to_string());
+            out.push_str(&format!(
+                "  {:<28} default {:?}  flag {}\n      {}\n      accepts {}\n",
+                s["name"].as_str().unwrap_or(""),
+                s["default"].as_str().unwrap_or(""),
+                flag,
+                s["description"].as_str().unwrap_or(""),
+                s["accepted"].as_str().unwrap_or("")
+            ));
+        }
+        out.push('\n');
+    }
+    if report["counters"].is_object() {
+        let c = &report["counters"];
+        out.push_str(&format!(
+            "Counters ({}; perf_event_paranoid {})\n",
+            c["source"].as_str().unwrap_or(""),
+            c["perf_event_paranoid"]
+        ));
+        for kind in ["software", "hardware"] {
+            let list = c[kind].as_array().cloned().unwrap_or_default();
+            let available: Vec<&str> = list
+                .iter()
+                .filter(|p| p["available"].as_bool() == Some(true))
+                .filter_map(|p| p["name"].as_str())
+                .collect();
+            match c[format!("{kind}_unavailable_reason")].as_str() {
+                Some(reason) => out.push_str(&format!("  {kind}: none: {reason}\n")),
+                None => {
+                    out.push_str(&format!("  {kind}: {}\n", available.join(", ")));
+                    for p in list
+                        .iter()
+                        .filter(|p| p["available"].as_bool() == Some(false))
+                    {
+                        out.push_str(&format!(
+                            "    {} unavailable: {}\n",
+                            p["name"].as_str().unwrap_or(""),
+                            p["error"].as_str().unwrap_or("")
+                        ));
+                    }
+                }
+            }
+        }
+        out.push_str(&format!(
+            "  gpu: none: {}\n",
+            c["gpu_unavailable_reason"].as_str().unwrap_or("")
+        ));
+    }
+    out
+}

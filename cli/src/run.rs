@@ -1,0 +1,325 @@
+//! `metron run [flags] [--] cmd args`.
+
+use metron::settings::{SettingSpec, Settings, REGISTRY};
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// The C ABI version of the runtime library this command expects.
+pub(crate) const ABI_VERSION: u32 = 1;
+
+/// Settings that `metron run` sets itself (no flag).
+const NOT_FLAGS: &[&str] = &["METRON_PRELOAD"];
+
+/// The flag of a setting: `METRON_BUFFER_SIZE` → `--buffer-size`.
+pub(crate) fn flag_of(name: &str) -> String {
+    format!(
+        "--{}",
+        name.trim_start_matches("METRON_")
+            .to_ascii_lowercase()
+            .replace('_', "-")
+    )
+}
+
+fn flag_settings() -> impl Iterator<Item = &'static SettingSpec> {
+    REGISTRY.iter().filter(|s| !NOT_FLAGS.contains(&s.name))
+}
+
+fn help() -> String {
+    let mut text = String::from(
+        "\
+Usage: metron run [flags] [--] <command> [args...]
+
+Runs <command> with Metron preloaded (LD_PRELOAD=libmetron.so, METRON_PRELOAD=1). The program
+needs no change: its run folder has its process, main thread and duration, plus every region
+it records through Metron. Child processes it starts get their own run folders; a forked child
+that does not exec is turned off (METRON_FORK). The exit status is the command's.
+
+Flags (each sets the METRON_* variable in brackets; `--flag value` or `--flag=value`):
+  -o, --output <path>             same as --output-path
+      --library <path>            the runtime library (default: next to this command, or
+                                  $METRON_LIBRARY)
+",
+    );
+    for spec in flag_settings() {
+        text.push_str(&format!(
+            "      {:<30}  {} [{}, default {}]\n          accepts {}\n",
+            format!("{} <value>", flag_of(spec.name)),
+            spec.description,
+            spec.name,
+            spec.default,
+            spec.kind.accepted()
+        ));
+    }
+    text.push_str(
+        "
+Examples:
+  metron run -- ./app input.txt
+  metron run --output-path /tmp/runs/%exe%-%pid% --buffer-size 4M -- python3 -c 'print(1)'
+  metron run --signals on -- ./server        # write the outputs on Ctrl-C too
+",
+    );
+    text
+}
+
+/// What the command line asked for.
+struct Plan {
+    env: Vec<(&'static str, String)>,
+    library: Option<PathBuf>,
+    command: Vec<OsString>,
+}
+
+fn parse(args: &[String]) -> Result<Option<Plan>, String> {
+    let mut plan = Plan {
+        env: Vec::new(),
+        library: None,
+        command: Vec::new(),
+    };
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        if arg == "--" {
+            plan.command = args[i + 1..].iter().map(OsString::from).collect();
+            break;
+        }
+        if arg == "-h" || arg == "--help" {
+            return Ok(None);
+        }
+        if !arg.starts_with('-') || arg == "-" {
+            plan.command = args[i..].iter().map(OsString::from).collect();
+            break;
+        }
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
+            _ => (arg.clone(), None),
+        };
+        let value = |i: &mut usize| -> Result<String, String> {
+            if let Some(v) = &inline {
+                return Ok(v.clone());
+            }
+            *i += 1;
+            args.get(*i)
+                .cloned()
+                .ok_or_else(|| format!("metron run: {flag} needs a value"))
+        };
+        match flag.as_str() {
+            "-o" | "--output" => {
+                let v = value(&mut i)?;
+                plan.env.push(("METRON_OUTPUT_PATH", v));
+            }
+            "--library" => plan.library = Some(PathBuf::from(value(&mut i)?)),
+            _ => {
+                let Some(spec) = flag_settings().find(|s| flag_of(s.name) == flag) else {
+                    return Err(format!(
+                        "metron run: unknown flag {flag}; run `metron run --help` for the flags (put the command after --)"
+                    ));
+                };
+                let v = value(&mut i)?;
+                check(spec, &flag, &v)?;
+                plan.env.push((spec.name, v));
+            }
+        }
+        i += 1;
+    }
+    if plan.command.is_empty() {
+        return Err(
+            "metron run: no command given; usage: metron run [flags] -- <command> [args...]".into(),
+        );
+    }
+    Ok(Some(plan))
+}
+
+/// Checks a flag's value with the registry's own parser.
+fn check(spec: &SettingSpec, flag: &str, value: &str) -> Result<(), String> {
+    let parsed = Settings::from_lookup(|name| (name == spec.name).then(|| value.to_string()));
+    match parsed.errors.iter().find(|e| e.name == spec.name) {
+        Some(e) => Err(format!(
+            "metron run: {flag} {value:?} is not accepted: expected {} ({})",
+            e.accepted, spec.name
+        )),
+        None if value.trim().is_empty() => Err(format!(
+            "metron run: {flag} needs a non-empty value: {} ({})",
+            spec.kind.accepted(),
+            spec.name
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Finds `libmetron.so`: `--library`, `$METRON_LIBRARY`, then next to this command
+/// (`<prefix>/bin/metron` → `<prefix>/lib/libmetron.so`; a cargo target dir has both in one
+/// folder).
+fn find_library(explicit: Option<PathBuf>) -> Result<PathBuf, String> {
+    if let Some(path) = explicit.or_else(|| std::env::var_os("METRON_LIBRARY").map(PathBuf::from)) {
+        return if path.is_file() {
+            Ok(absolute(&path))
+        } else {
+            Err(format!(
+                "metron run: the runtime library {} does not exist",
+                path.display()
+            ))
+        };
+    }
+    let exe = std::env::current_exe().map_err(|e| format!("metron run: {e}"))?;
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    let candidates = [
+        dir.join("../lib/libmetron.so"),
+        dir.join("libmetron.so"),
+        dir.join("../lib64/libmetron.so"),
+    ];
+    for c in &candidates {
+        if c.is_file() {
+            return Ok(absolute(c));
+        }
+    }
+    Err(format!(
+        "metron run: cannot find libmetron.so (looked in {}); install Metron with scripts/install.sh, or pass --library PATH or set METRON_LIBRARY",
+        candidates
+            .iter()
+            .map(|c| c.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+pub(crate) fn main(args: &[String]) -> ExitCode {
+    let plan = match parse(args) {
+        Ok(Some(plan)) => plan,
+        Ok(None) => {
+            print!("{}", help());
+            return ExitCode::SUCCESS;
+        }
+        Err(message) => {
+            eprintln!("{message}");
+            return ExitCode::from(crate::USAGE);
+        }
+    };
+    let library = match find_library(plan.library) {
+        Ok(path) => path,
+        Err(message) => {
+            eprintln!("{message}");
+            return ExitCode::from(1);
+        }
+    };
+    let mut command = std::process::Command::new(&plan.command[0]);
+    command.args(&plan.command[1..]);
+    for (name, value) in &plan.env {
+        command.env(name, value);
+    }
+    // One place for every process of the run: a relative default would follow each child's
+    // working directory.
+    let output_set = plan.env.iter().any(|(n, _)| *n == "METRON_OUTPUT_PATH")
+        || std::env::var_os("METRON_OUTPUT_PATH").is_some();
+    if !output_set {
+        if let Ok(cwd) = std::env::current_dir() {
+            let default = REGISTRY
+                .iter()
+                .find(|s| s.name == "METRON_OUTPUT_PATH")
+                .map_or("metron-output/%exe%-%pid%-%time%", |s| s.default);
+            command.env("METRON_OUTPUT_PATH", cwd.join(default));
+        }
+    }
+    let mut preload = library.into_os_string();
+    if let Some(existing) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+        preload.push(":");
+        preload.push(existing);
+    }
+    command.env("LD_PRELOAD", preload);
+    command.env("METRON_PRELOAD", "1");
+    let error = command.exec();
+    let shown = plan.command[0].to_string_lossy();
+    match error.kind() {
+        std::io::ErrorKind::NotFound => {
+            eprintln!("metron run: {shown}: command not found");
+            ExitCode::from(127)
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            eprintln!("metron run: {shown}: permission denied");
+            ExitCode::from(126)
+        }
+        _ => {
+            eprintln!("metron run: cannot run {shown}: {error}");
+            ExitCode::from(126)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn flags_become_metron_variables() {
+        let plan = parse(&args(&[
+            "--buffer-size",
+            "4M",
+            "--flush-interval=250ms",
+            "-o",
+            "/tmp/x",
+            "--",
+            "ls",
+            "-l",
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            plan.env,
+            vec![
+                ("METRON_BUFFER_SIZE", "4M".to_string()),
+                ("METRON_FLUSH_INTERVAL", "250ms".to_string()),
+                ("METRON_OUTPUT_PATH", "/tmp/x".to_string()),
+            ]
+        );
+        assert_eq!(
+            plan.command,
+            vec![OsString::from("ls"), OsString::from("-l")]
+        );
+    }
+
+    #[test]
+    fn the_command_may_follow_without_a_separator() {
+        let plan = parse(&args(&["--summary", "on", "make", "-j2"]))
+            .unwrap()
+            .unwrap();
+        assert_eq!(plan.command.len(), 2);
+    }
+
+    #[test]
+    fn unknown_flags_and_bad_values_are_refused_with_what_is_accepted() {
+        let e = parse(&args(&["--frobnicate", "--", "ls"])).err().unwrap();
+        assert!(e.contains("unknown flag --frobnicate"), "{e}");
+        let e = parse(&args(&["--buffer-size", "12Q", "--", "ls"]))
+            .err()
+            .unwrap();
+        assert!(
+            e.contains("METRON_BUFFER_SIZE") && e.contains("K, M or G"),
+            "{e}"
+        );
+        let e = parse(&args(&["--buffer-size"])).err().unwrap();
+        assert!(e.contains("needs a value"), "{e}");
+        let e = parse(&args(&["--summary", "on"])).err().unwrap();
+        assert!(e.contains("no command"), "{e}");
+    }
+
+    #[test]
+    fn every_setting_but_preload_has_a_flag() {
+        let text = help();
+        for spec in REGISTRY {
+            assert_eq!(
+                text.contains(&flag_of(spec.name)),
+                spec.name != "METRON_PRELOAD",
+                "{}",
+                spec.name
+            );
+        }
+    }
+}

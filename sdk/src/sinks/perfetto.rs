@@ -1,0 +1,1050 @@
+//! `trace.pftrace`: the run's timeline as a Perfetto trace, written through the `perfetto-sdk`
+//! crate (in-process backend, a `dev.metron.trace` data source, raw `TracePacket`s).
+//!
+//! # Layout
+//! - One **process track** (uuid [`PROCESS_UUID`]) with the pid, executable and command line;
+//!   a process counter track `metron: process RSS` (uuid [`RSS_UUID`]) sampled by the flusher,
+//!   and the `metron: run end` instant, whose debug annotations are the run's record counts
+//!   (written, dropped): the trace's own metadata.
+//! - One **thread track** per thread that recorded (uuid `THREAD_UUID_BASE + thread index`)
+//!   with the real pid/tid and the thread's name (pthread name, or the latest
+//!   `metron::set_thread_name`); Metron's own threads carry the description
+//!   `Metron's own thread`.
+//! - On a thread track: nested **slices** (regions) with region annotations and bundle values
+//!   (`component.field`) as debug annotations; **instants** (marks, and
+//!   `metron: dropped records` with the count when the buffer policy dropped records).
+//! - One **counter track** per (thread, counter name) (uuid from [`COUNTER_UUID_BASE`]),
+//!   child of the thread's track.
+//! - Reserved for GPU work: uuids from [`GPU_UUID_BASE`], one track per GPU stream/queue under
+//!   the process track; a kernel's slice and the CPU launch slice share a flow id
+//!   (`TrackEvent.flow_ids` on the launch, `terminating_flow_ids` on the kernel).
+//!
+//! # Time and attribution
+//! Every packet carries its own timestamp: Metron's `CLOCK_MONOTONIC` ns, declared once per
+//! sequence in `trace_packet_defaults.timestamp_clock_id = 3` so Perfetto aligns it with the
+//! service's clock snapshots. Events go on the track of the thread that recorded them (never
+//! the flusher's). Event and debug annotation names are interned per sequence.
+//!
+//! # When Perfetto runs
+//! Only off the hot path: on the flusher thread for every batch, and at the end of the run on
+//! the thread that ends it. The session starts on the first batch. The sink drains the
+//! session's buffer into the file every half flush interval and whenever a quarter of the
+//! buffer may be full, so a SIGKILL keeps what was drained and the buffer never wraps.
+
+use super::perfetto_session::{
+    data_source, FillPolicy, PerfettoLoss, SeqState, Session, SessionConfig, FIXED_IID_BASE,
+};
+use crate::callsite::Callsite;
+use crate::region::AnnotationValue;
+use crate::sink::{Event, RunInfo, Sink, ThreadInfo};
+use metron_components::{clock, Component, PageRss};
+use perfetto_sdk::data_source::TraceContextBase;
+use perfetto_sdk::protos::trace::interned_data::interned_data::InternedData;
+use perfetto_sdk::protos::trace::trace_packet::{TracePacket, TracePacketDefaults};
+use perfetto_sdk::protos::trace::track_event::counter_descriptor::{
+    CounterDescriptor, CounterDescriptorUnit,
+};
+use perfetto_sdk::protos::trace::track_event::debug_annotation::{
+    DebugAnnotation, DebugAnnotationName,
+};
+use perfetto_sdk::protos::trace::track_event::process_descriptor::ProcessDescriptor;
+use perfetto_sdk::protos::trace::track_event::thread_descriptor::ThreadDescriptor;
+use perfetto_sdk::protos::trace::track_event::track_descriptor::TrackDescriptor;
+use perfetto_sdk::protos::trace::track_event::track_event::{
+    EventName, TrackEvent, TrackEventType,
+};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+pub use super::perfetto_session::FillPolicy as TraceFillPolicy;
+pub use super::perfetto_session::PerfettoLoss as TraceLoss;
+
+/// Track uuid of the process.
+pub const PROCESS_UUID: u64 = 1;
+/// Track uuid of the process RSS counter.
+pub const RSS_UUID: u64 = 2;
+/// Thread tracks: this plus the thread's index.
+pub const THREAD_UUID_BASE: u64 = 0x1_0000;
+/// Counter tracks are numbered from here.
+pub const COUNTER_UUID_BASE: u64 = 0x100_0000;
+/// Reserved for GPU stream/queue tracks.
+pub const GPU_UUID_BASE: u64 = 0x1000_0000;
+
+/// `BuiltinClock.MONOTONIC`.
+const CLOCK_MONOTONIC: u32 = 3;
+/// `TracePacket.sequence_flags`.
+const SEQ_INCREMENTAL_STATE_CLEARED: u32 = 1;
+const SEQ_NEEDS_INCREMENTAL_STATE: u32 = 2;
+
+/// Metron's own event names (interned above the call-site ids).
+const IID_DROPPED: u64 = FIXED_IID_BASE + 1;
+const IID_RUN_END: u64 = FIXED_IID_BASE + 2;
+const NAME_DROPPED: &str = "metron: dropped records";
+const NAME_RUN_END: &str = "metron: run end";
+
+/// Debug annotation names: call-site ids for annotation keys; these above them.
+const ANN_CLOSED_BY_METRON: u64 = FIXED_IID_BASE + 1;
+const ANN_COUNT: u64 = FIXED_IID_BASE + 2;
+const ANN_FIELD_BASE: u64 = FIXED_IID_BASE + 16;
+
+/// Events written per `DataSource::trace` call (the drain check runs between calls).
+const EVENTS_PER_CALL: usize = 4096;
+/// RSS is sampled at most this often.
+const RSS_PERIOD: Duration = Duration::from_millis(10);
+
+/// Which kinds of events go to the trace (`METRON_TRACE_CATEGORIES`). Dropped-record
+/// instants and the run-end metadata are always written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Categories {
+    /// Region slices.
+    pub regions: bool,
+    /// Instant marks.
+    pub marks: bool,
+    /// `counter!` values.
+    pub counters: bool,
+    /// Region annotations (debug annotations on slices).
+    pub annotations: bool,
+    /// Bundle values (debug annotations on slices).
+    pub values: bool,
+    /// Process counters sampled by the flusher (RSS).
+    pub process: bool,
+}
+
+/// The category names `METRON_TRACE_CATEGORIES` accepts (plus `all`).
+pub const CATEGORY_NAMES: &[&str] = &[
+    "regions",
+    "marks",
+    "counters",
+    "annotations",
+    "values",
+    "process",
+];
+
+impl Categories {
+    /// Everything.
+    pub const ALL: Categories = Categories {
+        regions: true,
+        marks: true,
+        counters: true,
+        annotations: true,
+        values: true,
+        process: true,
+    };
+
+    /// Parses a comma-separated list (`all`, or names from [`CATEGORY_NAMES`]); unknown names
+    /// are returned as the error, with what is accepted.
+    pub fn parse(list: &str) -> Result<Categories, String> {
+        let mut c = Categories {
+            regions: false,
+            marks: false,
+            counters: false,
+            annotations: false,
+            values: false,
+            process: false,
+        };
+        let mut unknown = Vec::new();
+        for word in list.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+            match word.to_ascii_lowercase().as_str() {
+                "all" => c = Categories::ALL,
+                "regions" => c.regions = true,
+                "marks" => c.marks = true,
+                "counters" => c.counters = true,
+                "annotations" => c.annotations = true,
+                "values" => c.values = true,
+                "process" => c.process = true,
+                _ => unknown.push(word.to_string()),
+            }
+        }
+        if unknown.is_empty() {
+            Ok(c)
+        } else {
+            Err(format!(
+                "METRON_TRACE_CATEGORIES: unknown {:?}; accepted: all, {}",
+                unknown,
+                CATEGORY_NAMES.join(", ")
+            ))
+        }
+    }
+}
+
+/// How the trace is written.
+#[derive(Clone, Debug)]
+pub struct PerfettoConfig {
+    /// File name inside the run folder (`METRON_TRACE_FILE`).
+    pub file_name: String,
+    /// Size of the Perfetto session buffer in bytes (`METRON_TRACE_BUFFER_SIZE`); raised to
+    /// at least 16 × the per-thread segment so one batch always fits between drains.
+    pub buffer_bytes: usize,
+    /// What the session does when its buffer is full (`METRON_TRACE_FILL_POLICY`).
+    pub fill_policy: FillPolicy,
+    /// What goes to the trace (`METRON_TRACE_CATEGORIES`).
+    pub categories: Categories,
+    /// How often the file is brought up to date (`METRON_FLUSH_INTERVAL`; `None`: 1 s).
+    pub write_interval: Option<Duration>,
+    /// Bytes of one per-thread buffer segment (`METRON_BUFFER_SIZE`).
+    pub segment_bytes: usize,
+}
+
+/// An annotation waiting for the end of its region.
+enum Pending {
+    I(i64),
+    U(u64),
+    F(f64),
+    B(bool),
+    S(String),
+}
+
+struct ThreadTrack {
+    uuid: u64,
+    name: String,
+    described: bool,
+    depth: u32,
+    /// (depth of the region it belongs to, key iid, key name, value)
+    pending: Vec<(u32, u64, &'static str, Pending)>,
+    dropped: u64,
+}
+
+/// What the sink wrote, for `metadata.json` and the README's numbers.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct TraceCounts {
+    /// Slices begun.
+    pub slices_begun: u64,
+    /// Slices ended.
+    pub slices_ended: u64,
+    /// Instant marks.
+    pub instants: u64,
+    /// Counter values (including process RSS samples).
+    pub counter_values: u64,
+    /// `metron: dropped records` instants written.
+    pub dropped_instants: u64,
+    /// Records Metron dropped (sum of those instants' counts).
+    pub records_dropped: u64,
+    /// Track events written (all of the above and the run-end instant).
+    pub track_events: u64,
+    /// Times the session buffer was drained into the file.
+    pub drains: u64,
+    /// Nanoseconds spent encoding events (flusher time in this sink, drains excluded).
+    pub encode_ns: u64,
+    /// Nanoseconds spent draining (Perfetto flush + read + file write).
+    pub drain_ns: u64,
+}
+
+/// The Perfetto trace sink.
+pub struct PerfettoSink {
+    config: PerfettoConfig,
+    output_dir: PathBuf,
+    pid: u32,
+    exe: String,
+    cmdline: String,
+    session: Option<Session>,
+    failed: Option<String>,
+    threads: HashMap<u64, ThreadTrack>,
+    counter_tracks: HashMap<(u64, u32), u64>,
+    next_counter_uuid: u64,
+    process_described: bool,
+    field_iids: HashMap<(usize, usize), (u64, &'static str)>,
+    counts: TraceCounts,
+    bytes_since_drain: u64,
+    last_drain: Instant,
+    last_rss: Option<Instant>,
+    report: Option<Value>,
+    scratch_names: Vec<(u64, &'static str)>,
+    scratch_values: Vec<(u64, f64)>,
+    category_error: Option<String>,
+}
+
+impl PerfettoSink {
+    /// A sink that writes `config.file_name` into `output_dir` (the run folder). Nothing
+    /// Perfetto happens until the first batch arrives on the flusher thread.
+    pub fn new(config: PerfettoConfig, output_dir: PathBuf) -> PerfettoSink {
+        let exe = std::env::current_exe()
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "unknown".into());
+        PerfettoSink {
+            config,
+            output_dir,
+            pid: std::process::id(),
+            exe,
+            cmdline: std::env::args().collect::<Vec<_>>().join(" "),
+            session: None,
+            failed: None,
+            threads: HashMap::new(),
+            counter_tracks: HashMap::new(),
+            next_counter_uuid: COUNTER_UUID_BASE,
+            process_described: false,
+            field_iids: HashMap::new(),
+            counts: TraceCounts::default(),
+            bytes_since_drain: 0,
+            last_drain: Instant::now(),
+            last_rss: None,
+            report: None,
+            scratch_names: Vec::new(),
+            scratch_values: Vec::new(),
+            category_error: None,
+        }
+    }
+
+    /// The sink as the settings ask for it; an unknown category is reported on stderr (and
+    /// in `metadata.json`) and everything is traced.
+    pub fn from_settings(settings: &crate::settings::Settings, output_dir: PathBuf) -> Self {
+        let (categories, category_error) = match Categories::parse(&settings.trace_categories) {
+            Ok(c) => (c, None),
+            Err(e) => {
+                eprintln!("metron: {e}; tracing all categories");
+                (Categories::ALL, Some(e))
+            }
+        };
+        let mut sink = PerfettoSink::new(
+            PerfettoConfig {
+                file_name: settings.trace_file.clone(),
+                buffer_bytes: settings.trace_buffer_bytes,
+                fill_policy: settings.trace_fill_policy,
+                categories,
+                write_interval: settings.flush_interval,
+                segment_bytes: settings.buffer_bytes,
+            },
+            output_dir,
+        );
+        sink.category_error = category_error;
+        sink
+    }
+
+    /// The effective session buffer size in bytes.
+    fn buffer_bytes(&self) -> usize {
+        self.config
+            .buffer_bytes
+            .max(16 * self.config.segment_bytes)
+            .min(u32::MAX as usize / 2 * 1024)
+    }
+
+    /// Bytes written since the last drain after which the sink drains again.
+    fn drain_threshold(&self) -> u64 {
+        self.buffer_bytes() as u64 / 4
+    }
+
+    fn write_interval(&self) -> Duration {
+        self.config.write_interval.unwrap_or(Duration::from_secs(1)) / 2
+    }
+
+    /// Starts the session on first use; false if it cannot run (reported once, at finish).
+    fn ensure_session(&mut self, output_dir: Option<&Path>) -> bool {
+        if self.session.is_some() {
+            return true;
+        }
+        if self.failed.is_some() {
+            return false;
+        }
+        let dir = output_dir.unwrap_or(&self.output_dir).to_path_buf();
+        let config = SessionConfig {
+            buffer_kb: (self.buffer_bytes() / 1024) as u32,
+            fill_policy: self.config.fill_policy,
+        };
+        match Session::start(&dir.join(&self.config.file_name), &config) {
+            Ok(s) => {
+                self.session = Some(s);
+                self.last_drain = Instant::now();
+                true
+            }
+            Err(e) => {
+                self.failed = Some(e);
+                false
+            }
+        }
+    }
+
+    fn thread_track(&mut self, thread: &ThreadInfo) -> &mut ThreadTrack {
+        self.threads
+            .entry(thread.index)
+            .or_insert_with(|| ThreadTrack {
+                uuid: THREAD_UUID_BASE + thread.index,
+                name: thread.name.clone(),
+                described: false,
+                depth: 0,
+                pending: Vec::new(),
+                dropped: 0,
+            })
+    }
+
+    fn field_iid(&mut self, component: usize, field: usize, site: &'static Callsite) -> u64 {
+        let next = ANN_FIELD_BASE + self.field_iids.len() as u64;
+        let info = &site.components[component];
+        let key = (
+            info.name.as_ptr() as usize,
+            info.fields[field].name.as_ptr() as usize,
+        );
+        self.field_iids
+            .entry(key)
+            .or_insert_with(|| {
+                let name: &'static str = Box::leak(
+                    format!("{}.{}", info.name, info.fields[field].name).into_boxed_str(),
+                );
+                (next, name)
+            })
+            .0
+    }
+
+    fn field_name(&self, component: usize, field: usize, site: &'static Callsite) -> &'static str {
+        let info = &site.components[component];
+        let key = (
+            info.name.as_ptr() as usize,
+            info.fields[field].name.as_ptr() as usize,
+        );
+        self.field_iids.get(&key).map_or("", |v| v.1)
+    }
+
+    /// Writes one thread's events, `EVENTS_PER_CALL` per Perfetto call, draining between
+    /// calls when due.
+    fn write(&mut self, thread: &ThreadInfo, events: &[Event<'_>]) {
+        let Ok(ds) = data_source() else { return };
+        let mut started = Instant::now();
+        for chunk in events.chunks(EVENTS_PER_CALL) {
+            ds.trace(|ctx| {
+                ctx.with_incremental_state(|ctx, st| {
+                    self.write_chunk(ctx, st, thread, chunk);
+                });
+            });
+            if self.bytes_since_drain >= self.drain_threshold() {
+                self.counts.encode_ns += started.elapsed().as_nanos() as u64;
+                self.drain();
+                started = Instant::now();
+            }
+        }
+        self.counts.encode_ns += started.elapsed().as_nanos() as u64;
+    }
+
+    fn write_chunk(
+        &mut self,
+        ctx: &mut TraceContextBase,
+        st: &mut SeqState,
+        thread: &ThreadInfo,
+        events: &[Event<'_>],
+    ) {
+        let first_ts = events.iter().map(event_ts).next().unwrap_or(0);
+        if st.fresh {
+            start_sequence(ctx, first_ts);
+            st.fresh = false;
+        }
+        if !self.process_described {
+            self.describe_process(ctx, first_ts);
+        }
+        let cats = self.config.categories;
+        let track = {
+            let t = self.thread_track(thread);
+            if t.name != thread.name {
+                t.name = thread.name.clone();
+                t.described = false;
+            }
+            t.uuid
+        };
+        if !self.threads[&thread.index].described {
+            self.describe_thread(ctx, thread, first_ts);
+        }
+        for event in events {
+            match *event {
+                Event::Begin { ts_ns, site } => {
+                    self.thread_track(thread).depth += 1;
+                    if cats.regions {
+                        let iid = u64::from(site.id());
+                        let new = st.intern_event_name(iid);
+                        ctx.add_packet(|p| {
+                            p.set_timestamp(ts_ns);
+                            p.set_sequence_flags(SEQ_NEEDS_INCREMENTAL_STATE);
+                            if new {
+                                p.set_interned_data(|d: &mut InternedData| {
+                                    d.set_event_names(|n: &mut EventName| {
+                                        n.set_iid(iid);
+                                        n.msg.append_type2_field(2, site.name.as_bytes());
+                                    });
+                                });
+                            }
+                            p.set_track_event(|e: &mut TrackEvent| {
+                                e.set_type(TrackEventType::TypeSliceBegin);
+                                e.set_track_uuid(track);
+                                e.set_name_iid(iid);
+                            });
+                        });
+                        self.counts.slices_begun += 1;
+                        self.counts.track_events += 1;
+                        self.bytes_since_drain += 40 + if new { site.name.len() as u64 } else { 0 };
+                    }
+                }
+                Event::End {
+                    ts_ns,
+                    site,
+                    values,
+                    closed_by_metron,
+                    ..
+                } => self.end(ctx, st, thread, ts_ns, site, values, closed_by_metron),
+                Event::Instant { ts_ns, site } => {
+                    if cats.marks {
+                        let iid = u64::from(site.id());
+                        let new = st.intern_event_name(iid);
+                        instant(ctx, ts_ns, track, iid, new.then_some(site.name), None);
+                        self.counts.instants += 1;
+                        self.counts.track_events += 1;
+                        self.bytes_since_drain += 40 + site.name.len() as u64;
+                    }
+                }
+                Event::Counter { ts_ns, site, value } => {
+                    if cats.counters {
+                        let uuid = self.counter_track(ctx, thread, site, ts_ns);
+                        counter(ctx, ts_ns, uuid, value);
+                        self.counts.counter_values += 1;
+                        self.counts.track_events += 1;
+                        self.bytes_since_drain += 40;
+                    }
+                }
+                Event::Annotation {
+                    region: Some(_),
+                    key,
+                    value,
+                    ..
+                } => {
+                    if cats.annotations && cats.regions {
+                        let value = match value {
+                            AnnotationValue::I64(v) => Pending::I(v),
+                            AnnotationValue::U64(v) => Pending::U(v),
+                            AnnotationValue::F64(v) => Pending::F(v),
+                            AnnotationValue::Bool(v) => Pending::B(v),
+                            AnnotationValue::Str(s) => Pending::S(s.to_string()),
+                        };
+                        let t = self.thread_track(thread);
+                        let depth = t.depth;
+                        t.pending
+                            .push((depth, u64::from(key.id()), key.name, value));
+                    }
+                }
+                Event::Annotation { region: None, .. } => {}
+                Event::ThreadName { ts_ns, name } => {
+                    let t = self.thread_track(thread);
+                    if t.name != name {
+                        t.name = name.to_string();
+                        let info = ThreadInfo {
+                            name: name.to_string(),
+                            ..thread.clone()
+                        };
+                        self.describe_thread(ctx, &info, ts_ns);
+                    }
+                }
+                Event::Dropped { ts_ns, count } => {
+                    let new = st.intern_event_name(IID_DROPPED);
+                    let new_ann = st.intern_annotation_name(ANN_COUNT);
+                    instant(
+                        ctx,
+                        ts_ns,
+                        track,
+                        IID_DROPPED,
+                        new.then_some(NAME_DROPPED),
+                        Some((ANN_COUNT, new_ann, count)),
+                    );
+                    self.thread_track(thread).dropped += count;
+                    self.counts.dropped_instants += 1;
+                    self.counts.records_dropped += count;
+                    self.counts.track_events += 1;
+                    self.bytes_since_drain += 80;
+                }
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn end(
+        &mut self,
+        ctx: &mut TraceContextBase,
+        st: &mut SeqState,
+        thread: &ThreadInfo,
+        ts_ns: u64,
+        site: &'static Callsite,
+        values: &[f64],
+        closed_by_metron: bool,
+    ) {
+        let cats = self.config.categories;
+        let (track, mut pending) = {
+            let t = self.thread_track(thread);
+            let depth = t.depth;
+            t.depth = t.depth.saturating_sub(1);
+            let pending = if t.pending.last().is_some_and(|p| p.0 >= depth) {
+                let split = t.pending.partition_point(|p| p.0 < depth);
+                t.pending.split_off(split)
+            } else {
+                Vec::new()
+            };
+            (t.uuid, pending)
+        };
+        if !cats.regions {
+            return;
+        }
+        // Names first (interned into this packet when new), then the values.
+        self.scratch_names.clear();
+        self.scratch_values.clear();
+        if cats.values && !values.is_empty() {
+            let mut i = 0;
+            for (c, info) in site.components.iter().enumerate() {
+                for f in 0..info.fields.len() {
+                    if let Some(v) = values.get(i) {
+                        let iid = self.field_iid(c, f, site);
+                        if st.intern_annotation_name(iid) {
+                            let name = self.field_name(c, f, site);
+                            self.scratch_names.push((iid, name));
+                        }
+                        self.scratch_values.push((iid, *v));
+                    }
+                    i += 1;
+                }
+            }
+        }
+        for (_, iid, name, _) in &pending {
+            if st.intern_annotation_name(*iid) {
+                self.scratch_names.push((*iid, name));
+            }
+        }
+        if closed_by_metron && st.intern_annotation_name(ANN_CLOSED_BY_METRON) {
+            self.scratch_names
+                .push((ANN_CLOSED_BY_METRON, "closed_by_metron"));
+        }
+        let names = &self.scratch_names;
+        let values = &self.scratch_values;
+        let pending_ref = &pending;
+        ctx.add_packet(|p| {
+            p.set_timestamp(ts_ns);
+            p.set_sequence_flags(SEQ_NEEDS_INCREMENTAL_STATE);
+            if !names.is_empty() {
+                p.set_interned_data(|d: &mut InternedData| {
+                    for (iid, name) in names {
+                        d.set_debug_annotation_names(|n: &mut DebugAnnotationName| {
+                            n.set_iid(*iid);
+                            n.msg.append_type2_field(2, name.as_bytes());
+                        });
+                    }
+                });
+            }
+            p.set_track_event(|e: &mut TrackEvent| {
+                e.set_type(TrackEventType::TypeSliceEnd);
+                e.set_track_uuid(track);
+                for (iid, v) in values {
+                    e.set_debug_annotations(|a: &mut DebugAnnotation| {
+                        a.set_name_iid(*iid);
+                        number(a, *v);
+                    });
+                }
+                for (_, iid, _, v) in pending_ref {
+                    e.set_debug_annotations(|a: &mut DebugAnnotation| {
+                        a.set_name_iid(*iid);
+                        match v {
+                            Pending::I(v) => {
+                                a.set_int_value(*v);
+                            }
+                            Pending::U(v) => {
+                                a.set_uint_value(*v);
+                            }
+                            Pending::F(v) => {
+                                a.set_double_value(*v);
+                            }
+                            Pending::B(v) => {
+                                a.set_bool_value(*v);
+                            }
+                            Pending::S(s) => a.msg.append_type2_field(6, s.as_bytes()),
+                        }
+                    });
+                }
+                if closed_by_metron {
+                    e.set_debug_annotations(|a: &mut DebugAnnotation| {
+                        a.set_name_iid(ANN_CLOSED_BY_METRON);
+                        a.set_bool_value(true);
+                    });
+                }
+            });
+        });
+        self.counts.slices_ended += 1;
+        self.counts.track_events += 1;
+        self.bytes_since_drain += 36 + 16 * (values.len() + pending.len()) as u64;
+        pending.clear();
+    }
+
+    fn describe_process(&mut self, ctx: &mut TraceContextBase, ts: u64) {
+        let (pid, exe, cmdline) = (self.pid, self.exe.as_str(), self.cmdline.as_str());
+        ctx.add_packet(|p| {
+            p.set_timestamp(ts);
+            p.set_sequence_flags(SEQ_NEEDS_INCREMENTAL_STATE);
+            p.set_track_descriptor(|t: &mut TrackDescriptor| {
+                t.set_uuid(PROCESS_UUID);
+                t.set_process(|d: &mut ProcessDescriptor| {
+                    d.set_pid(pid as i32);
+                    d.msg.append_type2_field(2, cmdline.as_bytes());
+                    d.msg.append_type2_field(6, exe.as_bytes());
+                });
+            });
+        });
+        ctx.add_packet(|p| {
+            p.set_timestamp(ts);
+            p.set_sequence_flags(SEQ_NEEDS_INCREMENTAL_STATE);
+            p.set_track_descriptor(|t: &mut TrackDescriptor| {
+                t.set_uuid(RSS_UUID);
+                t.set_parent_uuid(PROCESS_UUID);
+                t.msg.append_type2_field(2, b"metron: process RSS");
+                t.set_counter(|c: &mut CounterDescriptor| {
+                    c.set_unit(CounterDescriptorUnit::UnitSizeBytes);
+                });
+            });
+        });
+        self.process_described = true;
+        self.bytes_since_drain += 200 + cmdline.len() as u64;
+    }
+
+    fn describe_thread(&mut self, ctx: &mut TraceContextBase, thread: &ThreadInfo, ts: u64) {
+        let pid = self.pid;
+        let t = self.thread_track(thread);
+        let uuid = t.uuid;
+        let name = t.name.clone();
+        t.described = true;
+        ctx.add_packet(|p| {
+            p.set_timestamp(ts);
+            p.set_sequence_flags(SEQ_NEEDS_INCREMENTAL_STATE);
+            p.set_track_descriptor(|t: &mut TrackDescriptor| {
+                t.set_uuid(uuid);
+                t.set_parent_uuid(PROCESS_UUID);
+                if thread.is_metron {
+                    t.msg.append_type2_field(14, b"Metron's own thread");
+                }
+                t.set_thread(|d: &mut ThreadDescriptor| {
+                    d.set_pid(pid as i32);
+                    d.set_tid(i64::from(thread.tid));
+                    d.msg.append_type2_field(5, name.as_bytes());
+                });
+            });
+        });
+        self.bytes_since_drain += 100 + name.len() as u64;
+    }
+
+    fn counter_track(
+        &mut self,
+        ctx: &mut TraceContextBase,
+        thread: &ThreadInfo,
+        site: &'static Callsite,
+        ts: u64,
+    ) -> u64 {
+        let key = (thread.index, site.id());
+        if let Some(uuid) = self.counter_tracks.get(&key) {
+            return *uuid;
+        }
+        let uuid = self.next_counter_uuid;
+        self.next_counter_uuid += 1;
+        self.counter_tracks.insert(key, uuid);
+        let parent = self.thread_track(thread).uuid;
+        ctx.add_packet(|p| {
+            p.set_timestamp(ts);
+            p.set_sequence_flags(SEQ_NEEDS_INCREMENTAL_STATE);
+            p.set_track_descriptor(|t: &mut TrackDescriptor| {
+                t.set_uuid(uuid);
+                t.set_parent_uuid(parent);
+                t.msg.append_type2_field(2, site.name.as_bytes());
+                t.set_counter(|_: &mut CounterDescriptor| {});
+            });
+        });
+        self.bytes_since_drain += 60 + site.name.len() as u64;
+        uuid
+    }
+
+    /// Samples the process RSS onto its counter track (at most every [`RSS_PERIOD`]).
+    fn sample_process(&mut self, force: bool) {
+        if !self.config.categories.process || self.session.is_none() {
+            return;
+        }
+        if !force && self.last_rss.is_some_and(|t| t.elapsed() < RSS_PERIOD) {
+            return;
+        }
+        self.last_rss = Some(Instant::now());
+        let Ok(ds) = data_source() else { return };
+        let mut rss = PageRss::default();
+        rss.sample();
+        let value = rss.value() as f64;
+        let ts = clock::monotonic_ns();
+        let described = self.process_described;
+        ds.trace(|ctx| {
+            ctx.with_incremental_state(|ctx, st| {
+                if st.fresh {
+                    start_sequence(ctx, ts);
+                    st.fresh = false;
+                }
+                if !described {
+                    self.describe_process(ctx, ts);
+                }
+                counter(ctx, ts, RSS_UUID, value);
+            });
+        });
+        self.counts.counter_values += 1;
+        self.counts.track_events += 1;
+        self.bytes_since_drain += 30;
+    }
+
+    /// Commits this thread's chunk and moves the session's buffer into the file.
+    fn drain(&mut self) {
+        let Some(session) = self.session.as_mut() else {
+            return;
+        };
+        let started = Instant::now();
+        if let Ok(ds) = data_source() {
+            ds.trace(|ctx| ctx.flush(|| {}));
+        }
+        session.drain();
+        self.bytes_since_drain = 0;
+        self.last_drain = Instant::now();
+        self.counts.drains += 1;
+        self.counts.drain_ns += started.elapsed().as_nanos() as u64;
+    }
+
+    /// Writes the run-end instant (the trace's metadata) on the process track.
+    fn run_end(&mut self, run: &RunInfo) {
+        let Ok(ds) = data_source() else { return };
+        let ts = run.end_ns.max(run.start_ns);
+        let dropped = self.counts.records_dropped;
+        let threads = self.threads.len() as u64;
+        let slices = self.counts.slices_ended;
+        let described = self.process_described;
+        ds.trace(|ctx| {
+            ctx.with_incremental_state(|ctx, st| {
+                if st.fresh {
+                    start_sequence(ctx, ts);
+                    st.fresh = false;
+                }
+                if !described {
+                    self.describe_process(ctx, ts);
+                }
+                let new = st.intern_event_name(IID_RUN_END);
+                ctx.add_packet(|p| {
+                    p.set_timestamp(ts);
+                    p.set_sequence_flags(SEQ_NEEDS_INCREMENTAL_STATE);
+                    if new {
+                        p.set_interned_data(|d: &mut InternedData| {
+                            d.set_event_names(|n: &mut EventName| {
+                                n.set_iid(IID_RUN_END);
+                                n.msg.append_type2_field(2, NAME_RUN_END.as_bytes());
+                            });
+                        });
+                    }
+                    p.set_track_event(|e: &mut TrackEvent| {
+                        e.set_type(TrackEventType::TypeInstant);
+                        e.set_track_uuid(PROCESS_UUID);
+                        e.set_name_iid(IID_RUN_END);
+                        for (name, v) in [
+                            ("records_dropped", dropped),
+                            ("threads", threads),
+                            ("slices", slices),
+                        ] {
+                            e.set_debug_annotations(|a: &mut DebugAnnotation| {
+                                a.msg.append_type2_field(10, name.as_bytes());
+                                a.set_uint_value(v);
+                            });
+                        }
+                    });
+                });
+            });
+        });
+        self.counts.track_events += 1;
+    }
+
+    /// What the sink reports into `metadata.json` (after `finish`).
+    pub fn report(&self) -> Option<&Value> {
+        self.report.as_ref()
+    }
+}
+
+fn event_ts(e: &Event<'_>) -> u64 {
+    match *e {
+        Event::Begin { ts_ns, .. }
+        | Event::End { ts_ns, .. }
+        | Event::Instant { ts_ns, .. }
+        | Event::Counter { ts_ns, .. }
+        | Event::Annotation { ts_ns, .. }
+        | Event::ThreadName { ts_ns, .. }
+        | Event::Dropped { ts_ns, .. } => ts_ns,
+    }
+}
+
+/// The first packet of a sequence: clears incremental state and declares the clock.
+fn start_sequence(ctx: &mut TraceContextBase, ts: u64) {
+    ctx.add_packet(|p: &mut TracePacket| {
+        p.set_timestamp(ts);
+        p.set_timestamp_clock_id(CLOCK_MONOTONIC);
+        p.set_sequence_flags(SEQ_INCREMENTAL_STATE_CLEARED);
+        p.set_trace_packet_defaults(|d: &mut TracePacketDefaults| {
+            d.set_timestamp_clock_id(CLOCK_MONOTONIC);
+        });
+    });
+}
+
+fn instant(
+    ctx: &mut TraceContextBase,
+    ts: u64,
+    track: u64,
+    iid: u64,
+    new_name: Option<&str>,
+    count: Option<(u64, bool, u64)>,
+) {
+    ctx.add_packet(|p| {
+        p.set_timestamp(ts);
+        p.set_sequence_flags(SEQ_NEEDS_INCREMENTAL_STATE);
+        let new_ann = count.filter(|c| c.1);
+        if new_name.is_some() || new_ann.is_some() {
+            p.set_interned_data(|d: &mut InternedData| {
+                if let Some(name) = new_name {
+                    d.set_event_names(|n: &mut EventName| {
+                        n.set_iid(iid);
+                        n.msg.append_type2_field(2, name.as_bytes());
+                    });
+                }
+                if let Some((ann, _, _)) = new_ann {
+                    d.set_debug_annotation_names(|n: &mut DebugAnnotationName| {
+                        n.set_iid(ann);
+                        n.msg.append_type2_field(2, b"count");
+                    });
+                }
+            });
+        }
+        p.set_track_event(|e: &mut TrackEvent| {
+            e.set_type(TrackEventType::TypeInstant);
+            e.set_track_uuid(track);
+            e.set_name_iid(iid);
+            if let Some((ann, _, value)) = count {
+                e.set_debug_annotations(|a: &mut DebugAnnotation| {
+                    a.set_name_iid(ann);
+                    a.set_uint_value(value);
+                });
+            }
+        });
+    });
+}
+
+fn counter(ctx: &mut TraceContextBase, ts: u64, track: u64, value: f64) {
+    ctx.add_packet(|p| {
+        p.set_timestamp(ts);
+        p.set_sequence_flags(SEQ_NEEDS_INCREMENTAL_STATE);
+        p.set_track_event(|e: &mut TrackEvent| {
+            e.set_type(TrackEventType::TypeCounter);
+            e.set_track_uuid(track);
+            e.set_double_counter_value(value);
+        });
+    });
+}
+
+/// A bundle value: integral values as `int_value`, others as `double_value`.
+fn number(a: &mut DebugAnnotation<'_, '_>, v: f64) {
+    if v.fract() == 0.0 && v.abs() < 9.0e15 {
+        a.set_int_value(v as i64);
+    } else {
+        a.set_double_value(v);
+    }
+}
+
+impl Sink for PerfettoSink {
+    fn name(&self) -> &str {
+        "trace"
+    }
+
+    fn events(&mut self, thread: &ThreadInfo, events: &[Event<'_>]) {
+        if events.is_empty() || !self.ensure_session(None) {
+            return;
+        }
+        self.write(thread, events);
+        self.sample_process(false);
+        if self.last_drain.elapsed() >= self.write_interval() {
+            self.drain();
+        }
+    }
+
+    fn finish(&mut self, run: &RunInfo) -> std::io::Result<Vec<PathBuf>> {
+        if !self.ensure_session(Some(&run.output_dir)) {
+            let why = self.failed.clone().unwrap_or_default();
+            self.report = Some(json!({ "file": null, "error": why }));
+            return Err(std::io::Error::other(why));
+        }
+        self.sample_process(true);
+        self.run_end(run);
+        let started = Instant::now();
+        if let Ok(ds) = data_source() {
+            ds.trace(|ctx| ctx.flush(|| {}));
+        }
+        let session = self.session.as_mut().expect("started above");
+        session.stop();
+        self.counts.drains += 1;
+        self.counts.drain_ns += started.elapsed().as_nanos() as u64;
+        let path = session.path.clone();
+        let out = session.output();
+        let mut loss: PerfettoLoss = out.scan.loss.clone();
+        let events_read = out.scan.track_events;
+        let lost_events = self.counts.track_events.saturating_sub(events_read);
+        let bytes = out.bytes;
+        let malformed = out.scan.malformed + u64::from(out.scan.leftover() > 0);
+        let io_error = out.error.clone();
+        drop(out);
+        if lost_events > 0 && !loss.any() {
+            // Counted by us even where the service's counters missed it.
+            loss.trace_writer_packet_loss = loss.trace_writer_packet_loss.max(1);
+        }
+        let regions = self.counts.slices_ended;
+        let encode_s = self.counts.encode_ns as f64 / 1e9;
+        let total_s = (self.counts.encode_ns + self.counts.drain_ns) as f64 / 1e9;
+        self.report = Some(json!({
+            "file": path.file_name().map(|n| n.to_string_lossy().into_owned()),
+            "bytes": bytes,
+            "bytes_per_region": if regions > 0 { bytes as f64 / regions as f64 } else { 0.0 },
+            "regions_per_second": if total_s > 0.0 { regions as f64 / total_s } else { 0.0 },
+            "encode_regions_per_second": if encode_s > 0.0 { regions as f64 / encode_s } else { 0.0 },
+            "counts": self.counts,
+            "track_events_read_back": events_read,
+            "track_events_lost": lost_events,
+            "perfetto_loss": loss,
+            "malformed_framing": malformed,
+            "perfetto_errors_logged": super::perfetto_session::PERFETTO_ERRORS
+                .load(std::sync::atomic::Ordering::Relaxed),
+            "session_buffer_bytes": self.buffer_bytes(),
+            "fill_policy": self.config.fill_policy,
+            "categories": self.config.categories,
+            "category_error": self.category_error,
+            "complete": lost_events == 0 && !loss.any() && malformed == 0 && io_error.is_none(),
+        }));
+        if lost_events > 0 || loss.any() {
+            eprintln!(
+                "metron: the Perfetto trace lost data: {lost_events} of {} track events missing \
+                 (chunks overwritten {}, discarded {}, writer packet loss {}); raise \
+                 METRON_TRACE_BUFFER_SIZE (now {} bytes)",
+                self.counts.track_events,
+                loss.chunks_overwritten,
+                loss.chunks_discarded + loss.service_chunks_discarded,
+                loss.trace_writer_packet_loss,
+                self.buffer_bytes()
+            );
+        }
+        if malformed > 0 {
+            eprintln!("metron: the Perfetto trace data did not parse back ({malformed} pieces)");
+        }
+        if let Some(e) = io_error {
+            return Err(std::io::Error::other(format!(
+                "cannot write {}: {e}",
+                path.display()
+            )));
+        }
+        Ok(vec![path])
+    }
+
+    fn metadata(&self) -> Option<Value> {
+        self.report.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn categories_parse_lists_and_name_what_is_accepted() {
+        assert_eq!(Categories::parse("all").unwrap(), Categories::ALL);
+        let c = Categories::parse("regions, marks").unwrap();
+        assert!(c.regions && c.marks && !c.counters && !c.process);
+        let e = Categories::parse("regions,gpu").unwrap_err();
+        assert!(e.contains("\"gpu\"") && e.contains("accepted: all, regions"));
+    }
+}

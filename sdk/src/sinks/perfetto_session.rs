@@ -1,0 +1,562 @@
+//! The Perfetto side of the trace sink: the in-process producer and tracing session, the
+//! `dev.metron.trace` data source, and the drain that moves committed trace data from the
+//! session's buffer into `trace.pftrace` while the run goes on.
+//!
+//! Everything here runs off the hot path (the flusher thread, and at the end of the run the
+//! thread that calls `finish`): the perfetto-sdk Rust layer allocates per packet.
+//!
+//! # Loss detection
+//! Every byte the session hands back passes through [`Scan`], which reads the top-level
+//! framing of the trace and, per packet, the few fields that reveal loss: the service's
+//! `TraceStats` (chunks overwritten or discarded, writer packet loss, ABI violations, failed
+//! patches) and `previous_packet_dropped` on a packet that is not the first of its sequence.
+//! It also counts the `TrackEvent` packets that came back, which the sink compares with the
+//! number it wrote: the exact number of events Perfetto lost.
+
+use perfetto_sdk::data_source::{
+    Clear, DataSource, DataSourceArgsBuilder, DataSourceBufferExhaustedPolicy,
+};
+use perfetto_sdk::heap_buffer::HeapBuffer;
+use perfetto_sdk::pb_msg::{PbMsg, PbMsgWriter};
+use perfetto_sdk::producer::{Backends, Producer, ProducerInitArgsBuilder};
+use perfetto_sdk::protos::config::data_source_config::DataSourceConfig;
+use perfetto_sdk::protos::config::trace_config::{
+    BufferConfigFillPolicy, TraceConfig, TraceConfigBufferConfig, TraceConfigDataSource,
+};
+use perfetto_sdk::tracing_session::TracingSession;
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+/// The data source Metron writes its packets through.
+pub(crate) const DATA_SOURCE_NAME: &str = "dev.metron.trace";
+
+/// Size of the shared memory between the producer and the in-process service (the SDK's
+/// maximum is 32 MiB). Large, so a burst from the flusher does not stall on it.
+const SHMEM_KB: u32 = 16 * 1024;
+
+/// How long a flush of the session may take before it is reported as failed.
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Event names with ids below this are call-site ids; Metron's own names sit above it.
+pub(crate) const FIXED_IID_BASE: u64 = 1 << 24;
+
+/// Per-sequence (per writing thread) interning state, kept by the SDK for each thread that
+/// writes: which names this sequence has already emitted. A fresh one means the sequence
+/// starts over (`SEQ_INCREMENTAL_STATE_CLEARED` and the packet defaults are written first).
+pub(crate) struct SeqState {
+    /// True until the sequence's first packet (clear + defaults) is written.
+    pub(crate) fresh: bool,
+    /// Event names (call-site ids) already interned, as a bit per id.
+    site_names: Vec<u64>,
+    /// Event names above [`FIXED_IID_BASE`] already interned.
+    other_names: HashSet<u64>,
+    /// Debug annotation names already interned.
+    annotation_names: HashSet<u64>,
+}
+
+impl Default for SeqState {
+    fn default() -> Self {
+        SeqState {
+            fresh: true,
+            site_names: Vec::new(),
+            other_names: HashSet::new(),
+            annotation_names: HashSet::new(),
+        }
+    }
+}
+
+impl Clear for SeqState {}
+
+impl SeqState {
+    /// Marks event name `iid` as emitted; true if it was not yet (the caller emits it now).
+    #[inline]
+    pub(crate) fn intern_event_name(&mut self, iid: u64) -> bool {
+        if iid < FIXED_IID_BASE {
+            let (word, bit) = ((iid / 64) as usize, iid % 64);
+            if word >= self.site_names.len() {
+                self.site_names.resize(word + 1, 0);
+            }
+            let new = self.site_names[word] & (1 << bit) == 0;
+            self.site_names[word] |= 1 << bit;
+            new
+        } else {
+            self.other_names.insert(iid)
+        }
+    }
+
+    /// Marks debug annotation name `iid` as emitted; true if it was not yet.
+    #[inline]
+    pub(crate) fn intern_annotation_name(&mut self, iid: u64) -> bool {
+        self.annotation_names.insert(iid)
+    }
+}
+
+/// The registered data source (one per process; Perfetto's global state cannot be torn down).
+pub(crate) type MetronDataSource = DataSource<'static, SeqState>;
+
+static DATA_SOURCE: OnceLock<Result<MetronDataSource, String>> = OnceLock::new();
+
+/// `perfetto::base::LogMessageCallbackArgs` (perfetto_c.cc: `enum LogLev` is an `int`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct LogArgs {
+    level: std::ffi::c_int,
+    line: std::ffi::c_int,
+    filename: *const std::ffi::c_char,
+    message: *const std::ffi::c_char,
+}
+
+/// `perfetto::base::kLogError`.
+const LOG_ERROR: std::ffi::c_int = 3;
+
+extern "C" {
+    /// `perfetto::base::SetLogMessageCallback` of the vendored amalgamation (a C++ symbol the
+    /// C API does not wrap; linking fails loudly if a new perfetto-sdk-sys renames it).
+    #[link_name = "_ZN8perfetto4base21SetLogMessageCallbackEPFvNS0_22LogMessageCallbackArgsEE"]
+    fn perfetto_set_log_message_callback(callback: Option<extern "C" fn(LogArgs)>);
+}
+
+/// Errors Perfetto logged during the run (each also printed on stderr).
+pub(crate) static PERFETTO_ERRORS: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(0);
+
+/// Keeps Perfetto's informational lines ("Configured tracing session ...") off the user's
+/// stderr and prints its errors as `metron: perfetto: ...`. Runs on Perfetto's threads; it
+/// cannot panic (no formatting that can fail is unwrapped).
+extern "C" fn perfetto_log(args: LogArgs) {
+    if args.level < LOG_ERROR || args.message.is_null() {
+        return;
+    }
+    PERFETTO_ERRORS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    // SAFETY: Perfetto passes a NUL-terminated message that lives for the duration of the
+    // call (checked non-null above).
+    let message = unsafe { std::ffi::CStr::from_ptr(args.message) }.to_string_lossy();
+    let _ = writeln!(std::io::stderr(), "metron: perfetto: {message}");
+}
+
+/// Starts the in-process backend and registers the data source, once per process.
+pub(crate) fn data_source() -> Result<&'static MetronDataSource, String> {
+    DATA_SOURCE
+        .get_or_init(|| {
+            // SAFETY: called once, before the producer starts Perfetto's threads (the
+            // callback store is an atomic, but Perfetto asks for it to be set before use);
+            // `perfetto_log` has the `void(LogMessageCallbackArgs)` signature, see `LogArgs`.
+            unsafe { perfetto_set_log_message_callback(Some(perfetto_log)) };
+            let args = ProducerInitArgsBuilder::new()
+                .backends(Backends::IN_PROCESS)
+                .shmem_size_hint_kb(SHMEM_KB);
+            Producer::init(args.build());
+            let mut ds = MetronDataSource::new_with_incremental_state_type();
+            // Stall (then drop, counted) when the shared memory is full rather than drop at
+            // once: the flusher can wait, the hot path never writes here.
+            let ds_args = DataSourceArgsBuilder::new()
+                .buffer_exhausted_policy(DataSourceBufferExhaustedPolicy::StallAndDrop);
+            ds.register(DATA_SOURCE_NAME, ds_args.build())
+                .map_err(|e| format!("cannot register the Perfetto data source: {e}"))?;
+            Ok(ds)
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// What to do when the session's buffer is full.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FillPolicy {
+    /// Keep the oldest data, drop new chunks (counted as `chunks_discarded`).
+    Discard,
+    /// Overwrite the oldest unread data (counted as `chunks_overwritten`).
+    RingBuffer,
+}
+
+/// Perfetto's own loss counters, as the service reported them in the trace.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct PerfettoLoss {
+    /// `BufferStats.chunks_overwritten` (ring buffer wrapped over unread data).
+    pub chunks_overwritten: u64,
+    /// `BufferStats.chunks_discarded` (buffer full, discard policy).
+    pub chunks_discarded: u64,
+    /// `BufferStats.trace_writer_packet_loss` (writer could not get a chunk).
+    pub trace_writer_packet_loss: u64,
+    /// `BufferStats.abi_violations`.
+    pub abi_violations: u64,
+    /// `BufferStats.patches_failed`.
+    pub patches_failed: u64,
+    /// `TraceStats.chunks_discarded` (service-wide).
+    pub service_chunks_discarded: u64,
+    /// `TraceStats.flushes_failed`.
+    pub flushes_failed: u64,
+    /// Packets flagged `previous_packet_dropped` that were not the first of their sequence.
+    pub packets_after_a_drop: u64,
+}
+
+impl PerfettoLoss {
+    /// True when any counter shows loss.
+    pub fn any(&self) -> bool {
+        self.chunks_overwritten
+            + self.chunks_discarded
+            + self.trace_writer_packet_loss
+            + self.abi_violations
+            + self.patches_failed
+            + self.service_chunks_discarded
+            + self.flushes_failed
+            + self.packets_after_a_drop
+            > 0
+    }
+}
+
+/// Streaming reader of the trace bytes the session returns (see the module docs).
+#[derive(Default)]
+pub(crate) struct Scan {
+    carry: Vec<u8>,
+    /// Top-level packets seen.
+    pub(crate) packets: u64,
+    /// Packets with a `track_event`.
+    pub(crate) track_events: u64,
+    /// Latest `TraceStats` seen.
+    pub(crate) loss: PerfettoLoss,
+    /// Framing that did not parse.
+    pub(crate) malformed: u64,
+}
+
+fn varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
+    let mut value = 0u64;
+    let mut shift = 0;
+    while *pos < buf.len() {
+        let b = buf[*pos];
+        *pos += 1;
+        value |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return Some(value);
+        }
+        shift += 7;
+        if shift > 63 {
+            return None;
+        }
+    }
+    None
+}
+
+/// Calls `f(field, wire_type, varint_value, bytes)` for each field of `msg`; false if the
+/// message does not parse.
+fn fields<'m>(msg: &'m [u8], mut f: impl FnMut(u32, u8, u64, &'m [u8])) -> bool {
+    let mut pos = 0;
+    while pos < msg.len() {
+        let Some(tag) = varint(msg, &mut pos) else {
+            return false;
+        };
+        let (field, wire) = ((tag >> 3) as u32, (tag & 7) as u8);
+        match wire {
+            0 => match varint(msg, &mut pos) {
+                Some(v) => f(field, wire, v, &[]),
+                None => return false,
+            },
+            1 => {
+                if pos + 8 > msg.len() {
+                    return false;
+                }
+                pos += 8;
+            }
+            2 => {
+                let Some(len) = varint(msg, &mut pos) else {
+                    return false;
+                };
+                let end = pos.saturating_add(len as usize);
+                if end > msg.len() {
+                    return false;
+                }
+                f(field, wire, 0, &msg[pos..end]);
+                pos = end;
+            }
+            5 => {
+                if pos + 4 > msg.len() {
+                    return false;
+                }
+                pos += 4;
+            }
+            _ => return false,
+        }
+    }
+    true
+}
+
+impl Scan {
+    /// Feeds bytes of the serialized `Trace` (any split).
+    pub(crate) fn feed(&mut self, data: &[u8]) {
+        if self.carry.is_empty() {
+            let used = self.packets_in(data);
+            self.carry.extend_from_slice(&data[used..]);
+        } else {
+            let mut buf = std::mem::take(&mut self.carry);
+            buf.extend_from_slice(data);
+            let used = self.packets_in(&buf);
+            buf.drain(..used);
+            self.carry = buf;
+        }
+    }
+
+    /// Bytes left over that never formed a whole packet.
+    pub(crate) fn leftover(&self) -> usize {
+        self.carry.len()
+    }
+
+    /// Reads whole packets from `buf`; returns the bytes consumed.
+    fn packets_in(&mut self, buf: &[u8]) -> usize {
+        let mut pos = 0;
+        loop {
+            let start = pos;
+            let Some(tag) = varint(buf, &mut pos) else {
+                return start;
+            };
+            if tag != (1 << 3 | 2) {
+                // Not `Trace.packet`: the stream is corrupt; skip the rest of this piece.
+                self.malformed += 1;
+                return buf.len();
+            }
+            let Some(len) = varint(buf, &mut pos) else {
+                return start;
+            };
+            let end = pos.saturating_add(len as usize);
+            if end > buf.len() {
+                return start;
+            }
+            self.packet(&buf[pos..end]);
+            pos = end;
+        }
+    }
+
+    fn packet(&mut self, packet: &[u8]) {
+        self.packets += 1;
+        let mut track_event = false;
+        let mut dropped = false;
+        let mut first = false;
+        let mut stats: Option<&[u8]> = None;
+        let ok = fields(packet, |field, _, v, bytes| match field {
+            11 => track_event = true,
+            42 => dropped = v != 0,
+            87 => first = v != 0,
+            35 => stats = Some(bytes),
+            _ => {}
+        });
+        if !ok {
+            self.malformed += 1;
+        }
+        if track_event {
+            self.track_events += 1;
+        }
+        if dropped && !first {
+            self.loss.packets_after_a_drop += 1;
+        }
+        if let Some(stats) = stats {
+            self.trace_stats(stats);
+        }
+    }
+
+    fn trace_stats(&mut self, stats: &[u8]) {
+        let mut loss = PerfettoLoss {
+            packets_after_a_drop: self.loss.packets_after_a_drop,
+            ..PerfettoLoss::default()
+        };
+        fields(stats, |field, _, v, bytes| match field {
+            1 => {
+                fields(bytes, |f, _, v, _| match f {
+                    3 => loss.chunks_overwritten += v,
+                    18 => loss.chunks_discarded += v,
+                    19 => loss.trace_writer_packet_loss += v,
+                    9 => loss.abi_violations += v,
+                    6 => loss.patches_failed += v,
+                    _ => {}
+                });
+            }
+            8 => loss.service_chunks_discarded = v,
+            14 => loss.flushes_failed = v,
+            _ => {}
+        });
+        self.loss = loss;
+    }
+}
+
+/// Where the session's bytes go: the trace file, through the scanner.
+pub(crate) struct Output {
+    file: BufWriter<File>,
+    pub(crate) bytes: u64,
+    pub(crate) scan: Scan,
+    pub(crate) error: Option<String>,
+}
+
+impl Output {
+    fn write(&mut self, data: &[u8]) {
+        self.scan.feed(data);
+        if self.error.is_some() {
+            return;
+        }
+        match self.file.write_all(data) {
+            Ok(()) => self.bytes += data.len() as u64,
+            Err(e) => self.error = Some(e.to_string()),
+        }
+    }
+}
+
+/// Settings of one session.
+#[derive(Clone, Debug)]
+pub(crate) struct SessionConfig {
+    pub(crate) buffer_kb: u32,
+    pub(crate) fill_policy: FillPolicy,
+}
+
+/// A tracing session handle that may move to another thread.
+struct SendSession(TracingSession);
+
+// SAFETY: the handle is an opaque pointer to a `perfetto::TracingSession` of the C API, whose
+// calls post their work to Perfetto's own task runner and may be made from any thread. The
+// sink that owns it is used by one thread at a time (behind the pipeline's mutex), so the
+// handle is never used concurrently; only moving it between threads is needed.
+unsafe impl Send for SendSession {}
+
+/// The in-process tracing session of this run, writing into one file.
+pub(crate) struct Session {
+    session: SendSession,
+    out: Arc<Mutex<Output>>,
+    pub(crate) path: PathBuf,
+    stopped: bool,
+}
+
+fn encode_config(config: &SessionConfig) -> Vec<u8> {
+    let writer = PbMsgWriter::new();
+    let hb = HeapBuffer::new(writer.stream_writer());
+    let mut msg = PbMsg::new(&writer).expect("a heap buffer is a valid output");
+    {
+        let mut cfg = TraceConfig { msg: &mut msg };
+        let size_kb = config.buffer_kb;
+        let policy = match config.fill_policy {
+            FillPolicy::Discard => BufferConfigFillPolicy::Discard,
+            FillPolicy::RingBuffer => BufferConfigFillPolicy::RingBuffer,
+        };
+        cfg.set_buffers(|b: &mut TraceConfigBufferConfig| {
+            b.set_size_kb(size_kb);
+            b.set_fill_policy(policy);
+        });
+        cfg.set_data_sources(|d: &mut TraceConfigDataSource| {
+            d.set_config(|c: &mut DataSourceConfig| {
+                c.set_name(DATA_SOURCE_NAME);
+            });
+        });
+        cfg.set_flush_timeout_ms(FLUSH_TIMEOUT.as_millis() as u32);
+    }
+    msg.finalize();
+    let size = writer.stream_writer().get_written_size();
+    let mut bytes = vec![0u8; size];
+    hb.copy_into(&mut bytes);
+    bytes
+}
+
+impl Session {
+    /// Creates `path` and starts an in-process session that feeds it.
+    pub(crate) fn start(path: &Path, config: &SessionConfig) -> Result<Session, String> {
+        data_source()?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        let file =
+            File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+        let mut session = TracingSession::in_process()
+            .map_err(|e| format!("cannot create the Perfetto session: {e}"))?;
+        session.setup(&encode_config(config));
+        session.start_blocking();
+        Ok(Session {
+            session: SendSession(session),
+            out: Arc::new(Mutex::new(Output {
+                file: BufWriter::with_capacity(1 << 20, file),
+                bytes: 0,
+                scan: Scan::default(),
+                error: None,
+            })),
+            path: path.to_path_buf(),
+            stopped: false,
+        })
+    }
+
+    /// Moves everything committed so far from the session's buffer to the file and hands
+    /// the file's bytes to the kernel (so they survive a SIGKILL). The caller commits its
+    /// thread's open chunk first (`TraceContext::flush`).
+    pub(crate) fn drain(&mut self) {
+        if !self.stopped {
+            self.session.0.flush_blocking(FLUSH_TIMEOUT);
+        }
+        self.read();
+    }
+
+    fn read(&mut self) {
+        let out = Arc::clone(&self.out);
+        self.session.0.read_trace_blocking(move |data, _more| {
+            out.lock().unwrap_or_else(|e| e.into_inner()).write(data);
+        });
+        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        if out.error.is_none() {
+            if let Err(e) = out.file.flush() {
+                out.error = Some(e.to_string());
+            }
+        }
+    }
+
+    /// Stops the session (the service flushes every writer) and writes the rest.
+    pub(crate) fn stop(&mut self) {
+        if !self.stopped {
+            self.session.0.stop_blocking();
+            self.stopped = true;
+        }
+        self.read();
+    }
+
+    /// The output state (bytes written, scan results, I/O error).
+    pub(crate) fn output(&self) -> std::sync::MutexGuard<'_, Output> {
+        self.out.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn packet(body: &[u8]) -> Vec<u8> {
+        let mut v = vec![0x0a, body.len() as u8];
+        v.extend_from_slice(body);
+        v
+    }
+
+    #[test]
+    fn the_scanner_counts_track_events_across_any_split() {
+        // packet { track_event {} } ; packet { timestamp: 5 }
+        let mut bytes = packet(&[0x5a, 0x00]);
+        bytes.extend(packet(&[0x40, 0x05]));
+        bytes.extend(packet(&[0x5a, 0x00]));
+        for split in 0..bytes.len() {
+            let mut scan = Scan::default();
+            scan.feed(&bytes[..split]);
+            scan.feed(&bytes[split..]);
+            assert_eq!(scan.packets, 3, "split at {split}");
+            assert_eq!(scan.track_events, 2);
+            assert_eq!(scan.leftover(), 0);
+        }
+    }
+
+    #[test]
+    fn the_scanner_reads_loss_from_trace_stats() {
+        // trace_stats (35) { buffer_stats (1) { chunks_overwritten (3): 4, chunks_discarded (18): 2 } }
+        let buffer_stats = [0x18, 0x04, 0x90, 0x01, 0x02];
+        let mut stats = vec![0x0a, buffer_stats.len() as u8];
+        stats.extend_from_slice(&buffer_stats);
+        let mut body = vec![0x9a, 0x02, stats.len() as u8];
+        body.extend_from_slice(&stats);
+        let mut scan = Scan::default();
+        scan.feed(&packet(&body));
+        assert_eq!(scan.loss.chunks_overwritten, 4);
+        assert_eq!(scan.loss.chunks_discarded, 2);
+        assert!(scan.loss.any());
+    }
+}

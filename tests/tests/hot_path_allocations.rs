@@ -1,0 +1,155 @@
+//! The hot path makes no heap allocation: after the first region on a thread, 10^5 rounds of
+//! every kind of record (scope, `#[profile]`, `begin!`/`end()`, counter, mark, integer
+//! annotation, bundle scope) allocate nothing on that thread. A counting global allocator
+//! counts the allocations of the measuring thread only.
+
+use metron::components::{ThreadCpuClock, WallClock};
+use metron_tests::{emit_data, find, scenario, Scenario};
+use serde_json::json;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Counts allocations (alloc, alloc_zeroed, realloc) made by threads that set `COUNTING`.
+struct CountingAllocator;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    // `const` and no destructor: reading it never allocates.
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+}
+
+fn count() {
+    if COUNTING.try_with(Cell::get).unwrap_or(false) {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+// SAFETY: every method forwards to the system allocator with the caller's arguments.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        count();
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        count();
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        count();
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded with the caller's guarantees.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: CountingAllocator = CountingAllocator;
+
+/// Allocations made by the calling thread while running `f`.
+fn allocations_during(f: impl FnOnce()) -> u64 {
+    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    COUNTING.with(|c| c.set(true));
+    f();
+    COUNTING.with(|c| c.set(false));
+    ALLOCATIONS.load(Ordering::Relaxed) - before
+}
+
+#[derive(metron::Bundle, Default)]
+struct Timers {
+    wall: WallClock,
+    cpu: ThreadCpuClock,
+}
+
+#[metron::profile]
+fn profiled(x: u64) -> u64 {
+    std::hint::black_box(x) + 1
+}
+
+const ROUNDS: u64 = 100_000;
+
+/// One round of every hot-path operation.
+#[inline(never)]
+fn one_round(i: u64) -> u64 {
+    let _scope = metron::scope!("scope");
+    let r = metron::begin!("explicit");
+    let x = profiled(i);
+    metron::counter!("counter", i);
+    metron::mark!("mark");
+    metron::annotate!("annotation", i);
+    {
+        let _bundle = metron::scope!("bundle", Timers);
+    }
+    r.end();
+    x
+}
+
+scenario! {
+    fn scenario_hot_path() {
+        // The first round on this thread may allocate: call-site ids, the thread's buffer.
+        let first = allocations_during(|| {
+            one_round(0);
+        });
+        let rounds = allocations_during(|| {
+            for i in 1..=ROUNDS {
+                std::hint::black_box(one_round(i));
+            }
+        });
+        // The counter itself works: a Box allocates once.
+        let control = allocations_during(|| {
+            std::hint::black_box(Box::new(1u64));
+        });
+        emit_data(&json!({ "first": first, "rounds": rounds, "control": control }));
+    }
+}
+
+#[test]
+fn a_hundred_thousand_rounds_of_every_record_kind_allocate_nothing_after_the_first() {
+    // A buffer large enough for every record (no segment hand-over in the window) and no
+    // periodic flush.
+    let run = Scenario::new("scenario_hot_path")
+        .env("METRON_BUFFER_SIZE", "64M")
+        .env("METRON_FLUSH_INTERVAL", "0")
+        .run();
+    let data = run.data();
+    assert_eq!(data["control"], 1, "the counting allocator counts");
+    assert!(
+        data["first"].as_u64().unwrap() > 0,
+        "the first round registers call sites and the thread's buffer"
+    );
+    assert_eq!(
+        data["rounds"], 0,
+        "allocations in {ROUNDS} rounds after the first"
+    );
+
+    // The rounds were really recorded.
+    let summary = run.summary();
+    let tree = &summary["merged"];
+    let rounds = ROUNDS + 1;
+    assert_eq!(find(tree, &["scope"])["count"], rounds);
+    assert_eq!(find(tree, &["scope", "explicit"])["count"], rounds);
+    assert_eq!(
+        find(tree, &["scope", "explicit", "profiled"])["count"],
+        rounds
+    );
+    let bundle = find(tree, &["scope", "explicit", "bundle"]);
+    assert_eq!(bundle["count"], rounds);
+    assert!(
+        bundle["metrics"]["thread_cpu_clock.time"]["total"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    assert_eq!(summary["marks"], json!([{"name": "mark", "count": rounds}]));
+    assert_eq!(summary["counters"][0]["count"], rounds);
+    let metadata = run.metadata();
+    // Per round: 4 regions (8 records), a counter, a mark and an annotation.
+    assert_eq!(metadata["records"]["written"], 11 * rounds);
+    assert_eq!(metadata["records"]["dropped"], 0);
+}

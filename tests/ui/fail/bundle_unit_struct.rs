@@ -1,0 +1,4 @@
+#[derive(metron::Bundle, Default)]
+struct Empty;
+
+fn main() {}

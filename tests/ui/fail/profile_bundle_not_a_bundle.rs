@@ -1,0 +1,6 @@
+#[metron::profile(bundle = String)]
+fn work() {}
+
+fn main() {
+    work();
+}

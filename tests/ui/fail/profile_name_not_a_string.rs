@@ -1,0 +1,6 @@
+#[metron::profile(name = work)]
+fn work() {}
+
+fn main() {
+    work();
+}

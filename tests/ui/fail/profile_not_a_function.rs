@@ -1,0 +1,6 @@
+#[metron::profile]
+struct NotAFunction {
+    x: u32,
+}
+
+fn main() {}

@@ -1,0 +1,6 @@
+#[metron::profile(name = "ok", level = 3)]
+fn work() {}
+
+fn main() {
+    work();
+}

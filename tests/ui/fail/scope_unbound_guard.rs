@@ -1,0 +1,5 @@
+#![deny(unused_must_use)]
+
+fn main() {
+    metron::scope!("dropped at once");
+}

@@ -1,0 +1,257 @@
+/*
+ * metron.h: the C API of Metron, an instrumentation SDK (regions, perf markers, marks,
+ * counters, annotations) that writes a run folder (summary.txt, summary.json, metadata.json).
+ *
+ * Link with libmetron.so (CMake: find_package(metron) + metron::metron, or pkg-config metron)
+ * or libmetron.a (metron::metron-static, pkg-config --static metron).
+ *
+ * Rules of the ABI (METRON_ABI_VERSION):
+ *  - Every function returns a metron_status (0 is success) or a plain value; none aborts,
+ *    unwinds or exits. A NULL name, an end without a begin, or an end that does not match the
+ *    innermost open region returns an error code, does nothing else, and is counted in the run's
+ *    metadata.json ("c_api" section). Other threads' data is never affected.
+ *  - Enum values are explicit and never reused; extensible structs start with struct_size.
+ *  - Names are NUL-terminated UTF-8 (other bytes are replaced). They are copied on first use:
+ *    the caller keeps ownership and may free or reuse the buffer after the call.
+ *  - Metron starts lazily on the first call; metron_init() is optional. It finishes at normal
+ *    exit (or metron_finalize()).
+ *  - With METRON_DISABLE defined before including this header, the METRON_* macros compile to
+ *    nothing (arguments are not evaluated); the functions stay declared.
+ *
+ * This header is hand-written; tests/tests/c_api_header.rs checks that it declares exactly the
+ * functions libmetron.so exports and that the constants match the library's.
+ */
+#ifndef METRON_METRON_H
+#define METRON_METRON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Version of this C ABI. Bumped only for incompatible changes; compare with metron_abi_version(). */
+#define METRON_ABI_VERSION 1
+#define METRON_VERSION_MAJOR 0
+#define METRON_VERSION_MINOR 1
+#define METRON_VERSION_PATCH 0
+#define METRON_VERSION_STRING "0.1.0"
+
+/* Status of a call. 0 is success; every other value names what was wrong. */
+typedef int32_t metron_status;
+enum {
+    /* The call did what it says (or nothing, when collection is off: still success). */
+    METRON_OK = 0,
+    /* A required pointer (a name, a key, an annotation array with count > 0) was NULL. */
+    METRON_ERROR_NULL_ARGUMENT = 1,
+    /* An argument was out of range: struct_size too small, an unknown annotation type. */
+    METRON_ERROR_INVALID_ARGUMENT = 2,
+    /* An end/pop with no region open on this thread (end without begin). */
+    METRON_ERROR_NO_OPEN_REGION = 3,
+    /* The end does not match the innermost open region of this thread (another name, or a
+     * region/perf marker/push of another kind). Nothing was ended. */
+    METRON_ERROR_MISMATCHED_END = 4,
+    /* metron_init(): Metron is turned off (METRON_ENABLED=0, or a forked child with
+     * METRON_FORK=disable). Every other call then succeeds and records nothing. */
+    METRON_ERROR_DISABLED = 5,
+    /* metron_init() with options after Metron already started (an earlier call started it
+     * lazily); the options were not applied. */
+    METRON_ERROR_ALREADY_STARTED = 6,
+    /* A Metron call from a signal handler interrupted another Metron call on the same thread;
+     * nothing was recorded. */
+    METRON_ERROR_REENTRANT = 7,
+    /* A bug inside Metron was caught at the boundary; the call did nothing. */
+    METRON_ERROR_INTERNAL = 8,
+    /* A begin with 256 regions already open on this thread; nothing was begun. */
+    METRON_ERROR_TOO_DEEP = 9
+};
+
+/* Flags of metron_init_args.flags. */
+enum {
+    /* Start with collection off; metron_start() turns it on. */
+    METRON_INIT_START_STOPPED = 1
+};
+
+/* Options of metron_init(). Zero-initialise, then set struct_size = sizeof(metron_init_args):
+ * older callers pass a smaller size and the fields they lack keep their defaults. */
+typedef struct metron_init_args {
+    uint32_t struct_size;    /* sizeof(metron_init_args) */
+    uint32_t flags;          /* METRON_INIT_* bits */
+    const char* output_path; /* NULL: $METRON_OUTPUT_PATH or the default run folder template */
+} metron_init_args;
+
+/* Type of an annotation value. */
+typedef uint32_t metron_annotation_type;
+enum {
+    METRON_ANNOTATION_STRING = 1,  /* value.string: NUL-terminated, cut to 240 bytes */
+    METRON_ANNOTATION_INT64 = 2,   /* value.int64 */
+    METRON_ANNOTATION_UINT64 = 3,  /* value.uint64 */
+    METRON_ANNOTATION_DOUBLE = 4,  /* value.float64 */
+    METRON_ANNOTATION_POINTER = 5  /* value.pointer, shown as 0x... */
+};
+
+/* A key/value annotation of a region. */
+typedef struct metron_annotation {
+    const char* key;             /* never NULL */
+    metron_annotation_type type; /* METRON_ANNOTATION_* */
+    uint32_t reserved;           /* 0 */
+    union {
+        const char* string;
+        int64_t int64;
+        uint64_t uint64;
+        double float64;
+        const void* pointer;
+    } value;
+} metron_annotation;
+
+/* ---- version and errors --------------------------------------------------------------- */
+
+/* The ABI version of the loaded library (METRON_ABI_VERSION it was built with). */
+uint32_t metron_abi_version(void);
+/* The library's version, e.g. "0.1.0" (static storage). */
+const char* metron_version(void);
+/* A one-line description of a status (static storage; unknown values get a generic text). */
+const char* metron_status_string(metron_status status);
+/* The detailed message of this thread's last failed call, or "" (valid until this thread's
+ * next Metron call). */
+const char* metron_last_error(void);
+
+/* ---- process ---------------------------------------------------------------------------- */
+
+/* Starts Metron now instead of on the first call. args may be NULL. */
+metron_status metron_init(const metron_init_args* args);
+/* Ends the run: drains every thread's buffer and writes the run folder. Later calls record
+ * nothing. Idempotent; also runs at normal exit. */
+metron_status metron_finalize(void);
+/* Delivers everything recorded so far to the outputs' in-memory state. */
+metron_status metron_flush(void);
+/* Turns recording on / off for the whole process (regions already open still end). */
+metron_status metron_start(void);
+metron_status metron_stop(void);
+/* Turns recording on / off for the calling thread only. */
+metron_status metron_thread_start(void);
+metron_status metron_thread_stop(void);
+/* Names the calling thread (the kernel keeps 15 bytes; the outputs keep the full name). */
+metron_status metron_set_thread_name(const char* name);
+
+/* ---- regions ---------------------------------------------------------------------------- */
+
+/* Begins region `name` on this thread. Regions nest. */
+metron_status metron_region_begin(const char* name);
+/* Ends region `name`, which must be the innermost region open on this thread. */
+metron_status metron_region_end(const char* name);
+
+/* Begins a perf marker (clBeginPerfMarker model): a region named `name`, annotated with
+ * group=`group` (group may be NULL). */
+metron_status metron_perf_marker_begin(const char* name, const char* group);
+/* Ends the most recently begun perf marker, which must be the innermost open region. */
+metron_status metron_perf_marker_end(void);
+
+/* Begins region `name` and annotates it with `count` annotations (annotations may be NULL
+ * when count is 0). */
+metron_status metron_push(const char* name, const metron_annotation* annotations, size_t count);
+/* Ends the innermost region begun with metron_push(). */
+metron_status metron_pop(void);
+
+/* Annotates the innermost open region of this thread. */
+metron_status metron_annotate(const metron_annotation* annotation);
+metron_status metron_annotate_string(const char* key, const char* value);
+metron_status metron_annotate_int64(const char* key, int64_t value);
+metron_status metron_annotate_uint64(const char* key, uint64_t value);
+metron_status metron_annotate_double(const char* key, double value);
+metron_status metron_annotate_pointer(const char* key, const void* value);
+
+/* ---- instants and counters -------------------------------------------------------------- */
+
+/* Records an instant mark. */
+metron_status metron_mark(const char* name);
+/* Records a value of counter `name`. */
+metron_status metron_counter(const char* name, double value);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+/* ---- macros: compile to nothing under METRON_DISABLE ---------------------------------- */
+
+#ifndef METRON_DISABLE
+#define METRON_INIT(args) metron_init(args)
+#define METRON_FINALIZE() metron_finalize()
+#define METRON_FLUSH() metron_flush()
+#define METRON_START() metron_start()
+#define METRON_STOP() metron_stop()
+#define METRON_THREAD_START() metron_thread_start()
+#define METRON_THREAD_STOP() metron_thread_stop()
+#define METRON_THREAD_NAME(name) metron_set_thread_name(name)
+#define METRON_REGION_BEGIN(name) metron_region_begin(name)
+#define METRON_REGION_END(name) metron_region_end(name)
+#define METRON_PERF_MARKER_BEGIN(name, group) metron_perf_marker_begin((name), (group))
+#define METRON_PERF_MARKER_END() metron_perf_marker_end()
+#define METRON_PUSH(name, annotations, count) metron_push((name), (annotations), (count))
+#define METRON_POP() metron_pop()
+#define METRON_MARK(name) metron_mark(name)
+#define METRON_COUNTER(name, value) metron_counter((name), (double)(value))
+#define METRON_ANNOTATE_STRING(key, value) metron_annotate_string((key), (value))
+#define METRON_ANNOTATE_INT64(key, value) metron_annotate_int64((key), (int64_t)(value))
+#define METRON_ANNOTATE_UINT64(key, value) metron_annotate_uint64((key), (uint64_t)(value))
+#define METRON_ANNOTATE_DOUBLE(key, value) metron_annotate_double((key), (double)(value))
+#define METRON_ANNOTATE_POINTER(key, value) metron_annotate_pointer((key), (value))
+#else
+/* Disabled: no code and no evaluation. `sizeof` keeps the arguments "used", so variables that
+ * only feed Metron raise no unused-variable warning. */
+#define METRON_INIT(args) ((void)sizeof(args))
+#define METRON_FINALIZE() ((void)0)
+#define METRON_FLUSH() ((void)0)
+#define METRON_START() ((void)0)
+#define METRON_STOP() ((void)0)
+#define METRON_THREAD_START() ((void)0)
+#define METRON_THREAD_STOP() ((void)0)
+#define METRON_THREAD_NAME(name) ((void)sizeof(name))
+#define METRON_REGION_BEGIN(name) ((void)sizeof(name))
+#define METRON_REGION_END(name) ((void)sizeof(name))
+#define METRON_PERF_MARKER_BEGIN(name, group) ((void)sizeof(name), (void)sizeof(group))
+#define METRON_PERF_MARKER_END() ((void)0)
+#define METRON_PUSH(name, annotations, count) \
+    ((void)sizeof(name), (void)sizeof(annotations), (void)sizeof(count))
+#define METRON_POP() ((void)0)
+#define METRON_MARK(name) ((void)sizeof(name))
+#define METRON_COUNTER(name, value) ((void)sizeof(name), (void)sizeof(value))
+#define METRON_ANNOTATE_STRING(key, value) ((void)sizeof(key), (void)sizeof(value))
+#define METRON_ANNOTATE_INT64(key, value) ((void)sizeof(key), (void)sizeof(value))
+#define METRON_ANNOTATE_UINT64(key, value) ((void)sizeof(key), (void)sizeof(value))
+#define METRON_ANNOTATE_DOUBLE(key, value) ((void)sizeof(key), (void)sizeof(value))
+#define METRON_ANNOTATE_POINTER(key, value) ((void)sizeof(key), (void)sizeof(value))
+#endif
+
+#ifdef __cplusplus
+#define METRON_CONCAT_INNER_(a, b) a##b
+#define METRON_CONCAT_(a, b) METRON_CONCAT_INNER_(a, b)
+
+namespace metron {
+/* A region that ends when the object goes out of scope (made by METRON_SCOPE). The name must
+ * outlive the scope. */
+class Scope {
+public:
+    explicit Scope(const char* name) noexcept : name_(name) { metron_region_begin(name_); }
+    ~Scope() { metron_region_end(name_); }
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+private:
+    const char* name_;
+};
+} /* namespace metron */
+
+#ifndef METRON_DISABLE
+/* C++: a region from here to the end of the enclosing block. */
+#define METRON_SCOPE(name) ::metron::Scope METRON_CONCAT_(metron_scope_line_, __LINE__)(name)
+/* C++: a region named after the enclosing function. */
+#define METRON_FUNCTION() METRON_SCOPE(__func__)
+#else
+#define METRON_SCOPE(name) static_cast<void>(sizeof(name))
+#define METRON_FUNCTION() static_cast<void>(0)
+#endif
+#endif /* __cplusplus */
+
+#endif /* METRON_METRON_H */

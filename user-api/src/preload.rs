@@ -1,0 +1,115 @@
+//! The `LD_PRELOAD` runtime: what `libmetron.so` does when `metron run` loads it into a program
+//! that may never call Metron.
+//!
+//! A constructor (an `.init_array` entry, run by the dynamic loader before `main`) checks
+//! `METRON_PRELOAD`. When it is on, it starts Metron, begins a region named after the program
+//! on the main thread, and ends it when the main thread's thread-locals are destroyed at `exit`;
+//! the runtime's `atexit` handler then writes the run folder. The
+//! program therefore gets a run folder with its process, its main duration and the threads
+//! alive at exit (`metadata.json`, section `process`), even if it never calls Metron.
+//! Signals, `fork` and `exec` are handled by `metron::lifecycle`.
+//!
+//! Without `METRON_PRELOAD` the constructor does nothing, so linking `libmetron` normally
+//! costs nothing at load time.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set once Metron was started through this library (any call, or the constructor).
+static STARTED: AtomicBool = AtomicBool::new(false);
+
+/// True when a call of this library may already have started Metron.
+pub(crate) fn started() -> bool {
+    STARTED.load(Ordering::Relaxed)
+}
+
+/// Notes that Metron is (being) started.
+pub(crate) fn mark_started() {
+    STARTED.store(true, Ordering::Relaxed);
+}
+
+#[used]
+#[link_section = ".init_array"]
+static CONSTRUCTOR: extern "C" fn() = on_load;
+
+/// Runs when the library is loaded. Must not unwind into the loader.
+extern "C" fn on_load() {
+    let _ = std::panic::catch_unwind(|| {
+        let on = std::env::var("METRON_PRELOAD").is_ok_and(|v| {
+            matches!(
+                v.trim().to_ascii_lowercase().as_str(),
+                "1" | "true" | "yes" | "on"
+            )
+        });
+        if on {
+            start_program_region();
+        }
+    });
+}
+
+fn start_program_region() {
+    mark_started();
+    crate::errors::register_metadata();
+    metron::add_metadata_section("process", process_section);
+    if !metron::init() {
+        return;
+    }
+    let name = program_name();
+    let id = metron::intern(&name, metron::CallsiteKind::Region);
+    if metron::by_id::begin(id) {
+        // Armed after the begin, so its destructor is registered after the thread buffer's
+        // and runs before it (thread-local destructors run in reverse order, at `exit` on the
+        // main thread and before any `atexit` handler).
+        PROGRAM_REGION.with(|open| open.id.set(id));
+    }
+}
+
+/// Ends the program's region when the main thread's thread-locals are destroyed: at `exit`
+/// or a return from `main`, before the runtime's `atexit` handler writes the outputs. An
+/// `exit` from another thread leaves it to the runtime, which closes it when the run ends
+/// (counted as `open_at_exit` in `metadata.json`).
+struct ProgramRegion {
+    id: Cell<u32>,
+}
+
+impl Drop for ProgramRegion {
+    fn drop(&mut self) {
+        let id = self.id.replace(0);
+        if id != 0 {
+            let _ = std::panic::catch_unwind(|| metron::by_id::end(id));
+        }
+    }
+}
+
+thread_local! {
+    static PROGRAM_REGION: ProgramRegion = const { ProgramRegion { id: Cell::new(0) } };
+}
+
+/// The program's file name (`/proc/self/exe`), e.g. `python3.11`.
+fn program_name() -> String {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "program".into())
+}
+
+/// `metadata.json` → `process`: the program and the threads alive when the run ended.
+fn process_section() -> serde_json::Value {
+    let mut threads = Vec::new();
+    if let Ok(dir) = std::fs::read_dir("/proc/self/task") {
+        for entry in dir.flatten() {
+            let tid: u64 = entry.file_name().to_string_lossy().parse().unwrap_or(0);
+            let name = std::fs::read_to_string(entry.path().join("comm"))
+                .map(|s| s.trim_end().to_string())
+                .unwrap_or_default();
+            threads.push(serde_json::json!({ "tid": tid, "name": name }));
+        }
+    }
+    threads.sort_by_key(|t| t["tid"].as_u64());
+    serde_json::json!({
+        "preload": true,
+        "program": program_name(),
+        "argv": std::env::args().collect::<Vec<_>>(),
+        "threads_at_exit": threads,
+    })
+}
