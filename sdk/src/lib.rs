@@ -26,8 +26,11 @@
 //!   (drop and count). Drops are always reported.
 //!
 //! # Speed
-//! See the README's benchmark table (callgrind instruction counts and criterion times,
-//! measured against tracing, tracy-client, fastrace, puffin and perfetto-sdk).
+//! Measured on a 2-core x86-64 VM (callgrind, exact): a `scope!` begin+end pair with the
+//! default bundle costs 32 instructions (tracing with a minimal subscriber 184, tracy-client
+//! 127, fastrace 191, puffin 904, perfetto-sdk 3,117), and 5 with collection disabled at run
+//! time; in a tight loop it runs at 1.05x the time of two bare `rdtsc`. See the README's
+//! Performance section for the full table and how to reproduce it.
 //!
 //! # Feature flags
 //! - `enabled` (default): instrumentation on. Without it, every macro still parses and

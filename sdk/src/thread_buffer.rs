@@ -76,13 +76,17 @@ pub(crate) fn write_with(
     ends_region: bool,
     fill: impl FnOnce(&mut [Slot]),
 ) -> bool {
-    PRODUCER.with(|p| match p.reserve(n) {
+    // SAFETY: PRODUCER is `const`-initialised and has no destructor, so it lives as long as
+    // this thread, which is the one running this call; the reference does not leave it.
+    // (Taking it out of `with` keeps the closure small enough to inline the whole write.)
+    let p = unsafe { &*PRODUCER.with(|p| p as *const RawProducer<Slot>) };
+    match p.reserve(n) {
         Some(at) => {
             fill_and_commit(p, at, n, fill);
             true
         }
         None => write_with_slow(p, n, drop_weight, ends_region, fill),
-    })
+    }
 }
 
 #[cold]

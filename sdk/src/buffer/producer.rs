@@ -106,14 +106,18 @@ impl<R: Copy + Send + 'static> RawProducer<R> {
     /// Stores one record if there is room before the limit. Hot path: no call, no lock.
     #[inline(always)]
     pub(crate) fn push(&self, record: R) -> bool {
-        let cursor = self.cursor();
+        // SAFETY: as in `cursor`. Read once: re-reading it after the record is written would be
+        // a second load (the compiler cannot tell that the record does not alias the cell).
+        let end = unsafe { &*self.end.get() };
+        let cursor = end.load(Ordering::Relaxed) as *mut R;
         if cursor == self.limit.get() {
             return false;
         }
         // SAFETY: `cursor < limit <= segment end`, so the slot is inside the current segment's
         // mapping, unpublished, and written only by this (the owning) thread.
         unsafe { cursor.write(record) };
-        self.set_cursor(cursor.wrapping_add(1));
+        // Release: publishes the record (see `set_cursor`).
+        end.store(cursor.wrapping_add(1) as usize, Ordering::Release);
         true
     }
 
