@@ -300,6 +300,69 @@ pub mod by_id {
         })
     }
 
+    /// The calling thread's record buffer, looked up once: callers that keep their own
+    /// per-thread state (the C API) store it there and save a thread-local access per record.
+    /// Valid for the life of the thread that made it, which is the only one that may use it.
+    #[derive(Clone, Copy)]
+    pub struct ThreadBuffer {
+        #[cfg(feature = "enabled")]
+        producer: &'static crate::buffer::producer::RawProducer<crate::record::Slot>,
+        _not_send: NotSend,
+    }
+
+    impl ThreadBuffer {
+        /// The calling thread's buffer.
+        #[inline(always)]
+        pub fn current() -> ThreadBuffer {
+            ThreadBuffer {
+                #[cfg(feature = "enabled")]
+                producer: thread_buffer::current(),
+                _not_send: PhantomData,
+            }
+        }
+
+        /// [`begin`] into this buffer.
+        #[inline(always)]
+        pub fn begin(self, id: u32) -> bool {
+            #[cfg(feature = "enabled")]
+            {
+                runtime::collecting()
+                    && thread_buffer::write_to(
+                        self.producer,
+                        now_ticks(),
+                        header(id, kind::BEGIN, 0, 0),
+                        2,
+                        false,
+                    )
+            }
+            #[cfg(not(feature = "enabled"))]
+            {
+                let _ = id;
+                false
+            }
+        }
+
+        /// [`end`] into this buffer.
+        #[inline(always)]
+        pub fn end(self, id: u32) -> bool {
+            #[cfg(feature = "enabled")]
+            {
+                thread_buffer::write_to(
+                    self.producer,
+                    now_ticks(),
+                    header(id, kind::END, 0, 0),
+                    1,
+                    true,
+                )
+            }
+            #[cfg(not(feature = "enabled"))]
+            {
+                let _ = id;
+                false
+            }
+        }
+    }
+
     /// Annotates the innermost open region of this thread with key `key_id` (interned as
     /// [`crate::CallsiteKind::AnnotationKey`]).
     #[inline]

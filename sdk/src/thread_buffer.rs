@@ -37,6 +37,27 @@ pub(crate) fn write(ticks: u64, header: u64, drop_weight: u64, ends_region: bool
     })
 }
 
+/// The calling thread's producer, for callers that keep their own per-thread state and so
+/// can skip the TLS access of [`write`] ([`crate::by_id::ThreadBuffer`]).
+#[inline(always)]
+pub(crate) fn current() -> &'static RawProducer<Slot> {
+    // SAFETY: PRODUCER is `const`-initialised and has no destructor, so it lives as long as
+    // this thread; callers use the reference only on this thread (`ThreadBuffer` is !Send).
+    unsafe { &*PRODUCER.with(|p| p as *const RawProducer<Slot>) }
+}
+
+/// [`write`] into `p`, the calling thread's producer ([`current`]).
+#[inline(always)]
+pub(crate) fn write_to(
+    p: &RawProducer<Slot>,
+    ticks: u64,
+    header: u64,
+    drop_weight: u64,
+    ends_region: bool,
+) -> bool {
+    p.push(Slot { ticks, header }) || write_slow(p, ticks, header, drop_weight, ends_region)
+}
+
 #[cold]
 #[inline(never)]
 fn write_slow(

@@ -7,7 +7,8 @@ use c_api_support::*;
 use std::process::Command;
 use std::time::Instant;
 
-fn c_ns_per_pair(exe: &std::path::Path, pairs: u64) -> f64 {
+/// ns per pair printed after `label` ("enabled" by name, "enabled by id").
+fn c_ns_per_pair(exe: &std::path::Path, pairs: u64, label: &str) -> f64 {
     let dir = temp_dir("overhead-run");
     let out = run_in(
         exe,
@@ -17,15 +18,15 @@ fn c_ns_per_pair(exe: &std::path::Path, pairs: u64) -> f64 {
     );
     assert_success(&out, "c_overhead");
     let text = String::from_utf8_lossy(&out.stdout);
-    text.split("enabled: ")
+    text.split(&format!("{label}: "))
         .nth(1)
         .and_then(|s| s.split(' ').next())
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("unexpected output: {text}"))
 }
 
-/// Instructions per pair under callgrind: the difference of two runs.
-fn c_instructions_per_pair(exe: &std::path::Path) -> Option<f64> {
+/// Instructions per pair of the loop `function` under callgrind: the difference of two runs.
+fn c_instructions_per_pair(exe: &std::path::Path, function: &str) -> Option<f64> {
     let collected = |pairs: u64| -> Option<f64> {
         let dir = temp_dir("overhead-callgrind");
         let out = Command::new("valgrind")
@@ -33,8 +34,8 @@ fn c_instructions_per_pair(exe: &std::path::Path) -> Option<f64> {
                 "--tool=callgrind",
                 "--callgrind-out-file=/dev/null",
                 // Only the timed loop of the calling thread, not the flusher's work.
-                "--toggle-collect=pairs_ns",
             ])
+            .arg(format!("--toggle-collect={function}"))
             .arg(exe)
             .args([&pairs.to_string(), "enabled"])
             .env("METRON_OUTPUT_PATH", dir.join("run"))
@@ -60,7 +61,12 @@ fn c_call_overhead_next_to_the_rust_figure() {
         &["-O2"],
     );
     let pairs = 5_000_000u64;
-    let c_ns: Vec<f64> = (0..3).map(|_| c_ns_per_pair(&exe, pairs)).collect();
+    let c_ns: Vec<f64> = (0..3)
+        .map(|_| c_ns_per_pair(&exe, pairs, "enabled"))
+        .collect();
+    let c_id_ns: Vec<f64> = (0..3)
+        .map(|_| c_ns_per_pair(&exe, pairs, "enabled by id"))
+        .collect();
 
     std::env::set_var("METRON_OUTPUT_PATH", dir.join("rust-run"));
     std::env::set_var("METRON_TRACE", "false");
@@ -76,12 +82,15 @@ fn c_call_overhead_next_to_the_rust_figure() {
     }
     let min = |v: &[f64]| v.iter().cloned().fold(f64::INFINITY, f64::min);
     println!(
-        "begin+end pair, tight loop, best of 3 x {pairs}: C through libmetron.so {:.2} ns, Rust scope! {:.2} ns",
+        "begin+end pair, tight loop, best of 3 x {pairs}: C through libmetron.so by name {:.2} ns, by id {:.2} ns, Rust scope! {:.2} ns",
         min(&c_ns),
+        min(&c_id_ns),
         min(&rust_ns)
     );
-    if let Some(ir) = c_instructions_per_pair(&exe) {
-        println!("C through libmetron.so: {ir:.1} instructions per pair (callgrind)");
+    for (what, function) in [("by name", "pairs_ns"), ("by id", "pairs_id_ns")] {
+        if let Some(ir) = c_instructions_per_pair(&exe, function) {
+            println!("C through libmetron.so, {what}: {ir:.1} instructions per pair (callgrind)");
+        }
     }
     metron::finish();
 }

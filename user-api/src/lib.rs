@@ -20,6 +20,7 @@ use std::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 pub mod errors;
+mod ids;
 mod preload;
 mod thread_state;
 
@@ -217,15 +218,88 @@ unsafe fn begin(what: &'static str, name: *const c_char, kind: OpenKind) -> Stat
         if st.is_full() {
             return fail_in(st, too_deep(what));
         }
-        let recorded = by_id::begin(id);
+        let recorded = st.buffer().begin(id);
         st.push(Open {
             id,
             kind,
             recorded,
+            by_id: false,
             name: interned,
         });
         OK
     })
+}
+
+/// Begins region `id` (from `metron_region_id`) on this thread. Hot path: no name to check.
+#[inline(always)]
+fn begin_id(what: &'static str, id: u32) -> Status {
+    if !ids::is_region(id) {
+        return fail(bad_id(what, id));
+    }
+    if off_in_child() {
+        return OK;
+    }
+    with_state_fast(what, |st| {
+        if st.is_full() {
+            return fail_in(st, too_deep(what));
+        }
+        let recorded = st.buffer().begin(id);
+        st.push(Open {
+            id,
+            kind: OpenKind::Region,
+            recorded,
+            by_id: true,
+            name: &[],
+        });
+        OK
+    })
+}
+
+/// Ends region `id`, which must be the innermost open region (begun by id or by name). Hot
+/// path: one integer compare against the open-region stack.
+#[inline(always)]
+fn end_id(what: &'static str, id: u32) -> Status {
+    if off_in_child() {
+        return if id == 0 { fail(bad_id(what, id)) } else { OK };
+    }
+    with_state_fast(what, |st| match st.top() {
+        Some(top) if top.id == id && top.kind == OpenKind::Region => {
+            st.pop();
+            if top.recorded {
+                st.buffer().end(id);
+            }
+            OK
+        }
+        top => {
+            let failure = end_id_failure(what, id, top);
+            fail_in(st, failure)
+        }
+    })
+}
+
+/// Why `metron_region_end_id(id)` failed with `top` innermost.
+#[cold]
+#[inline(never)]
+fn end_id_failure(what: &str, id: u32, top: Option<Open>) -> Failure {
+    if !ids::is_region(id) {
+        return bad_id(what, id);
+    }
+    let shown = format!("({id} = \"{}\")", String::from_utf8_lossy(ids::name_of(id)));
+    match top {
+        None => Failure::new(
+            ERROR_NO_OPEN_REGION,
+            format!("{what}{shown}: no region is open on this thread (end without begin)"),
+        ),
+        Some(top) => mismatch_failure(what, &shown, top),
+    }
+}
+
+#[cold]
+fn bad_id(what: &str, id: u32) -> Failure {
+    Failure::new(
+        ERROR_INVALID_ARGUMENT,
+        format!("{what}({id}): not a region id (0, or not returned by metron_region_id); nothing was done"),
+    )
 }
 
 #[cold]
@@ -257,7 +331,16 @@ unsafe fn end(what: &'static str, name: Option<*const c_char>, kind: OpenKind) -
             return fail_in(st, no_open(what, name));
         };
         // SAFETY: `n` is non-NULL (checked above) and NUL-terminated per the contract.
-        let name_matches = name.is_none_or(|n| unsafe { thread_state::same_name(n, top.name) });
+        let name_matches = name.is_none_or(|n| unsafe {
+            thread_state::same_name(
+                n,
+                if top.by_id {
+                    ids::name_of(top.id)
+                } else {
+                    top.name
+                },
+            )
+        });
         if top.kind != kind || !name_matches {
             // SAFETY: as above.
             let failure = unsafe { mismatch(what, name, top) };
@@ -265,7 +348,7 @@ unsafe fn end(what: &'static str, name: Option<*const c_char>, kind: OpenKind) -
         }
         st.pop();
         if top.recorded {
-            by_id::end(top.id);
+            st.buffer().end(top.id);
         }
         OK
     })
@@ -295,12 +378,21 @@ unsafe fn mismatch(what: &str, name: Option<*const c_char>, top: Open) -> Failur
         Some(n) => format!("(\"{}\")", unsafe { text_of(n) }),
         None => "()".into(),
     };
+    mismatch_failure(what, &shown, top)
+}
+
+#[cold]
+fn mismatch_failure(what: &str, shown: &str, top: Open) -> Failure {
+    let (name, begun_with) = if top.by_id {
+        (ids::name_of(top.id), "metron_region_begin_id")
+    } else {
+        (top.name, top.kind.begun_with())
+    };
     Failure::new(
         ERROR_MISMATCHED_END,
         format!(
-            "{what}{shown}: the innermost open region on this thread is \"{}\", begun with {}; nothing was ended",
-            String::from_utf8_lossy(top.name),
-            top.kind.begun_with()
+            "{what}{shown}: the innermost open region on this thread is \"{}\", begun with {begun_with}; nothing was ended",
+            String::from_utf8_lossy(name),
         ),
     )
 }
@@ -565,6 +657,43 @@ pub unsafe extern "C" fn metron_region_begin(name: *const c_char) -> Status {
 pub unsafe extern "C" fn metron_region_end(name: *const c_char) -> Status {
     // SAFETY: forwarded contract.
     call_fast(|| unsafe { end("metron_region_end", Some(name), OpenKind::Region) })
+}
+
+/// `metron_id`: an interned region name; 0 is never a valid id.
+pub type Id = u32;
+
+/// The id of region `name` for `metron_region_begin_id` / `metron_region_end_id`, or 0 when
+/// `name` is NULL (an error, counted). Interns `name` (a locked table): call it once per name
+/// and keep the id.
+///
+/// # Safety
+/// `name` is NULL or a valid NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn metron_region_id(name: *const c_char) -> Id {
+    let interned = catch_unwind(AssertUnwindSafe(|| {
+        if name.is_null() {
+            fail(null("metron_region_id: the name"));
+            return 0;
+        }
+        // SAFETY: non-NULL and NUL-terminated per the contract.
+        unsafe { thread_state::intern_region(name) }
+    }));
+    interned.unwrap_or_else(|_| {
+        internal();
+        0
+    })
+}
+
+/// Begins region `id` (from `metron_region_id`) on this thread.
+#[no_mangle]
+pub extern "C" fn metron_region_begin_id(id: Id) -> Status {
+    call_fast(|| begin_id("metron_region_begin_id", id))
+}
+
+/// Ends region `id`, the innermost open region of this thread.
+#[no_mangle]
+pub extern "C" fn metron_region_end_id(id: Id) -> Status {
+    call_fast(|| end_id("metron_region_end_id", id))
 }
 
 /// Begins perf marker `name` of `group` (group may be NULL).

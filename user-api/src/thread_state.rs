@@ -10,6 +10,7 @@
 //! the innermost open region, before anything reaches the recording layer: such a call returns
 //! an error and records nothing, so the thread's trace stays balanced.
 
+use metron::by_id::ThreadBuffer;
 use metron::CallsiteKind;
 use std::cell::RefCell;
 use std::ffi::{c_char, CStr};
@@ -63,6 +64,9 @@ pub(crate) struct Open {
     /// False when the begin was not recorded (collection off, thread paused, record dropped):
     /// then no end record is written either.
     pub(crate) recorded: bool,
+    /// Begun by id (`metron_region_begin_id`): `name` is empty and the name is looked up
+    /// from `id` only when needed (an end by name, an error message).
+    pub(crate) by_id: bool,
     pub(crate) name: &'static [u8],
 }
 
@@ -75,6 +79,7 @@ const CLOSED: Open = Open {
     id: 0,
     kind: OpenKind::Region,
     recorded: false,
+    by_id: false,
     name: &[],
 };
 
@@ -84,6 +89,9 @@ pub(crate) struct ThreadState {
     cache: [Entry; CACHE_ENTRIES],
     stack: [Open; MAX_DEPTH],
     depth: usize,
+    /// The thread's record buffer, looked up on first use (saves the sdk's thread-local
+    /// access on every begin and end).
+    buffer: Option<ThreadBuffer>,
     /// NUL-terminated message of the last failed call (empty string when none).
     last_error: [u8; ERROR_BYTES],
 }
@@ -94,6 +102,7 @@ thread_local! {
             cache: [EMPTY; CACHE_ENTRIES],
             stack: [CLOSED; MAX_DEPTH],
             depth: 0,
+            buffer: None,
             last_error: [0; ERROR_BYTES],
         })
     };
@@ -170,6 +179,12 @@ impl ThreadState {
         (id, interned)
     }
 
+    /// This thread's record buffer.
+    #[inline(always)]
+    pub(crate) fn buffer(&mut self) -> ThreadBuffer {
+        *self.buffer.get_or_insert_with(ThreadBuffer::current)
+    }
+
     /// The innermost open region.
     #[inline(always)]
     pub(crate) fn top(&self) -> Option<Open> {
@@ -223,6 +238,16 @@ impl ThreadState {
     }
 }
 
+/// The interned id of `name` as a region, for `metron_region_id` (takes the global lock:
+/// callers keep the id).
+///
+/// # Safety
+/// `name` must be a valid NUL-terminated string.
+pub(crate) unsafe fn intern_region(name: *const c_char) -> u32 {
+    // SAFETY: forwarded contract.
+    unsafe { intern_slow(name, CallsiteKind::Region) }.0
+}
+
 /// Interns a name seen for the first time on this thread (cold: takes the global lock).
 ///
 /// # Safety
@@ -234,6 +259,9 @@ unsafe fn intern_slow(name: *const c_char, kind: CallsiteKind) -> (u32, &'static
     // SAFETY: the caller guarantees a valid NUL-terminated string.
     let text = unsafe { CStr::from_ptr(name) }.to_string_lossy();
     let id = metron::intern(&text, kind);
+    if kind == CallsiteKind::Region {
+        crate::ids::mark_region(id);
+    }
     let interned = metron::resolve(id).map_or(&[][..], |site| site.name.as_bytes());
     (id, interned)
 }

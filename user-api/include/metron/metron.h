@@ -38,6 +38,9 @@ extern "C" {
 #define METRON_VERSION_PATCH 0
 #define METRON_VERSION_STRING "0.1.0"
 
+/* An interned region name (metron_region_id). 0 is never a valid id. */
+typedef uint32_t metron_id;
+
 /* Status of a call. 0 is success; every other value names what was wrong. */
 typedef int32_t metron_status;
 enum {
@@ -142,6 +145,24 @@ metron_status metron_region_begin(const char* name);
 /* Ends region `name`, which must be the innermost region open on this thread. */
 metron_status metron_region_end(const char* name);
 
+/* The fast path: intern a name once, then begin and end by id (no name to check; an end is
+ * one integer compare against the innermost open region). Ids and names mix: a region begun by
+ * id may be ended by name and the other way round.
+ *   static metron_id solve_id;                        (or METRON_REGION_ID(solve_id, "solve"))
+ *   if (!solve_id) solve_id = metron_region_id("solve");
+ *   metron_region_begin_id(solve_id); ... metron_region_end_id(solve_id);
+ * metron_region_id() returns the region's id (the same for equal names, valid in every thread
+ * for the whole process), or 0 when name is NULL (an error, counted). It takes a lock: call it
+ * once per name, not per region. */
+metron_id metron_region_id(const char* name);
+/* Begins region `id`. An id that is 0 or not from metron_region_id() returns
+ * METRON_ERROR_INVALID_ARGUMENT and begins nothing. */
+metron_status metron_region_begin_id(metron_id id);
+/* Ends region `id`, which must be the innermost region open on this thread
+ * (METRON_ERROR_NO_OPEN_REGION / METRON_ERROR_MISMATCHED_END / METRON_ERROR_INVALID_ARGUMENT
+ * otherwise, and nothing is ended). */
+metron_status metron_region_end_id(metron_id id);
+
 /* Begins a perf marker (clBeginPerfMarker model): a region named `name`, annotated with
  * group=`group` (group may be NULL). */
 metron_status metron_perf_marker_begin(const char* name, const char* group);
@@ -186,6 +207,13 @@ metron_status metron_counter(const char* name, double value);
 #define METRON_THREAD_NAME(name) metron_set_thread_name(name)
 #define METRON_REGION_BEGIN(name) metron_region_begin(name)
 #define METRON_REGION_END(name) metron_region_end(name)
+/* Declares `static metron_id var` in the enclosing block and interns `name` into it on first
+ * use. (Threads racing on the first use all store the same id.) */
+#define METRON_REGION_ID(var, name) \
+    static metron_id var = 0;       \
+    if (var == 0) var = metron_region_id(name)
+#define METRON_REGION_BEGIN_ID(id) metron_region_begin_id(id)
+#define METRON_REGION_END_ID(id) metron_region_end_id(id)
 #define METRON_PERF_MARKER_BEGIN(name, group) metron_perf_marker_begin((name), (group))
 #define METRON_PERF_MARKER_END() metron_perf_marker_end()
 #define METRON_PUSH(name, annotations, count) metron_push((name), (annotations), (count))
@@ -210,6 +238,10 @@ metron_status metron_counter(const char* name, double value);
 #define METRON_THREAD_NAME(name) ((void)sizeof(name))
 #define METRON_REGION_BEGIN(name) ((void)sizeof(name))
 #define METRON_REGION_END(name) ((void)sizeof(name))
+/* `var` stays declared (a constant 0), so code that passes it elsewhere still compiles. */
+#define METRON_REGION_ID(var, name) enum { var = 0 }
+#define METRON_REGION_BEGIN_ID(id) ((void)sizeof(id))
+#define METRON_REGION_END_ID(id) ((void)sizeof(id))
 #define METRON_PERF_MARKER_BEGIN(name, group) ((void)sizeof(name), (void)sizeof(group))
 #define METRON_PERF_MARKER_END() ((void)0)
 #define METRON_PUSH(name, annotations, count) \
@@ -229,8 +261,8 @@ metron_status metron_counter(const char* name, double value);
 #define METRON_CONCAT_(a, b) METRON_CONCAT_INNER_(a, b)
 
 namespace metron {
-/* A region that ends when the object goes out of scope (made by METRON_SCOPE). The name must
- * outlive the scope. */
+/* A region that ends when the object goes out of scope, by name (for a name computed at run
+ * time). The name must outlive the scope. */
 class Scope {
 public:
     explicit Scope(const char* name) noexcept : name_(name) { metron_region_begin(name_); }
@@ -241,11 +273,28 @@ public:
 private:
     const char* name_;
 };
+
+/* A region that ends when the object goes out of scope, by id (made by METRON_SCOPE). */
+class IdScope {
+public:
+    explicit IdScope(metron_id id) noexcept : id_(id) { metron_region_begin_id(id_); }
+    ~IdScope() { metron_region_end_id(id_); }
+    IdScope(const IdScope&) = delete;
+    IdScope& operator=(const IdScope&) = delete;
+
+private:
+    metron_id id_;
+};
 } /* namespace metron */
 
 #ifndef METRON_DISABLE
-/* C++: a region from here to the end of the enclosing block. */
-#define METRON_SCOPE(name) ::metron::Scope METRON_CONCAT_(metron_scope_line_, __LINE__)(name)
+/* C++: a region from here to the end of the enclosing block. `name` is interned once, into a
+ * function-local static (thread-safe), so it must be the same on every pass (a literal); for a
+ * name computed at run time, use ::metron::Scope. */
+#define METRON_SCOPE(name)                                                                      \
+    static const metron_id METRON_CONCAT_(metron_id_line_, __LINE__) = metron_region_id(name); \
+    ::metron::IdScope METRON_CONCAT_(metron_scope_line_, __LINE__)(                            \
+        METRON_CONCAT_(metron_id_line_, __LINE__))
 /* C++: a region named after the enclosing function. */
 #define METRON_FUNCTION() METRON_SCOPE(__func__)
 #else
