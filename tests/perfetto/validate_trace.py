@@ -11,6 +11,8 @@ trace_processor does, and prints a JSON description of the trace:
               nesting as paths ("outer/inner": count), names, instants, dropped records
   counters    per counter track: count, min, max, last and the first values
   run_end     the arguments of the "metron: run end" instant (the run's counts)
+  sequence_packets
+              packets per trusted_packet_sequence_id (Metron's own sequence and the service's)
   trace_stats Perfetto's own buffer statistics (loss counters)
   checks      every structural check with ok/detail; `ok` is their conjunction
 
@@ -117,6 +119,7 @@ def validate(path, args):
     framing_error = None
 
     sequences = {}
+    sequence_packets = {}
     tracks = {}  # uuid -> dict
     problems = {
         "unknown_event_name": 0,
@@ -236,6 +239,7 @@ def validate(path, args):
             problem("unparsable_packet", str(e))
             continue
         seq_id = packet.trusted_packet_sequence_id
+        sequence_packets[seq_id] = sequence_packets.get(seq_id, 0) + 1
         seq = sequences.get(seq_id)
         if seq is None or packet.sequence_flags & SEQ_INCREMENTAL_STATE_CLEARED:
             seq = Sequence()
@@ -404,6 +408,7 @@ def validate(path, args):
         "bytes": len(data),
         "packets": packet_count,
         "sequences": len(sequences),
+        "sequence_packets": {str(k): v for k, v in sorted(sequence_packets.items())},
         "clock_snapshots": clock_snapshots,
         "track_events": event_count[0],
         "tracks": sorted(tracks.values(), key=lambda t: t["uuid"]),

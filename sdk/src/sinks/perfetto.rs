@@ -1,5 +1,7 @@
-//! `trace.pftrace`: the run's timeline as a Perfetto trace, written through the `perfetto-sdk`
-//! crate (in-process backend, a `dev.metron.trace` data source, raw `TracePacket`s).
+//! `trace.pftrace`: the run's timeline as a Perfetto trace. The sink encodes its
+//! `TracePacket`s itself (`perfetto_encode.rs`) on a sequence of its own and appends them
+//! straight to the file; an in-process `perfetto-sdk` session adds the service's packets (clock
+//! snapshots, trace config, trace stats).
 //!
 //! # Layout
 //! - One **process track** (uuid [`PROCESS_UUID`]) with the pid, executable and command line;
@@ -25,37 +27,27 @@
 //! service's clock snapshots. Events go on the track of the thread that recorded them (never
 //! the flusher's). Event and debug annotation names are interned per sequence.
 //!
-//! # When Perfetto runs
+//! # When it runs
 //! Only off the hot path: on the flusher thread for every batch, and at the end of the run on
-//! the thread that ends it. The session starts on the first batch. The sink drains the
-//! session's buffer into the file every half flush interval and whenever a quarter of the
-//! buffer may be full, so a SIGKILL keeps what was drained and the buffer never wraps.
+//! the thread that ends it. The session starts on the first batch. Each batch's packets go to
+//! the file (`write(2)`) as soon as they are encoded (and whenever the packet buffer holds
+//! 1 MiB), so a SIGKILL keeps every batch the flusher handed over; the service's
+//! packets are moved from the session into the file every half flush interval.
 
+use super::perfetto_encode::{
+    annotation, defaults, event, interned, packet, track, Encoder, FastMap, METRON_SEQUENCE_ID,
+};
 use super::perfetto_session::{
-    data_source, FillPolicy, PerfettoLoss, SeqState, Session, SessionConfig, FIXED_IID_BASE,
+    FillPolicy, PerfettoLoss, SeqState, Session, SessionConfig, FIXED_IID_BASE,
 };
 use crate::callsite::Callsite;
 use crate::region::AnnotationValue;
 use crate::sink::{Event, RunInfo, Sink, ThreadInfo};
 use metron_components::{clock, Component, PageRss};
-use perfetto_sdk::data_source::TraceContextBase;
-use perfetto_sdk::protos::trace::interned_data::interned_data::InternedData;
-use perfetto_sdk::protos::trace::trace_packet::{TracePacket, TracePacketDefaults};
-use perfetto_sdk::protos::trace::track_event::counter_descriptor::{
-    CounterDescriptor, CounterDescriptorUnit,
-};
-use perfetto_sdk::protos::trace::track_event::debug_annotation::{
-    DebugAnnotation, DebugAnnotationName,
-};
-use perfetto_sdk::protos::trace::track_event::process_descriptor::ProcessDescriptor;
-use perfetto_sdk::protos::trace::track_event::thread_descriptor::ThreadDescriptor;
-use perfetto_sdk::protos::trace::track_event::track_descriptor::TrackDescriptor;
-use perfetto_sdk::protos::trace::track_event::track_event::{
-    EventName, TrackEvent, TrackEventType,
-};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use super::perfetto_session::FillPolicy as TraceFillPolicy;
@@ -73,10 +65,10 @@ pub const COUNTER_UUID_BASE: u64 = 0x100_0000;
 pub const GPU_UUID_BASE: u64 = 0x1000_0000;
 
 /// `BuiltinClock.MONOTONIC`.
-const CLOCK_MONOTONIC: u32 = 3;
+const CLOCK_MONOTONIC: u64 = 3;
 /// `TracePacket.sequence_flags`.
-const SEQ_INCREMENTAL_STATE_CLEARED: u32 = 1;
-const SEQ_NEEDS_INCREMENTAL_STATE: u32 = 2;
+const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
+const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
 
 /// Metron's own event names (interned above the call-site ids).
 const IID_DROPPED: u64 = FIXED_IID_BASE + 1;
@@ -89,8 +81,10 @@ const ANN_CLOSED_BY_METRON: u64 = FIXED_IID_BASE + 1;
 const ANN_COUNT: u64 = FIXED_IID_BASE + 2;
 const ANN_FIELD_BASE: u64 = FIXED_IID_BASE + 16;
 
-/// Events written per `DataSource::trace` call (the drain check runs between calls).
+/// Events encoded between checks of the packet buffer's size.
 const EVENTS_PER_CALL: usize = 4096;
+/// The packet buffer is appended to the file once it holds this many bytes.
+const WRITE_BYTES: usize = 1 << 20;
 /// RSS is sampled at most this often.
 const RSS_PERIOD: Duration = Duration::from_millis(10);
 
@@ -175,7 +169,7 @@ pub struct PerfettoConfig {
     /// File name inside the run folder (`METRON_TRACE_FILE`).
     pub file_name: String,
     /// Size of the Perfetto session buffer in bytes (`METRON_TRACE_BUFFER_SIZE`); raised to
-    /// at least 16 × the per-thread segment so one batch always fits between drains.
+    /// at least 16 × the per-thread segment. It holds only the service's packets.
     pub buffer_bytes: usize,
     /// What the session does when its buffer is full (`METRON_TRACE_FILL_POLICY`).
     pub fill_policy: FillPolicy,
@@ -223,11 +217,12 @@ pub struct TraceCounts {
     pub records_dropped: u64,
     /// Track events written (all of the above and the run-end instant).
     pub track_events: u64,
-    /// Times the session buffer was drained into the file.
+    /// Times the session's packets were moved into the file.
     pub drains: u64,
-    /// Nanoseconds spent encoding events (flusher time in this sink, drains excluded).
+    /// Nanoseconds spent encoding events (flusher time in this sink, file writes excluded).
     pub encode_ns: u64,
-    /// Nanoseconds spent draining (Perfetto flush + read + file write).
+    /// Nanoseconds spent writing the file (the sink's packets, parsed back as they go, and
+    /// the session's).
     pub drain_ns: u64,
 }
 
@@ -240,13 +235,16 @@ pub struct PerfettoSink {
     cmdline: String,
     session: Option<Session>,
     failed: Option<String>,
-    threads: HashMap<u64, ThreadTrack>,
-    counter_tracks: HashMap<(u64, u32), u64>,
+    threads: FastMap<u64, ThreadTrack>,
+    counter_tracks: FastMap<(u64, u32), u64>,
     next_counter_uuid: u64,
     process_described: bool,
     field_iids: HashMap<(usize, usize), (u64, &'static str)>,
+    /// Per call site (by address): its bundle fields' annotation iids and names.
+    site_fields: FastMap<usize, Arc<[(u64, &'static str)]>>,
     counts: TraceCounts,
-    bytes_since_drain: u64,
+    enc: Encoder,
+    seq: SeqState,
     last_drain: Instant,
     last_rss: Option<Instant>,
     report: Option<Value>,
@@ -271,13 +269,15 @@ impl PerfettoSink {
             cmdline: std::env::args().collect::<Vec<_>>().join(" "),
             session: None,
             failed: None,
-            threads: HashMap::new(),
-            counter_tracks: HashMap::new(),
+            threads: FastMap::default(),
+            counter_tracks: FastMap::default(),
             next_counter_uuid: COUNTER_UUID_BASE,
             process_described: false,
             field_iids: HashMap::new(),
+            site_fields: FastMap::default(),
             counts: TraceCounts::default(),
-            bytes_since_drain: 0,
+            enc: Encoder::default(),
+            seq: SeqState::default(),
             last_drain: Instant::now(),
             last_rss: None,
             report: None,
@@ -318,11 +318,6 @@ impl PerfettoSink {
             .buffer_bytes
             .max(16 * self.config.segment_bytes)
             .min(u32::MAX as usize / 2 * 1024)
-    }
-
-    /// Bytes written since the last drain after which the sink drains again.
-    fn drain_threshold(&self) -> u64 {
-        self.buffer_bytes() as u64 / 4
     }
 
     fn write_interval(&self) -> Duration {
@@ -368,68 +363,84 @@ impl PerfettoSink {
             })
     }
 
-    fn field_iid(&mut self, component: usize, field: usize, site: &'static Callsite) -> u64 {
+    /// The (iid, `component.field` name) of every bundle field of `site`, in value order.
+    fn site_fields(&mut self, site: &'static Callsite) -> Arc<[(u64, &'static str)]> {
+        let key = site as *const Callsite as usize;
+        if let Some(fields) = self.site_fields.get(&key) {
+            return Arc::clone(fields);
+        }
+        let mut fields = Vec::new();
+        for (c, info) in site.components.iter().enumerate() {
+            for f in 0..info.fields.len() {
+                fields.push(self.field_iid(c, f, site));
+            }
+        }
+        let fields: Arc<[(u64, &'static str)]> = fields.into();
+        self.site_fields.insert(key, Arc::clone(&fields));
+        fields
+    }
+
+    fn field_iid(
+        &mut self,
+        component: usize,
+        field: usize,
+        site: &'static Callsite,
+    ) -> (u64, &'static str) {
         let next = ANN_FIELD_BASE + self.field_iids.len() as u64;
         let info = &site.components[component];
         let key = (
             info.name.as_ptr() as usize,
             info.fields[field].name.as_ptr() as usize,
         );
-        self.field_iids
-            .entry(key)
-            .or_insert_with(|| {
-                let name: &'static str = Box::leak(
-                    format!("{}.{}", info.name, info.fields[field].name).into_boxed_str(),
-                );
-                (next, name)
-            })
-            .0
+        *self.field_iids.entry(key).or_insert_with(|| {
+            let name: &'static str =
+                Box::leak(format!("{}.{}", info.name, info.fields[field].name).into_boxed_str());
+            (next, name)
+        })
     }
 
-    fn field_name(&self, component: usize, field: usize, site: &'static Callsite) -> &'static str {
-        let info = &site.components[component];
-        let key = (
-            info.name.as_ptr() as usize,
-            info.fields[field].name.as_ptr() as usize,
-        );
-        self.field_iids.get(&key).map_or("", |v| v.1)
-    }
-
-    /// Writes one thread's events, `EVENTS_PER_CALL` per Perfetto call, draining between
-    /// calls when due.
+    /// Encodes one thread's events into the packet buffer, `EVENTS_PER_CALL` at a time,
+    /// appending the buffer to the file whenever it holds [`WRITE_BYTES`].
     fn write(&mut self, thread: &ThreadInfo, events: &[Event<'_>]) {
-        let Ok(ds) = data_source() else { return };
         let mut started = Instant::now();
         for chunk in events.chunks(EVENTS_PER_CALL) {
-            ds.trace(|ctx| {
-                ctx.with_incremental_state(|ctx, st| {
-                    self.write_chunk(ctx, st, thread, chunk);
-                });
-            });
-            if self.bytes_since_drain >= self.drain_threshold() {
+            self.write_chunk(thread, chunk);
+            if self.enc.buf.len() >= WRITE_BYTES {
                 self.counts.encode_ns += started.elapsed().as_nanos() as u64;
-                self.drain();
+                self.write_out();
                 started = Instant::now();
             }
         }
         self.counts.encode_ns += started.elapsed().as_nanos() as u64;
     }
 
-    fn write_chunk(
-        &mut self,
-        ctx: &mut TraceContextBase,
-        st: &mut SeqState,
-        thread: &ThreadInfo,
-        events: &[Event<'_>],
-    ) {
-        let first_ts = events.iter().map(event_ts).next().unwrap_or(0);
-        if st.fresh {
-            start_sequence(ctx, first_ts);
-            st.fresh = false;
+    /// Appends the encoded packets to the file (timed as drain time).
+    fn write_out(&mut self) {
+        if self.enc.buf.is_empty() {
+            return;
+        }
+        let started = Instant::now();
+        if let Some(session) = self.session.as_mut() {
+            session.write_own(&self.enc.buf);
+        }
+        self.enc.buf.clear();
+        self.counts.drain_ns += started.elapsed().as_nanos() as u64;
+    }
+
+    /// Starts Metron's sequence if this is its first packet.
+    fn ensure_sequence(&mut self, ts: u64) {
+        if self.seq.fresh {
+            start_sequence(&mut self.enc, ts);
+            self.seq.fresh = false;
         }
         if !self.process_described {
-            self.describe_process(ctx, first_ts);
+            self.describe_process(ts);
         }
+    }
+
+    fn write_chunk(&mut self, thread: &ThreadInfo, events: &[Event<'_>]) {
+        let first_ts = events.iter().map(event_ts).next().unwrap_or(0);
+        self.ensure_sequence(first_ts);
         let cats = self.config.categories;
         let track = {
             let t = self.thread_track(thread);
@@ -440,7 +451,7 @@ impl PerfettoSink {
             t.uuid
         };
         if !self.threads[&thread.index].described {
-            self.describe_thread(ctx, thread, first_ts);
+            self.describe_thread(thread, first_ts);
         }
         for event in events {
             match *event {
@@ -448,27 +459,20 @@ impl PerfettoSink {
                     self.thread_track(thread).depth += 1;
                     if cats.regions {
                         let iid = u64::from(site.id());
-                        let new = st.intern_event_name(iid);
-                        ctx.add_packet(|p| {
-                            p.set_timestamp(ts_ns);
-                            p.set_sequence_flags(SEQ_NEEDS_INCREMENTAL_STATE);
-                            if new {
-                                p.set_interned_data(|d: &mut InternedData| {
-                                    d.set_event_names(|n: &mut EventName| {
-                                        n.set_iid(iid);
-                                        n.msg.append_type2_field(2, site.name.as_bytes());
-                                    });
-                                });
-                            }
-                            p.set_track_event(|e: &mut TrackEvent| {
-                                e.set_type(TrackEventType::TypeSliceBegin);
-                                e.set_track_uuid(track);
-                                e.set_name_iid(iid);
-                            });
-                        });
+                        let new = self.seq.intern_event_name(iid);
+                        let e = &mut self.enc;
+                        let p = e.packet(ts_ns, SEQ_NEEDS_INCREMENTAL_STATE);
+                        if new {
+                            intern_event_name(e, iid, site.name);
+                        }
+                        let t = e.open(packet::TRACK_EVENT);
+                        e.uint(event::TYPE, event::TYPE_SLICE_BEGIN);
+                        e.uint(event::TRACK_UUID, track);
+                        e.uint(event::NAME_IID, iid);
+                        e.close(t);
+                        e.end_packet(p);
                         self.counts.slices_begun += 1;
                         self.counts.track_events += 1;
-                        self.bytes_since_drain += 40 + if new { site.name.len() as u64 } else { 0 };
                     }
                 }
                 Event::End {
@@ -477,24 +481,29 @@ impl PerfettoSink {
                     values,
                     closed_by_metron,
                     ..
-                } => self.end(ctx, st, thread, ts_ns, site, values, closed_by_metron),
+                } => self.end(thread, ts_ns, site, values, closed_by_metron),
                 Event::Instant { ts_ns, site } => {
                     if cats.marks {
                         let iid = u64::from(site.id());
-                        let new = st.intern_event_name(iid);
-                        instant(ctx, ts_ns, track, iid, new.then_some(site.name), None);
+                        let new = self.seq.intern_event_name(iid);
+                        instant(
+                            &mut self.enc,
+                            ts_ns,
+                            track,
+                            iid,
+                            new.then_some(site.name),
+                            None,
+                        );
                         self.counts.instants += 1;
                         self.counts.track_events += 1;
-                        self.bytes_since_drain += 40 + site.name.len() as u64;
                     }
                 }
                 Event::Counter { ts_ns, site, value } => {
                     if cats.counters {
-                        let uuid = self.counter_track(ctx, thread, site, ts_ns);
-                        counter(ctx, ts_ns, uuid, value);
+                        let uuid = self.counter_track(thread, site, ts_ns);
+                        counter(&mut self.enc, ts_ns, uuid, value);
                         self.counts.counter_values += 1;
                         self.counts.track_events += 1;
-                        self.bytes_since_drain += 40;
                     }
                 }
                 Event::Annotation {
@@ -526,14 +535,14 @@ impl PerfettoSink {
                             name: name.to_string(),
                             ..thread.clone()
                         };
-                        self.describe_thread(ctx, &info, ts_ns);
+                        self.describe_thread(&info, ts_ns);
                     }
                 }
                 Event::Dropped { ts_ns, count } => {
-                    let new = st.intern_event_name(IID_DROPPED);
-                    let new_ann = st.intern_annotation_name(ANN_COUNT);
+                    let new = self.seq.intern_event_name(IID_DROPPED);
+                    let new_ann = self.seq.intern_annotation_name(ANN_COUNT);
                     instant(
-                        ctx,
+                        &mut self.enc,
                         ts_ns,
                         track,
                         IID_DROPPED,
@@ -544,17 +553,13 @@ impl PerfettoSink {
                     self.counts.dropped_instants += 1;
                     self.counts.records_dropped += count;
                     self.counts.track_events += 1;
-                    self.bytes_since_drain += 80;
                 }
             }
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn end(
         &mut self,
-        ctx: &mut TraceContextBase,
-        st: &mut SeqState,
         thread: &ThreadInfo,
         ts_ns: u64,
         site: &'static Callsite,
@@ -581,151 +586,119 @@ impl PerfettoSink {
         self.scratch_names.clear();
         self.scratch_values.clear();
         if cats.values && !values.is_empty() {
-            let mut i = 0;
-            for (c, info) in site.components.iter().enumerate() {
-                for f in 0..info.fields.len() {
-                    if let Some(v) = values.get(i) {
-                        let iid = self.field_iid(c, f, site);
-                        if st.intern_annotation_name(iid) {
-                            let name = self.field_name(c, f, site);
-                            self.scratch_names.push((iid, name));
-                        }
-                        self.scratch_values.push((iid, *v));
-                    }
-                    i += 1;
+            let fields = self.site_fields(site);
+            for (&(iid, name), v) in fields.iter().zip(values) {
+                if self.seq.intern_annotation_name(iid) {
+                    self.scratch_names.push((iid, name));
                 }
+                self.scratch_values.push((iid, *v));
             }
         }
         for (_, iid, name, _) in &pending {
-            if st.intern_annotation_name(*iid) {
+            if self.seq.intern_annotation_name(*iid) {
                 self.scratch_names.push((*iid, name));
             }
         }
-        if closed_by_metron && st.intern_annotation_name(ANN_CLOSED_BY_METRON) {
+        if closed_by_metron && self.seq.intern_annotation_name(ANN_CLOSED_BY_METRON) {
             self.scratch_names
                 .push((ANN_CLOSED_BY_METRON, "closed_by_metron"));
         }
-        let names = &self.scratch_names;
-        let values = &self.scratch_values;
-        let pending_ref = &pending;
-        ctx.add_packet(|p| {
-            p.set_timestamp(ts_ns);
-            p.set_sequence_flags(SEQ_NEEDS_INCREMENTAL_STATE);
-            if !names.is_empty() {
-                p.set_interned_data(|d: &mut InternedData| {
-                    for (iid, name) in names {
-                        d.set_debug_annotation_names(|n: &mut DebugAnnotationName| {
-                            n.set_iid(*iid);
-                            n.msg.append_type2_field(2, name.as_bytes());
-                        });
-                    }
-                });
+        let e = &mut self.enc;
+        let p = e.packet(ts_ns, SEQ_NEEDS_INCREMENTAL_STATE);
+        if !self.scratch_names.is_empty() {
+            let d = e.open(packet::INTERNED_DATA);
+            for (iid, name) in &self.scratch_names {
+                let n = e.open(interned::DEBUG_ANNOTATION_NAMES);
+                e.uint(interned::IID, *iid);
+                e.bytes(interned::NAME, name.as_bytes());
+                e.close(n);
             }
-            p.set_track_event(|e: &mut TrackEvent| {
-                e.set_type(TrackEventType::TypeSliceEnd);
-                e.set_track_uuid(track);
-                for (iid, v) in values {
-                    e.set_debug_annotations(|a: &mut DebugAnnotation| {
-                        a.set_name_iid(*iid);
-                        number(a, *v);
-                    });
-                }
-                for (_, iid, _, v) in pending_ref {
-                    e.set_debug_annotations(|a: &mut DebugAnnotation| {
-                        a.set_name_iid(*iid);
-                        match v {
-                            Pending::I(v) => {
-                                a.set_int_value(*v);
-                            }
-                            Pending::U(v) => {
-                                a.set_uint_value(*v);
-                            }
-                            Pending::F(v) => {
-                                a.set_double_value(*v);
-                            }
-                            Pending::B(v) => {
-                                a.set_bool_value(*v);
-                            }
-                            Pending::S(s) => a.msg.append_type2_field(6, s.as_bytes()),
-                        }
-                    });
-                }
-                if closed_by_metron {
-                    e.set_debug_annotations(|a: &mut DebugAnnotation| {
-                        a.set_name_iid(ANN_CLOSED_BY_METRON);
-                        a.set_bool_value(true);
-                    });
-                }
-            });
-        });
+            e.close(d);
+        }
+        let t = e.open(packet::TRACK_EVENT);
+        e.uint(event::TYPE, event::TYPE_SLICE_END);
+        e.uint(event::TRACK_UUID, track);
+        for (iid, v) in &self.scratch_values {
+            let a = e.open(event::DEBUG_ANNOTATIONS);
+            e.uint(annotation::NAME_IID, *iid);
+            number(e, *v);
+            e.close(a);
+        }
+        for (_, iid, _, v) in &pending {
+            let a = e.open(event::DEBUG_ANNOTATIONS);
+            e.uint(annotation::NAME_IID, *iid);
+            match v {
+                Pending::I(v) => e.int(annotation::INT_VALUE, *v),
+                Pending::U(v) => e.uint(annotation::UINT_VALUE, *v),
+                Pending::F(v) => e.double(annotation::DOUBLE_VALUE, *v),
+                Pending::B(v) => e.uint(annotation::BOOL_VALUE, u64::from(*v)),
+                Pending::S(s) => e.bytes(annotation::STRING_VALUE, s.as_bytes()),
+            }
+            e.close(a);
+        }
+        if closed_by_metron {
+            let a = e.open(event::DEBUG_ANNOTATIONS);
+            e.uint(annotation::NAME_IID, ANN_CLOSED_BY_METRON);
+            e.uint(annotation::BOOL_VALUE, 1);
+            e.close(a);
+        }
+        e.close(t);
+        e.end_packet(p);
         self.counts.slices_ended += 1;
         self.counts.track_events += 1;
-        self.bytes_since_drain += 36 + 16 * (values.len() + pending.len()) as u64;
         pending.clear();
     }
 
-    fn describe_process(&mut self, ctx: &mut TraceContextBase, ts: u64) {
-        let (pid, exe, cmdline) = (self.pid, self.exe.as_str(), self.cmdline.as_str());
-        ctx.add_packet(|p| {
-            p.set_timestamp(ts);
-            p.set_sequence_flags(SEQ_NEEDS_INCREMENTAL_STATE);
-            p.set_track_descriptor(|t: &mut TrackDescriptor| {
-                t.set_uuid(PROCESS_UUID);
-                t.set_process(|d: &mut ProcessDescriptor| {
-                    d.set_pid(pid as i32);
-                    d.msg.append_type2_field(2, cmdline.as_bytes());
-                    d.msg.append_type2_field(6, exe.as_bytes());
-                });
-            });
-        });
-        ctx.add_packet(|p| {
-            p.set_timestamp(ts);
-            p.set_sequence_flags(SEQ_NEEDS_INCREMENTAL_STATE);
-            p.set_track_descriptor(|t: &mut TrackDescriptor| {
-                t.set_uuid(RSS_UUID);
-                t.set_parent_uuid(PROCESS_UUID);
-                t.msg.append_type2_field(2, b"metron: process RSS");
-                t.set_counter(|c: &mut CounterDescriptor| {
-                    c.set_unit(CounterDescriptorUnit::UnitSizeBytes);
-                });
-            });
-        });
+    fn describe_process(&mut self, ts: u64) {
+        let e = &mut self.enc;
+        let p = e.packet(ts, SEQ_NEEDS_INCREMENTAL_STATE);
+        let t = e.open(packet::TRACK_DESCRIPTOR);
+        e.uint(track::UUID, PROCESS_UUID);
+        let d = e.open(track::PROCESS);
+        e.int(track::PROCESS_PID, i64::from(self.pid as i32));
+        e.bytes(track::PROCESS_CMDLINE, self.cmdline.as_bytes());
+        e.bytes(track::PROCESS_NAME, self.exe.as_bytes());
+        e.close(d);
+        e.close(t);
+        e.end_packet(p);
+
+        let p = e.packet(ts, SEQ_NEEDS_INCREMENTAL_STATE);
+        let t = e.open(packet::TRACK_DESCRIPTOR);
+        e.uint(track::UUID, RSS_UUID);
+        e.uint(track::PARENT_UUID, PROCESS_UUID);
+        e.bytes(track::NAME, b"metron: process RSS");
+        let c = e.open(track::COUNTER);
+        e.uint(track::COUNTER_UNIT, track::UNIT_SIZE_BYTES);
+        e.close(c);
+        e.close(t);
+        e.end_packet(p);
         self.process_described = true;
-        self.bytes_since_drain += 200 + cmdline.len() as u64;
     }
 
-    fn describe_thread(&mut self, ctx: &mut TraceContextBase, thread: &ThreadInfo, ts: u64) {
+    fn describe_thread(&mut self, thread: &ThreadInfo, ts: u64) {
         let pid = self.pid;
         let t = self.thread_track(thread);
         let uuid = t.uuid;
-        let name = t.name.clone();
         t.described = true;
-        ctx.add_packet(|p| {
-            p.set_timestamp(ts);
-            p.set_sequence_flags(SEQ_NEEDS_INCREMENTAL_STATE);
-            p.set_track_descriptor(|t: &mut TrackDescriptor| {
-                t.set_uuid(uuid);
-                t.set_parent_uuid(PROCESS_UUID);
-                if thread.is_metron {
-                    t.msg.append_type2_field(14, b"Metron's own thread");
-                }
-                t.set_thread(|d: &mut ThreadDescriptor| {
-                    d.set_pid(pid as i32);
-                    d.set_tid(i64::from(thread.tid));
-                    d.msg.append_type2_field(5, name.as_bytes());
-                });
-            });
-        });
-        self.bytes_since_drain += 100 + name.len() as u64;
+        let name = t.name.clone();
+        let e = &mut self.enc;
+        let p = e.packet(ts, SEQ_NEEDS_INCREMENTAL_STATE);
+        let t = e.open(packet::TRACK_DESCRIPTOR);
+        e.uint(track::UUID, uuid);
+        e.uint(track::PARENT_UUID, PROCESS_UUID);
+        if thread.is_metron {
+            e.bytes(track::DESCRIPTION, b"Metron's own thread");
+        }
+        let d = e.open(track::THREAD);
+        e.int(track::THREAD_PID, i64::from(pid as i32));
+        e.int(track::THREAD_TID, i64::from(thread.tid));
+        e.bytes(track::THREAD_NAME, name.as_bytes());
+        e.close(d);
+        e.close(t);
+        e.end_packet(p);
     }
 
-    fn counter_track(
-        &mut self,
-        ctx: &mut TraceContextBase,
-        thread: &ThreadInfo,
-        site: &'static Callsite,
-        ts: u64,
-    ) -> u64 {
+    fn counter_track(&mut self, thread: &ThreadInfo, site: &'static Callsite, ts: u64) -> u64 {
         let key = (thread.index, site.id());
         if let Some(uuid) = self.counter_tracks.get(&key) {
             return *uuid;
@@ -734,17 +707,16 @@ impl PerfettoSink {
         self.next_counter_uuid += 1;
         self.counter_tracks.insert(key, uuid);
         let parent = self.thread_track(thread).uuid;
-        ctx.add_packet(|p| {
-            p.set_timestamp(ts);
-            p.set_sequence_flags(SEQ_NEEDS_INCREMENTAL_STATE);
-            p.set_track_descriptor(|t: &mut TrackDescriptor| {
-                t.set_uuid(uuid);
-                t.set_parent_uuid(parent);
-                t.msg.append_type2_field(2, site.name.as_bytes());
-                t.set_counter(|_: &mut CounterDescriptor| {});
-            });
-        });
-        self.bytes_since_drain += 60 + site.name.len() as u64;
+        let e = &mut self.enc;
+        let p = e.packet(ts, SEQ_NEEDS_INCREMENTAL_STATE);
+        let t = e.open(packet::TRACK_DESCRIPTOR);
+        e.uint(track::UUID, uuid);
+        e.uint(track::PARENT_UUID, parent);
+        e.bytes(track::NAME, site.name.as_bytes());
+        let c = e.open(track::COUNTER);
+        e.close(c);
+        e.close(t);
+        e.end_packet(p);
         uuid
     }
 
@@ -757,40 +729,25 @@ impl PerfettoSink {
             return;
         }
         self.last_rss = Some(Instant::now());
-        let Ok(ds) = data_source() else { return };
         let mut rss = PageRss::default();
         rss.sample();
         let value = rss.value() as f64;
         let ts = clock::monotonic_ns();
-        let described = self.process_described;
-        ds.trace(|ctx| {
-            ctx.with_incremental_state(|ctx, st| {
-                if st.fresh {
-                    start_sequence(ctx, ts);
-                    st.fresh = false;
-                }
-                if !described {
-                    self.describe_process(ctx, ts);
-                }
-                counter(ctx, ts, RSS_UUID, value);
-            });
-        });
+        self.ensure_sequence(ts);
+        counter(&mut self.enc, ts, RSS_UUID, value);
         self.counts.counter_values += 1;
         self.counts.track_events += 1;
-        self.bytes_since_drain += 30;
     }
 
-    /// Commits this thread's chunk and moves the session's buffer into the file.
+    /// Appends the encoded packets and the service's packets to the file, and hands the
+    /// file's bytes to the kernel.
     fn drain(&mut self) {
+        self.write_out();
         let Some(session) = self.session.as_mut() else {
             return;
         };
         let started = Instant::now();
-        if let Ok(ds) = data_source() {
-            ds.trace(|ctx| ctx.flush(|| {}));
-        }
         session.drain();
-        self.bytes_since_drain = 0;
         self.last_drain = Instant::now();
         self.counts.drains += 1;
         self.counts.drain_ns += started.elapsed().as_nanos() as u64;
@@ -798,51 +755,33 @@ impl PerfettoSink {
 
     /// Writes the run-end instant (the trace's metadata) on the process track.
     fn run_end(&mut self, run: &RunInfo) {
-        let Ok(ds) = data_source() else { return };
         let ts = run.end_ns.max(run.start_ns);
         let dropped = self.counts.records_dropped;
         let threads = self.threads.len() as u64;
         let slices = self.counts.slices_ended;
-        let described = self.process_described;
-        ds.trace(|ctx| {
-            ctx.with_incremental_state(|ctx, st| {
-                if st.fresh {
-                    start_sequence(ctx, ts);
-                    st.fresh = false;
-                }
-                if !described {
-                    self.describe_process(ctx, ts);
-                }
-                let new = st.intern_event_name(IID_RUN_END);
-                ctx.add_packet(|p| {
-                    p.set_timestamp(ts);
-                    p.set_sequence_flags(SEQ_NEEDS_INCREMENTAL_STATE);
-                    if new {
-                        p.set_interned_data(|d: &mut InternedData| {
-                            d.set_event_names(|n: &mut EventName| {
-                                n.set_iid(IID_RUN_END);
-                                n.msg.append_type2_field(2, NAME_RUN_END.as_bytes());
-                            });
-                        });
-                    }
-                    p.set_track_event(|e: &mut TrackEvent| {
-                        e.set_type(TrackEventType::TypeInstant);
-                        e.set_track_uuid(PROCESS_UUID);
-                        e.set_name_iid(IID_RUN_END);
-                        for (name, v) in [
-                            ("records_dropped", dropped),
-                            ("threads", threads),
-                            ("slices", slices),
-                        ] {
-                            e.set_debug_annotations(|a: &mut DebugAnnotation| {
-                                a.msg.append_type2_field(10, name.as_bytes());
-                                a.set_uint_value(v);
-                            });
-                        }
-                    });
-                });
-            });
-        });
+        self.ensure_sequence(ts);
+        let new = self.seq.intern_event_name(IID_RUN_END);
+        let e = &mut self.enc;
+        let p = e.packet(ts, SEQ_NEEDS_INCREMENTAL_STATE);
+        if new {
+            intern_event_name(e, IID_RUN_END, NAME_RUN_END);
+        }
+        let t = e.open(packet::TRACK_EVENT);
+        e.uint(event::TYPE, event::TYPE_INSTANT);
+        e.uint(event::TRACK_UUID, PROCESS_UUID);
+        e.uint(event::NAME_IID, IID_RUN_END);
+        for (name, v) in [
+            ("records_dropped", dropped),
+            ("threads", threads),
+            ("slices", slices),
+        ] {
+            let a = e.open(event::DEBUG_ANNOTATIONS);
+            e.bytes(annotation::NAME, name.as_bytes());
+            e.uint(annotation::UINT_VALUE, v);
+            e.close(a);
+        }
+        e.close(t);
+        e.end_packet(p);
         self.counts.track_events += 1;
     }
 
@@ -864,78 +803,85 @@ fn event_ts(e: &Event<'_>) -> u64 {
     }
 }
 
-/// The first packet of a sequence: clears incremental state and declares the clock.
-fn start_sequence(ctx: &mut TraceContextBase, ts: u64) {
-    ctx.add_packet(|p: &mut TracePacket| {
-        p.set_timestamp(ts);
-        p.set_timestamp_clock_id(CLOCK_MONOTONIC);
-        p.set_sequence_flags(SEQ_INCREMENTAL_STATE_CLEARED);
-        p.set_trace_packet_defaults(|d: &mut TracePacketDefaults| {
-            d.set_timestamp_clock_id(CLOCK_MONOTONIC);
-        });
-    });
+/// The first packet of Metron's sequence: clears incremental state and declares the clock
+/// (with the two flags the service sets on a writer's first packet).
+fn start_sequence(e: &mut Encoder, ts: u64) {
+    let p = e.packet(ts, SEQ_INCREMENTAL_STATE_CLEARED);
+    e.uint(packet::PREVIOUS_PACKET_DROPPED, 1);
+    e.uint(packet::FIRST_PACKET_ON_SEQUENCE, 1);
+    e.uint(packet::TIMESTAMP_CLOCK_ID, CLOCK_MONOTONIC);
+    let d = e.open(packet::TRACE_PACKET_DEFAULTS);
+    e.uint(defaults::TIMESTAMP_CLOCK_ID, CLOCK_MONOTONIC);
+    e.close(d);
+    e.end_packet(p);
+}
+
+/// `interned_data { event_names { iid name } }`.
+fn intern_event_name(e: &mut Encoder, iid: u64, name: &str) {
+    let d = e.open(packet::INTERNED_DATA);
+    let n = e.open(interned::EVENT_NAMES);
+    e.uint(interned::IID, iid);
+    e.bytes(interned::NAME, name.as_bytes());
+    e.close(n);
+    e.close(d);
 }
 
 fn instant(
-    ctx: &mut TraceContextBase,
+    e: &mut Encoder,
     ts: u64,
     track: u64,
     iid: u64,
     new_name: Option<&str>,
     count: Option<(u64, bool, u64)>,
 ) {
-    ctx.add_packet(|p| {
-        p.set_timestamp(ts);
-        p.set_sequence_flags(SEQ_NEEDS_INCREMENTAL_STATE);
-        let new_ann = count.filter(|c| c.1);
-        if new_name.is_some() || new_ann.is_some() {
-            p.set_interned_data(|d: &mut InternedData| {
-                if let Some(name) = new_name {
-                    d.set_event_names(|n: &mut EventName| {
-                        n.set_iid(iid);
-                        n.msg.append_type2_field(2, name.as_bytes());
-                    });
-                }
-                if let Some((ann, _, _)) = new_ann {
-                    d.set_debug_annotation_names(|n: &mut DebugAnnotationName| {
-                        n.set_iid(ann);
-                        n.msg.append_type2_field(2, b"count");
-                    });
-                }
-            });
+    let p = e.packet(ts, SEQ_NEEDS_INCREMENTAL_STATE);
+    let new_ann = count.filter(|c| c.1);
+    if new_name.is_some() || new_ann.is_some() {
+        let d = e.open(packet::INTERNED_DATA);
+        if let Some(name) = new_name {
+            let n = e.open(interned::EVENT_NAMES);
+            e.uint(interned::IID, iid);
+            e.bytes(interned::NAME, name.as_bytes());
+            e.close(n);
         }
-        p.set_track_event(|e: &mut TrackEvent| {
-            e.set_type(TrackEventType::TypeInstant);
-            e.set_track_uuid(track);
-            e.set_name_iid(iid);
-            if let Some((ann, _, value)) = count {
-                e.set_debug_annotations(|a: &mut DebugAnnotation| {
-                    a.set_name_iid(ann);
-                    a.set_uint_value(value);
-                });
-            }
-        });
-    });
+        if let Some((ann, _, _)) = new_ann {
+            let n = e.open(interned::DEBUG_ANNOTATION_NAMES);
+            e.uint(interned::IID, ann);
+            e.bytes(interned::NAME, b"count");
+            e.close(n);
+        }
+        e.close(d);
+    }
+    let t = e.open(packet::TRACK_EVENT);
+    e.uint(event::TYPE, event::TYPE_INSTANT);
+    e.uint(event::TRACK_UUID, track);
+    e.uint(event::NAME_IID, iid);
+    if let Some((ann, _, value)) = count {
+        let a = e.open(event::DEBUG_ANNOTATIONS);
+        e.uint(annotation::NAME_IID, ann);
+        e.uint(annotation::UINT_VALUE, value);
+        e.close(a);
+    }
+    e.close(t);
+    e.end_packet(p);
 }
 
-fn counter(ctx: &mut TraceContextBase, ts: u64, track: u64, value: f64) {
-    ctx.add_packet(|p| {
-        p.set_timestamp(ts);
-        p.set_sequence_flags(SEQ_NEEDS_INCREMENTAL_STATE);
-        p.set_track_event(|e: &mut TrackEvent| {
-            e.set_type(TrackEventType::TypeCounter);
-            e.set_track_uuid(track);
-            e.set_double_counter_value(value);
-        });
-    });
+fn counter(e: &mut Encoder, ts: u64, track: u64, value: f64) {
+    let p = e.packet(ts, SEQ_NEEDS_INCREMENTAL_STATE);
+    let t = e.open(packet::TRACK_EVENT);
+    e.uint(event::TYPE, event::TYPE_COUNTER);
+    e.uint(event::TRACK_UUID, track);
+    e.double(event::DOUBLE_COUNTER_VALUE, value);
+    e.close(t);
+    e.end_packet(p);
 }
 
 /// A bundle value: integral values as `int_value`, others as `double_value`.
-fn number(a: &mut DebugAnnotation<'_, '_>, v: f64) {
+fn number(e: &mut Encoder, v: f64) {
     if v.fract() == 0.0 && v.abs() < 9.0e15 {
-        a.set_int_value(v as i64);
+        e.int(annotation::INT_VALUE, v as i64);
     } else {
-        a.set_double_value(v);
+        e.double(annotation::DOUBLE_VALUE, v);
     }
 }
 
@@ -952,6 +898,9 @@ impl Sink for PerfettoSink {
         self.sample_process(false);
         if self.last_drain.elapsed() >= self.write_interval() {
             self.drain();
+        } else {
+            // Every batch goes to the kernel as soon as it is encoded.
+            self.write_out();
         }
     }
 
@@ -963,10 +912,8 @@ impl Sink for PerfettoSink {
         }
         self.sample_process(true);
         self.run_end(run);
+        self.write_out();
         let started = Instant::now();
-        if let Ok(ds) = data_source() {
-            ds.trace(|ctx| ctx.flush(|| {}));
-        }
         let session = self.session.as_mut().expect("started above");
         session.stop();
         self.counts.drains += 1;
@@ -974,10 +921,20 @@ impl Sink for PerfettoSink {
         let path = session.path.clone();
         let out = session.output();
         let mut loss: PerfettoLoss = out.scan.loss.clone();
-        let events_read = out.scan.track_events;
+        loss.packets_after_a_drop += out.own.loss.packets_after_a_drop;
+        // What went to the file, parsed back: every packet encoded is there, on Metron's
+        // sequence, and no service packet claims that sequence.
+        let events_read = out.own.track_events + out.scan.track_events;
         let lost_events = self.counts.track_events.saturating_sub(events_read);
+        let packets_lost = self.enc.packets.saturating_sub(out.own.packets);
         let bytes = out.bytes;
-        let malformed = out.scan.malformed + u64::from(out.scan.leftover() > 0);
+        let malformed = out.scan.malformed
+            + out.own.malformed
+            + u64::from(out.scan.leftover() > 0)
+            + u64::from(out.own.leftover() > 0)
+            + out.scan.own_sequence
+            + (out.own.packets - out.own.own_sequence.min(out.own.packets));
+        let (own_packets_read, service_packets) = (out.own.packets, out.scan.packets);
         let io_error = out.error.clone();
         drop(out);
         if lost_events > 0 && !loss.any() {
@@ -996,6 +953,11 @@ impl Sink for PerfettoSink {
             "counts": self.counts,
             "track_events_read_back": events_read,
             "track_events_lost": lost_events,
+            "packets_written": self.enc.packets,
+            "packets_read_back": own_packets_read,
+            "packets_lost": packets_lost,
+            "service_packets": service_packets,
+            "sequence_id": METRON_SEQUENCE_ID,
             "perfetto_loss": loss,
             "malformed_framing": malformed,
             "perfetto_errors_logged": super::perfetto_session::PERFETTO_ERRORS
@@ -1004,7 +966,11 @@ impl Sink for PerfettoSink {
             "fill_policy": self.config.fill_policy,
             "categories": self.config.categories,
             "category_error": self.category_error,
-            "complete": lost_events == 0 && !loss.any() && malformed == 0 && io_error.is_none(),
+            "complete": lost_events == 0
+                && packets_lost == 0
+                && !loss.any()
+                && malformed == 0
+                && io_error.is_none(),
         }));
         if lost_events > 0 || loss.any() {
             eprintln!(

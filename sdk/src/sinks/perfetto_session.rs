@@ -1,17 +1,21 @@
 //! The Perfetto side of the trace sink: the in-process producer and tracing session, the
-//! `dev.metron.trace` data source, and the drain that moves committed trace data from the
-//! session's buffer into `trace.pftrace` while the run goes on.
+//! `dev.metron.trace` data source, and the output that `trace.pftrace` is written through.
+//!
+//! The sink encodes its own packets (`perfetto_encode`) and appends them to the file through
+//! [`Session::write_own`]; the session contributes the service's packets (clock snapshots,
+//! trace config, system info, trace stats), which [`Session::drain`] moves from its buffer into
+//! the same file while the run goes on.
 //!
 //! Everything here runs off the hot path (the flusher thread, and at the end of the run the
-//! thread that calls `finish`): the perfetto-sdk Rust layer allocates per packet.
+//! thread that calls `finish`).
 //!
 //! # Loss detection
-//! Every byte the session hands back passes through [`Scan`], which reads the top-level
-//! framing of the trace and, per packet, the few fields that reveal loss: the service's
-//! `TraceStats` (chunks overwritten or discarded, writer packet loss, ABI violations, failed
-//! patches) and `previous_packet_dropped` on a packet that is not the first of its sequence.
-//! It also counts the `TrackEvent` packets that came back, which the sink compares with the
-//! number it wrote: the exact number of events Perfetto lost.
+//! Every byte that goes to the file passes through a [`Scan`] (one for the sink's own packets,
+//! one for the session's), which reads the top-level framing of the trace and, per packet, the
+//! few fields that reveal loss: the service's `TraceStats` (chunks overwritten or discarded,
+//! writer packet loss, ABI violations, failed patches) and `previous_packet_dropped` on a packet
+//! that is not the first of its sequence. It also counts the `TrackEvent` packets and the
+//! packets on Metron's own sequence, which the sink compares with the numbers it encoded.
 
 use perfetto_sdk::data_source::{
     Clear, DataSource, DataSourceArgsBuilder, DataSourceBufferExhaustedPolicy,
@@ -24,12 +28,13 @@ use perfetto_sdk::protos::config::trace_config::{
     BufferConfigFillPolicy, TraceConfig, TraceConfigBufferConfig, TraceConfigDataSource,
 };
 use perfetto_sdk::tracing_session::TracingSession;
-use std::collections::HashSet;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
+
+use super::perfetto_encode::{FastSet, METRON_SEQUENCE_ID};
 
 /// The data source Metron writes its packets through.
 pub(crate) const DATA_SOURCE_NAME: &str = "dev.metron.trace";
@@ -44,18 +49,24 @@ const FLUSH_TIMEOUT: Duration = Duration::from_secs(10);
 /// Event names with ids below this are call-site ids; Metron's own names sit above it.
 pub(crate) const FIXED_IID_BASE: u64 = 1 << 24;
 
-/// Per-sequence (per writing thread) interning state, kept by the SDK for each thread that
-/// writes: which names this sequence has already emitted. A fresh one means the sequence
-/// starts over (`SEQ_INCREMENTAL_STATE_CLEARED` and the packet defaults are written first).
+/// Interning state of Metron's packet sequence (kept by the sink): which names the sequence
+/// has already emitted. A fresh one means the sequence starts over
+/// (`SEQ_INCREMENTAL_STATE_CLEARED` and the packet defaults are written first).
 pub(crate) struct SeqState {
     /// True until the sequence's first packet (clear + defaults) is written.
     pub(crate) fresh: bool,
     /// Event names (call-site ids) already interned, as a bit per id.
     site_names: Vec<u64>,
     /// Event names above [`FIXED_IID_BASE`] already interned.
-    other_names: HashSet<u64>,
-    /// Debug annotation names already interned.
-    annotation_names: HashSet<u64>,
+    other_names: FastSet<u64>,
+    /// Debug annotation names below [`FIXED_IID_BASE`] (annotation keys' call-site ids)
+    /// already interned, as a bit per id.
+    site_annotation_names: Vec<u64>,
+    /// Debug annotation names from [`FIXED_IID_BASE`] (bundle fields, Metron's own) already
+    /// interned, as a bit per `iid - FIXED_IID_BASE`.
+    fixed_annotation_names: Vec<u64>,
+    /// Any other debug annotation names already interned.
+    annotation_names: FastSet<u64>,
 }
 
 impl Default for SeqState {
@@ -63,8 +74,10 @@ impl Default for SeqState {
         SeqState {
             fresh: true,
             site_names: Vec::new(),
-            other_names: HashSet::new(),
-            annotation_names: HashSet::new(),
+            other_names: FastSet::default(),
+            site_annotation_names: Vec::new(),
+            fixed_annotation_names: Vec::new(),
+            annotation_names: FastSet::default(),
         }
     }
 }
@@ -76,13 +89,7 @@ impl SeqState {
     #[inline]
     pub(crate) fn intern_event_name(&mut self, iid: u64) -> bool {
         if iid < FIXED_IID_BASE {
-            let (word, bit) = ((iid / 64) as usize, iid % 64);
-            if word >= self.site_names.len() {
-                self.site_names.resize(word + 1, 0);
-            }
-            let new = self.site_names[word] & (1 << bit) == 0;
-            self.site_names[word] |= 1 << bit;
-            new
+            set_bit(&mut self.site_names, iid)
         } else {
             self.other_names.insert(iid)
         }
@@ -91,8 +98,26 @@ impl SeqState {
     /// Marks debug annotation name `iid` as emitted; true if it was not yet.
     #[inline]
     pub(crate) fn intern_annotation_name(&mut self, iid: u64) -> bool {
-        self.annotation_names.insert(iid)
+        if iid < FIXED_IID_BASE {
+            set_bit(&mut self.site_annotation_names, iid)
+        } else if iid - FIXED_IID_BASE < FIXED_IID_BASE {
+            set_bit(&mut self.fixed_annotation_names, iid - FIXED_IID_BASE)
+        } else {
+            self.annotation_names.insert(iid)
+        }
     }
+}
+
+/// Sets bit `i` of `bits` (growing it); true if it was not set.
+#[inline]
+fn set_bit(bits: &mut Vec<u64>, i: u64) -> bool {
+    let (word, bit) = ((i / 64) as usize, i % 64);
+    if word >= bits.len() {
+        bits.resize(word + 1, 0);
+    }
+    let new = bits[word] & (1 << bit) == 0;
+    bits[word] |= 1 << bit;
+    new
 }
 
 /// The registered data source (one per process; Perfetto's global state cannot be torn down).
@@ -221,9 +246,23 @@ pub(crate) struct Scan {
     pub(crate) loss: PerfettoLoss,
     /// Framing that did not parse.
     pub(crate) malformed: u64,
+    /// Packets whose `trusted_packet_sequence_id` is Metron's own sequence.
+    pub(crate) own_sequence: u64,
 }
 
+#[inline]
 fn varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
+    // Most fields of the hot packets are one byte long.
+    if let Some(&b) = buf.get(*pos) {
+        if b < 0x80 {
+            *pos += 1;
+            return Some(u64::from(b));
+        }
+    }
+    varint_long(buf, pos)
+}
+
+fn varint_long(buf: &[u8], pos: &mut usize) -> Option<u64> {
     let mut value = 0u64;
     let mut shift = 0;
     while *pos < buf.len() {
@@ -243,6 +282,7 @@ fn varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
 
 /// Calls `f(field, wire_type, varint_value, bytes)` for each field of `msg`; false if the
 /// message does not parse.
+#[inline]
 fn fields<'m>(msg: &'m [u8], mut f: impl FnMut(u32, u8, u64, &'m [u8])) -> bool {
     let mut pos = 0;
     while pos < msg.len() {
@@ -335,7 +375,9 @@ impl Scan {
         let mut dropped = false;
         let mut first = false;
         let mut stats: Option<&[u8]> = None;
+        let mut own = false;
         let ok = fields(packet, |field, _, v, bytes| match field {
+            10 => own = v == METRON_SEQUENCE_ID,
             11 => track_event = true,
             42 => dropped = v != 0,
             87 => first = v != 0,
@@ -347,6 +389,9 @@ impl Scan {
         }
         if track_event {
             self.track_events += 1;
+        }
+        if own {
+            self.own_sequence += 1;
         }
         if dropped && !first {
             self.loss.packets_after_a_drop += 1;
@@ -380,21 +425,37 @@ impl Scan {
     }
 }
 
-/// Where the session's bytes go: the trace file, through the scanner.
+/// Where the trace's bytes go: the trace file, through the scanners.
 pub(crate) struct Output {
     file: BufWriter<File>,
     pub(crate) bytes: u64,
+    /// The session's packets (the service's own).
     pub(crate) scan: Scan,
+    /// The packets the sink encoded.
+    pub(crate) own: Scan,
     pub(crate) error: Option<String>,
 }
 
 impl Output {
-    fn write(&mut self, data: &[u8]) {
-        self.scan.feed(data);
+    fn write(&mut self, data: &[u8], own: bool) {
+        if own {
+            self.own.feed(data);
+        } else {
+            self.scan.feed(data);
+        }
         if self.error.is_some() {
             return;
         }
-        match self.file.write_all(data) {
+        // The sink's packets come in large pieces: they go to the file directly (after
+        // anything buffered) rather than through a copy into the buffer.
+        let result = if own {
+            self.file
+                .flush()
+                .and_then(|()| self.file.get_mut().write_all(data))
+        } else {
+            self.file.write_all(data)
+        };
+        match result {
             Ok(()) => self.bytes += data.len() as u64,
             Err(e) => self.error = Some(e.to_string()),
         }
@@ -468,33 +529,49 @@ impl Session {
             .map_err(|e| format!("cannot create the Perfetto session: {e}"))?;
         session.setup(&encode_config(config));
         session.start_blocking();
-        Ok(Session {
+        let mut session = Session {
             session: SendSession(session),
             out: Arc::new(Mutex::new(Output {
                 file: BufWriter::with_capacity(1 << 20, file),
                 bytes: 0,
                 scan: Scan::default(),
+                own: Scan::default(),
                 error: None,
             })),
             path: path.to_path_buf(),
             stopped: false,
-        })
+        };
+        // The service's first packets (clock snapshot, trace config) lead the file, before
+        // any of Metron's timestamps that need the snapshot to be placed.
+        session.read();
+        Ok(session)
     }
 
-    /// Moves everything committed so far from the session's buffer to the file and hands
-    /// the file's bytes to the kernel (so they survive a SIGKILL). The caller commits its
-    /// thread's open chunk first (`TraceContext::flush`).
-    pub(crate) fn drain(&mut self) {
-        if !self.stopped {
-            self.session.0.flush_blocking(FLUSH_TIMEOUT);
+    /// Appends packets the sink encoded (whole `Trace.packet` fields) to the file and hands
+    /// them to the kernel (`write(2)`, so they survive a SIGKILL).
+    pub(crate) fn write_own(&mut self, data: &[u8]) {
+        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        out.write(data, true);
+        if out.error.is_none() {
+            if let Err(e) = out.file.flush() {
+                out.error = Some(e.to_string());
+            }
         }
+    }
+
+    /// Moves the service's packets from the session's buffer to the file and hands the
+    /// file's bytes to the kernel (so they survive a SIGKILL). The caller appends its own
+    /// pending packets first ([`Session::write_own`]).
+    pub(crate) fn drain(&mut self) {
         self.read();
     }
 
     fn read(&mut self) {
         let out = Arc::clone(&self.out);
         self.session.0.read_trace_blocking(move |data, _more| {
-            out.lock().unwrap_or_else(|e| e.into_inner()).write(data);
+            out.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .write(data, false);
         });
         let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
         if out.error.is_none() {

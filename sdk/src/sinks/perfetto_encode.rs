@@ -1,0 +1,307 @@
+//! A protozero-style writer of `TracePacket`s: the trace sink encodes its packets itself into
+//! one reusable buffer, framed as `Trace.packet` (field 1, length-delimited), and appends the
+//! buffer straight to `trace.pftrace` (the Perfetto session only adds the service's packets:
+//! clock snapshots, trace config, trace stats).
+//!
+//! Nested messages are written in place: [`Encoder::open`] writes the tag and a one-byte
+//! length, [`Encoder::close`] patches it. The hot packets are far below 128 bytes, so the
+//! length stays one byte and nothing moves; a longer message shifts its body by the extra
+//! length bytes (only long names do). Every length is the minimal varint, no allocation
+//! happens once the buffer has grown to its working size.
+//!
+//! The field numbers below are those of the official protos (`perfetto_trace.proto`); the
+//! independent validator (`tests/perfetto/validate_trace.py`) decodes the result with them.
+
+/// `trusted_packet_sequence_id` of the packets Metron encodes. The in-process service numbers
+/// its own sequence 1 and its writers' sequences from 2 upwards; nothing writes through the
+/// SDK's data source, and the read-back checks that no service packet uses this id.
+pub(crate) const METRON_SEQUENCE_ID: u64 = 100;
+
+/// `Trace`.
+pub(crate) const TRACE_PACKET: u32 = 1;
+
+/// `TracePacket`.
+pub(crate) mod packet {
+    pub(crate) const TIMESTAMP: u32 = 8;
+    pub(crate) const TRUSTED_PACKET_SEQUENCE_ID: u32 = 10;
+    pub(crate) const TRACK_EVENT: u32 = 11;
+    pub(crate) const INTERNED_DATA: u32 = 12;
+    pub(crate) const SEQUENCE_FLAGS: u32 = 13;
+    pub(crate) const PREVIOUS_PACKET_DROPPED: u32 = 42;
+    pub(crate) const TIMESTAMP_CLOCK_ID: u32 = 58;
+    pub(crate) const TRACE_PACKET_DEFAULTS: u32 = 59;
+    pub(crate) const TRACK_DESCRIPTOR: u32 = 60;
+    pub(crate) const FIRST_PACKET_ON_SEQUENCE: u32 = 87;
+}
+
+/// `TracePacketDefaults`.
+pub(crate) mod defaults {
+    pub(crate) const TIMESTAMP_CLOCK_ID: u32 = 58;
+}
+
+/// `InternedData`, and its `EventName` / `DebugAnnotationName` entries.
+pub(crate) mod interned {
+    pub(crate) const EVENT_NAMES: u32 = 2;
+    pub(crate) const DEBUG_ANNOTATION_NAMES: u32 = 3;
+    pub(crate) const IID: u32 = 1;
+    pub(crate) const NAME: u32 = 2;
+}
+
+/// `TrackEvent`.
+pub(crate) mod event {
+    pub(crate) const DEBUG_ANNOTATIONS: u32 = 4;
+    pub(crate) const TYPE: u32 = 9;
+    pub(crate) const NAME_IID: u32 = 10;
+    pub(crate) const TRACK_UUID: u32 = 11;
+    pub(crate) const DOUBLE_COUNTER_VALUE: u32 = 44;
+    pub(crate) const TYPE_SLICE_BEGIN: u64 = 1;
+    pub(crate) const TYPE_SLICE_END: u64 = 2;
+    pub(crate) const TYPE_INSTANT: u64 = 3;
+    pub(crate) const TYPE_COUNTER: u64 = 4;
+}
+
+/// `DebugAnnotation`.
+pub(crate) mod annotation {
+    pub(crate) const NAME_IID: u32 = 1;
+    pub(crate) const BOOL_VALUE: u32 = 2;
+    pub(crate) const UINT_VALUE: u32 = 3;
+    pub(crate) const INT_VALUE: u32 = 4;
+    pub(crate) const DOUBLE_VALUE: u32 = 5;
+    pub(crate) const STRING_VALUE: u32 = 6;
+    pub(crate) const NAME: u32 = 10;
+}
+
+/// `TrackDescriptor`, `ProcessDescriptor`, `ThreadDescriptor`, `CounterDescriptor`.
+pub(crate) mod track {
+    pub(crate) const UUID: u32 = 1;
+    pub(crate) const NAME: u32 = 2;
+    pub(crate) const PROCESS: u32 = 3;
+    pub(crate) const THREAD: u32 = 4;
+    pub(crate) const PARENT_UUID: u32 = 5;
+    pub(crate) const COUNTER: u32 = 8;
+    pub(crate) const DESCRIPTION: u32 = 14;
+    pub(crate) const PROCESS_PID: u32 = 1;
+    pub(crate) const PROCESS_CMDLINE: u32 = 2;
+    pub(crate) const PROCESS_NAME: u32 = 6;
+    pub(crate) const THREAD_PID: u32 = 1;
+    pub(crate) const THREAD_TID: u32 = 2;
+    pub(crate) const THREAD_NAME: u32 = 5;
+    pub(crate) const COUNTER_UNIT: u32 = 3;
+    /// `CounterDescriptor.Unit.UNIT_SIZE_BYTES`.
+    pub(crate) const UNIT_SIZE_BYTES: u64 = 3;
+}
+
+/// A fast hasher for the sink's small integer keys (thread indexes, call-site ids, interned
+/// ids): one multiply per word (the Fx hash), instead of SipHash on every event.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct FastHasher(u64);
+
+impl std::hash::Hasher for FastHasher {
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    #[inline]
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    #[inline]
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(u64::from(v));
+    }
+
+    #[inline]
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+}
+
+/// A `HashMap` with [`FastHasher`].
+pub(crate) type FastMap<K, V> =
+    std::collections::HashMap<K, V, std::hash::BuildHasherDefault<FastHasher>>;
+/// A `HashSet` with [`FastHasher`].
+pub(crate) type FastSet<K> =
+    std::collections::HashSet<K, std::hash::BuildHasherDefault<FastHasher>>;
+
+const VARINT: u32 = 0;
+const FIXED64: u32 = 1;
+const LEN: u32 = 2;
+
+/// The packet buffer and what was encoded into it.
+#[derive(Default)]
+pub(crate) struct Encoder {
+    /// Whole `Trace.packet` fields, ready to append to the file.
+    pub(crate) buf: Vec<u8>,
+    /// Packets encoded (all of them, since the start).
+    pub(crate) packets: u64,
+}
+
+impl Encoder {
+    #[inline]
+    fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.buf.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        self.buf.push(v as u8);
+    }
+
+    #[inline]
+    fn tag(&mut self, field: u32, wire: u32) {
+        self.varint(u64::from(field << 3 | wire));
+    }
+
+    /// A `uint64`/`uint32`/`bool`/enum field.
+    #[inline]
+    pub(crate) fn uint(&mut self, field: u32, v: u64) {
+        self.tag(field, VARINT);
+        self.varint(v);
+    }
+
+    /// An `int64`/`int32` field (negative values take ten bytes, as in protobuf).
+    #[inline]
+    pub(crate) fn int(&mut self, field: u32, v: i64) {
+        self.uint(field, v as u64);
+    }
+
+    /// A `double` field.
+    #[inline]
+    pub(crate) fn double(&mut self, field: u32, v: f64) {
+        self.tag(field, FIXED64);
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+
+    /// A `string`/`bytes` field.
+    #[inline]
+    pub(crate) fn bytes(&mut self, field: u32, b: &[u8]) {
+        self.tag(field, LEN);
+        self.varint(b.len() as u64);
+        self.buf.extend_from_slice(b);
+    }
+
+    /// Starts a nested message; returns where its length goes (for [`Encoder::close`]).
+    #[inline]
+    pub(crate) fn open(&mut self, field: u32) -> usize {
+        self.tag(field, LEN);
+        self.buf.push(0);
+        self.buf.len() - 1
+    }
+
+    /// Ends the nested message opened at `at`, writing its length as a minimal varint.
+    #[inline]
+    pub(crate) fn close(&mut self, at: usize) {
+        let len = self.buf.len() - at - 1;
+        if len < 0x80 {
+            self.buf[at] = len as u8;
+            return;
+        }
+        let mut n = 1;
+        while len >> (7 * n) != 0 {
+            n += 1;
+        }
+        let old = self.buf.len();
+        self.buf.resize(old + n - 1, 0);
+        self.buf.copy_within(at + 1..old, at + n);
+        let mut v = len;
+        for i in 0..n {
+            let more = if i + 1 < n { 0x80 } else { 0 };
+            self.buf[at + i] = (v & 0x7f) as u8 | more;
+            v >>= 7;
+        }
+    }
+
+    /// Starts a `Trace.packet` on Metron's sequence with its timestamp and sequence flags.
+    #[inline]
+    pub(crate) fn packet(&mut self, ts: u64, flags: u64) -> usize {
+        let at = self.open(TRACE_PACKET);
+        self.uint(packet::TIMESTAMP, ts);
+        if flags < 0x80 {
+            // Both one-byte fields at once (the id is below 128, checked at compile time).
+            const _: () = assert!(METRON_SEQUENCE_ID < 0x80);
+            self.buf.extend_from_slice(&[
+                (packet::TRUSTED_PACKET_SEQUENCE_ID << 3 | VARINT) as u8,
+                METRON_SEQUENCE_ID as u8,
+                (packet::SEQUENCE_FLAGS << 3 | VARINT) as u8,
+                flags as u8,
+            ]);
+        } else {
+            self.uint(packet::TRUSTED_PACKET_SEQUENCE_ID, METRON_SEQUENCE_ID);
+            self.uint(packet::SEQUENCE_FLAGS, flags);
+        }
+        at
+    }
+
+    /// Ends the packet started at `at`.
+    #[inline]
+    pub(crate) fn end_packet(&mut self, at: usize) {
+        self.close(at);
+        self.packets += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lengths_are_minimal_varints_even_past_one_byte() {
+        for len in [0usize, 1, 127, 128, 300, 16383, 16384, 70000] {
+            let mut e = Encoder::default();
+            e.buf.push(0xaa);
+            let at = e.open(2);
+            e.buf.extend(std::iter::repeat_n(7u8, len));
+            e.close(at);
+            e.uint(3, 1);
+            // Decode: prefix, tag, length, body, trailing field.
+            let b = &e.buf;
+            assert_eq!(b[0], 0xaa);
+            assert_eq!(b[1], 2 << 3 | 2);
+            let (mut v, mut shift, mut pos) = (0usize, 0, 2);
+            loop {
+                let byte = b[pos];
+                pos += 1;
+                v |= usize::from(byte & 0x7f) << shift;
+                shift += 7;
+                if byte & 0x80 == 0 {
+                    break;
+                }
+            }
+            assert_eq!(v, len);
+            assert!(b[pos..pos + len].iter().all(|&x| x == 7));
+            assert_eq!(&b[pos + len..], &[3 << 3, 1]);
+            let minimal = if len < 128 {
+                1
+            } else if len < 16384 {
+                2
+            } else {
+                3
+            };
+            assert_eq!(pos - 2, minimal, "len {len}");
+        }
+    }
+
+    #[test]
+    fn values_encode_as_protobuf_does() {
+        let mut e = Encoder::default();
+        e.int(4, -1);
+        assert_eq!(
+            e.buf,
+            [0x20, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]
+        );
+        e.buf.clear();
+        e.double(5, 1.5);
+        assert_eq!(e.buf, [0x29, 0, 0, 0, 0, 0, 0, 0xf8, 0x3f]);
+        e.buf.clear();
+        e.uint(87, 1);
+        assert_eq!(e.buf, [0xb8, 0x05, 0x01]);
+    }
+}
