@@ -27,9 +27,9 @@
 //!
 //! # exit
 //! The runtime's `atexit` handler finishes the run at `exit` or a return from `main`.
-//! `_exit`, `SIGKILL` and a crash skip it: nothing is written for that process. A program
-//! that `exec`s another loses what it recorded since the last flush to a file (there is none
-//! before the end of the run); under `metron run` the new program gets its own run folder.
+//! `_exit`, `SIGKILL` and a crash skip it: nothing is written for that process. `exec` runs no
+//! exit handler either: the C library (`libmetron.so`) interposes the non-variadic `exec`
+//! functions to write the run first; under `metron run` the new program gets its own folder.
 
 use crate::settings::Settings;
 use std::ffi::c_int;

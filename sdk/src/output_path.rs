@@ -49,6 +49,20 @@ pub(crate) fn expand(
     (PathBuf::from(out), unknown)
 }
 
+/// `dir`, or `dir-2`, `dir-3`, ... if a finished run already wrote there: after `exec` the
+/// new program has the same pid and often the same start second, and must not overwrite the
+/// folder the old program wrote just before.
+pub(crate) fn not_yet_written(dir: PathBuf) -> PathBuf {
+    let written = |d: &PathBuf| d.join("metadata.json").exists();
+    if !written(&dir) {
+        return dir;
+    }
+    (2u32..)
+        .map(|n| PathBuf::from(format!("{}-{n}", dir.display())))
+        .find(|d| !written(d))
+        .expect("some suffix is free")
+}
+
 /// `YYYYMMDD-HHMMSS` (UTC) of Unix time `secs`.
 pub(crate) fn utc_stamp(secs: u64) -> String {
     let days = (secs / 86_400) as i64;
@@ -104,6 +118,30 @@ mod tests {
         let (path, unknown) = expand("x/%rank%/%pid%", &keys, |_| None);
         assert_eq!(path, PathBuf::from("x/%rank%/1"));
         assert_eq!(unknown, vec!["%rank%".to_string()]);
+    }
+
+    #[test]
+    fn a_folder_holding_a_finished_run_is_not_reused() {
+        let base =
+            std::env::temp_dir().join(format!("metron-not-yet-written-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(&base).unwrap();
+        assert_eq!(
+            not_yet_written(base.clone()),
+            base,
+            "an empty folder is fine"
+        );
+        std::fs::write(base.join("metadata.json"), "{}").unwrap();
+        let second = not_yet_written(base.clone());
+        assert_eq!(second, PathBuf::from(format!("{}-2", base.display())));
+        std::fs::create_dir_all(&second).unwrap();
+        std::fs::write(second.join("metadata.json"), "{}").unwrap();
+        assert_eq!(
+            not_yet_written(base.clone()),
+            PathBuf::from(format!("{}-3", base.display()))
+        );
+        std::fs::remove_dir_all(&base).unwrap();
+        std::fs::remove_dir_all(&second).unwrap();
     }
 
     #[test]

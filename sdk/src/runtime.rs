@@ -87,6 +87,7 @@ fn start() -> Runtime {
     };
     let (output_dir, unknown) =
         output_path::expand(&settings.output_path, &keys, |n| std::env::var(n).ok());
+    let output_dir = output_path::not_yet_written(output_dir);
     let path_warnings: Vec<String> = unknown
         .iter()
         .map(|k| format!("METRON_OUTPUT_PATH: unknown key {k} kept as written; accepted: %pid%, %exe%, %hostname%, %time%, %env{{NAME}}%"))

@@ -20,6 +20,7 @@ use std::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 pub mod errors;
+mod exec;
 mod ids;
 mod preload;
 mod thread_state;

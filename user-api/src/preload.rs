@@ -85,6 +85,16 @@ thread_local! {
     static PROGRAM_REGION: ProgramRegion = const { ProgramRegion { id: Cell::new(0) } };
 }
 
+/// Ends the program's region now (before an `exec`, which runs no destructor).
+pub(crate) fn end_program_region() {
+    let _ = PROGRAM_REGION.try_with(|open| {
+        let id = open.id.replace(0);
+        if id != 0 {
+            metron::by_id::end(id);
+        }
+    });
+}
+
 /// The program's file name (`/proc/self/exe`), e.g. `python3.11`.
 fn program_name() -> String {
     std::env::current_exe()

@@ -6,7 +6,7 @@
  *   abort    the same with abort()
  *   handler  the program's own SIGTERM handler, installed before Metron starts, is kept
  *   early    threads created before Metron starts record afterwards
- *   exec     records, then execs itself with "exec-child" (which records too) */
+ *   exec     records, then execv's itself with "exec-child" (which records too) */
 #include <metron/metron.h>
 
 #include <pthread.h>
@@ -156,7 +156,8 @@ static int scenario_early(void) {
 static int scenario_exec(const char* self) {
     metron_region_begin("before_exec");
     metron_region_end("before_exec");
-    execl(self, self, "exec-child", (char*)NULL);
+    char* const args[] = {(char*)self, (char*)"exec-child", NULL};
+    execv(self, args);
     return 1;
 }
 
