@@ -32,13 +32,11 @@ impl Drop for ExitGuard {
 /// thread is paused, so regions opened before a pause still close. Hot path.
 #[inline(always)]
 pub(crate) fn write(ticks: u64, header: u64, drop_weight: u64, ends_region: bool) -> bool {
-    PRODUCER.with(|p| {
-        p.push(Slot { ticks, header }) || write_slow(p, ticks, header, drop_weight, ends_region)
-    })
+    write_to(current(), ticks, header, drop_weight, ends_region)
 }
 
-/// The calling thread's producer, for callers that keep their own per-thread state and so
-/// can skip the TLS access of [`write`] ([`crate::by_id::ThreadBuffer`]).
+/// The calling thread's producer (also for callers that keep their own per-thread state and so
+/// skip the TLS access of [`write`]: [`crate::by_id::ThreadBuffer`]).
 #[inline(always)]
 pub(crate) fn current() -> &'static RawProducer<Slot> {
     // SAFETY: PRODUCER is `const`-initialised and has no destructor, so it lives as long as
@@ -97,10 +95,8 @@ pub(crate) fn write_with(
     ends_region: bool,
     fill: impl FnOnce(&mut [Slot]),
 ) -> bool {
-    // SAFETY: PRODUCER is `const`-initialised and has no destructor, so it lives as long as
-    // this thread, which is the one running this call; the reference does not leave it.
-    // (Taking it out of `with` keeps the closure small enough to inline the whole write.)
-    let p = unsafe { &*PRODUCER.with(|p| p as *const RawProducer<Slot>) };
+    // Outside `with`, so that no closure keeps the whole write from inlining.
+    let p = current();
     match p.reserve(n) {
         Some(at) => {
             fill_and_commit(p, at, n, fill);
