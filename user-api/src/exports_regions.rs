@@ -1,0 +1,300 @@
+//! Exports: regions by name and by id, perf markers, push/pop with annotations.
+
+use super::*;
+
+/// Begins region `name` on this thread.
+///
+/// # Safety
+/// `name` is NULL or a valid NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn metron_region_begin(name: *const c_char) -> Status {
+    // SAFETY: forwarded contract.
+    call_fast(|| unsafe { begin("metron_region_begin", name, OpenKind::Region) })
+}
+
+/// Ends region `name`, the innermost open region of this thread.
+///
+/// # Safety
+/// `name` is NULL or a valid NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn metron_region_end(name: *const c_char) -> Status {
+    // SAFETY: forwarded contract.
+    call_fast(|| unsafe { end("metron_region_end", Some(name), OpenKind::Region) })
+}
+
+/// `metron_id`: an interned region name; 0 is never a valid id.
+pub type Id = u32;
+
+/// The id of region `name` for `metron_region_begin_id` / `metron_region_end_id`, or 0 when
+/// `name` is NULL (an error, counted). Interns `name` (a locked table): call it once per name
+/// and keep the id.
+///
+/// # Safety
+/// `name` is NULL or a valid NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn metron_region_id(name: *const c_char) -> Id {
+    let interned = catch_unwind(AssertUnwindSafe(|| {
+        if name.is_null() {
+            fail(null("metron_region_id: the name"));
+            return 0;
+        }
+        // SAFETY: non-NULL and NUL-terminated per the contract.
+        unsafe { thread_state::intern_region(name) }
+    }));
+    interned.unwrap_or_else(|_| {
+        internal();
+        0
+    })
+}
+
+/// Begins region `id` (from `metron_region_id`) on this thread.
+#[no_mangle]
+pub extern "C" fn metron_region_begin_id(id: Id) -> Status {
+    call_fast(|| begin_id("metron_region_begin_id", id))
+}
+
+/// Ends region `id`, the innermost open region of this thread.
+#[no_mangle]
+pub extern "C" fn metron_region_end_id(id: Id) -> Status {
+    call_fast(|| end_id("metron_region_end_id", id))
+}
+
+/// Begins perf marker `name` of `group` (group may be NULL).
+///
+/// # Safety
+/// `name` and `group` are NULL or valid NUL-terminated strings.
+#[no_mangle]
+pub unsafe extern "C" fn metron_perf_marker_begin(
+    name: *const c_char,
+    group: *const c_char,
+) -> Status {
+    call(|| {
+        // SAFETY: forwarded contract.
+        reported(unsafe { begin("metron_perf_marker_begin", name, OpenKind::Marker) })?;
+        if group.is_null() || off_in_child() {
+            return Ok(());
+        }
+        let annotation = Annotation {
+            key: c"group".as_ptr(),
+            kind: annotation_type::STRING,
+            reserved: 0,
+            value: AnnotationData { string: group },
+        };
+        with_state("metron_perf_marker_begin", |st| {
+            // SAFETY: the key is a literal; `group` is non-NULL and NUL-terminated per the
+            // contract.
+            unsafe { annotate_one(st, "metron_perf_marker_begin", &annotation) }
+        })
+    })
+}
+
+/// Ends the most recently begun perf marker.
+#[no_mangle]
+pub extern "C" fn metron_perf_marker_end() -> Status {
+    // SAFETY: no name is passed.
+    call_fast(|| unsafe { end("metron_perf_marker_end", None, OpenKind::Marker) })
+}
+
+/// Begins region `name` with `count` annotations.
+///
+/// # Safety
+/// `name` is NULL or a valid NUL-terminated string; `annotations` is NULL or points to
+/// `count` valid `metron_annotation`s whose strings are NULL or NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn metron_push(
+    name: *const c_char,
+    annotations: *const Annotation,
+    count: usize,
+) -> Status {
+    call(|| {
+        if annotations.is_null() && count > 0 {
+            return Err(null("metron_push: the annotation array (count > 0)"));
+        }
+        let list: &[Annotation] = if count == 0 {
+            &[]
+        } else {
+            // SAFETY: non-NULL with `count` elements per the contract.
+            unsafe { std::slice::from_raw_parts(annotations, count) }
+        };
+        // Check every annotation before beginning, so a bad one leaves nothing open.
+        for a in list {
+            if a.key.is_null() {
+                return Err(null("metron_push: an annotation key"));
+            }
+            if a.kind == annotation_type::STRING
+                // SAFETY: the union field named by `kind`.
+                && unsafe { a.value.string }.is_null()
+            {
+                return Err(null("metron_push: an annotation's string value"));
+            }
+            if !(annotation_type::STRING..=annotation_type::POINTER).contains(&a.kind) {
+                return Err(Failure::new(
+                    ERROR_INVALID_ARGUMENT,
+                    format!("metron_push: annotation type {} is not one of METRON_ANNOTATION_STRING (1), INT64 (2), UINT64 (3), DOUBLE (4), POINTER (5)", a.kind),
+                ));
+            }
+        }
+        // SAFETY: forwarded contract.
+        reported(unsafe { begin("metron_push", name, OpenKind::Push) })?;
+        if list.is_empty() || off_in_child() {
+            return Ok(());
+        }
+        with_state("metron_push", |st| {
+            for a in list {
+                // SAFETY: forwarded contract (checked non-NULL above).
+                unsafe { annotate_one(st, "metron_push", a) }?;
+            }
+            Ok(())
+        })
+    })
+}
+
+/// Ends the innermost region begun with `metron_push`.
+#[no_mangle]
+pub extern "C" fn metron_pop() -> Status {
+    // SAFETY: no name is passed.
+    call_fast(|| unsafe { end("metron_pop", None, OpenKind::Push) })
+}
+
+/// Annotates the innermost open region.
+///
+/// # Safety
+/// `annotation` is NULL or points to a valid `metron_annotation` whose strings are NULL or
+/// NUL-terminated.
+#[no_mangle]
+pub unsafe extern "C" fn metron_annotate(annotation: *const Annotation) -> Status {
+    call(|| {
+        if annotation.is_null() {
+            return Err(null("metron_annotate: the annotation"));
+        }
+        if off_in_child() {
+            return Ok(());
+        }
+        // SAFETY: non-NULL and valid per the contract.
+        let a = unsafe { *annotation };
+        // SAFETY: forwarded contract.
+        with_state("metron_annotate", |st| unsafe {
+            annotate_one(st, "metron_annotate", &a)
+        })
+    })
+}
+
+/// Annotates with a typed value: the body shared by the `metron_annotate_*` exports.
+///
+/// # Safety
+/// `key` is NULL or NUL-terminated; `value` is valid for `kind`.
+unsafe fn annotate_typed(
+    what: &'static str,
+    key: *const c_char,
+    kind: u32,
+    value: AnnotationData,
+) -> Status {
+    call(|| {
+        if off_in_child() {
+            return if key.is_null() {
+                Err(null(&format!("{what}: the key")))
+            } else {
+                Ok(())
+            };
+        }
+        let a = Annotation {
+            key,
+            kind,
+            reserved: 0,
+            value,
+        };
+        // SAFETY: forwarded contract.
+        with_state(what, |st| unsafe { annotate_one(st, what, &a) })
+    })
+}
+
+/// Annotates the innermost open region with a string.
+///
+/// # Safety
+/// `key` and `value` are NULL or valid NUL-terminated strings.
+#[no_mangle]
+pub unsafe extern "C" fn metron_annotate_string(
+    key: *const c_char,
+    value: *const c_char,
+) -> Status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        annotate_typed(
+            "metron_annotate_string",
+            key,
+            annotation_type::STRING,
+            AnnotationData { string: value },
+        )
+    }
+}
+
+/// Annotates the innermost open region with a signed integer.
+///
+/// # Safety
+/// `key` is NULL or a valid NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn metron_annotate_int64(key: *const c_char, value: i64) -> Status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        annotate_typed(
+            "metron_annotate_int64",
+            key,
+            annotation_type::INT64,
+            AnnotationData { int64: value },
+        )
+    }
+}
+
+/// Annotates the innermost open region with an unsigned integer.
+///
+/// # Safety
+/// `key` is NULL or a valid NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn metron_annotate_uint64(key: *const c_char, value: u64) -> Status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        annotate_typed(
+            "metron_annotate_uint64",
+            key,
+            annotation_type::UINT64,
+            AnnotationData { uint64: value },
+        )
+    }
+}
+
+/// Annotates the innermost open region with a double.
+///
+/// # Safety
+/// `key` is NULL or a valid NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn metron_annotate_double(key: *const c_char, value: f64) -> Status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        annotate_typed(
+            "metron_annotate_double",
+            key,
+            annotation_type::DOUBLE,
+            AnnotationData { float64: value },
+        )
+    }
+}
+
+/// Annotates the innermost open region with an address (shown as `0x...`).
+///
+/// # Safety
+/// `key` is NULL or a valid NUL-terminated string. `value` is never dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn metron_annotate_pointer(
+    key: *const c_char,
+    value: *const c_void,
+) -> Status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        annotate_typed(
+            "metron_annotate_pointer",
+            key,
+            annotation_type::POINTER,
+            AnnotationData { pointer: value },
+        )
+    }
+}
