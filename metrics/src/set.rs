@@ -294,12 +294,7 @@ impl MetricSet {
 
     /// Reads, parses and validates the metric file at `path`.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, MetricsError> {
-        let path = path.as_ref();
-        let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| MetricsError::Io {
-            file: file.clone(),
-            message: e.to_string(),
-        })?;
+        let (file, text) = read_metric_file(path.as_ref())?;
         Self::from_xml(&file, &text)
     }
 
@@ -307,12 +302,7 @@ impl MetricSet {
     ///
     /// [`merge`]: MetricSet::merge
     pub fn default_cpu_with_user_file(path: impl AsRef<Path>) -> Result<Self, MetricsError> {
-        let path = path.as_ref();
-        let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| MetricsError::Io {
-            file: file.clone(),
-            message: e.to_string(),
-        })?;
+        let (file, text) = read_metric_file(path.as_ref())?;
         let mut set = Self::default_cpu();
         set.merge_xml(&file, &text)?;
         Ok(set)
@@ -721,4 +711,16 @@ fn bad_name(kind: &str, name: &str) -> String {
     format!(
         "{kind} name '{name}' is not a valid identifier (letters, digits, '_', '.', and '-' before a letter; starting with a letter or '_')"
     )
+}
+
+/// The name used in messages for `path`, and its text.
+fn read_metric_file(path: &Path) -> Result<(String, String), MetricsError> {
+    let file = path.display().to_string();
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok((file, text)),
+        Err(e) => Err(MetricsError::Io {
+            file,
+            message: e.to_string(),
+        }),
+    }
 }
