@@ -66,7 +66,7 @@ pub use region::{
     AnnotationValue, BundleScope, NoBundle, Region, Scope,
 };
 pub use runtime::RunReport;
-pub use sink::{Event, RunInfo, Sink, ThreadInfo};
+pub use sink::{Event, RunInfo, SampleTrigger, Sink, ThreadInfo};
 pub use thread_buffer::{pause_thread, resume_thread, thread_paused};
 
 /// Starts the runtime now instead of on the first record (reads the settings, calibrates the

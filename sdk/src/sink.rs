@@ -74,6 +74,35 @@ pub enum Event<'a> {
         /// The new name.
         name: &'a str,
     },
+    /// A call stack of this thread: a timer sample, or a backtrace taken at a region's start.
+    Sample {
+        /// When.
+        ts_ns: u64,
+        /// Instruction addresses, innermost first: `frames[0]` is the interrupted (or calling)
+        /// instruction itself, the rest are return addresses (look them up at `addr - 1`).
+        frames: &'a [u64],
+        /// What took it.
+        trigger: SampleTrigger,
+    },
+    /// An async slice began: a range that may end on another thread (NVTX start/end, `tracing`
+    /// spans of async tasks). `cookie` pairs it with its [`Event::AsyncEnd`].
+    AsyncBegin {
+        /// When.
+        ts_ns: u64,
+        /// Which range.
+        site: &'static Callsite,
+        /// Pairs begin and end, unique among the ranges open at once.
+        cookie: u64,
+    },
+    /// An async slice ended (possibly on another thread than its begin).
+    AsyncEnd {
+        /// When.
+        ts_ns: u64,
+        /// Which range.
+        site: &'static Callsite,
+        /// The cookie of its [`Event::AsyncBegin`].
+        cookie: u64,
+    },
     /// Records of this thread were dropped (discard policy, full buffer).
     Dropped {
         /// When the drop was noticed (the thread's latest timestamp).
@@ -81,6 +110,17 @@ pub enum Event<'a> {
         /// How many records.
         count: u64,
     },
+}
+
+/// What took a [`Event::Sample`].
+#[derive(Clone, Copy, Debug)]
+pub enum SampleTrigger {
+    /// The sampler, on the thread's CPU-time clock.
+    CpuTime,
+    /// The sampler, on the real-time (wall) clock.
+    RealTime,
+    /// A backtrace component, at the start of this region.
+    RegionBegin(&'static Callsite),
 }
 
 /// The run, as sinks need it to write their files.

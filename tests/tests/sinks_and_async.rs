@@ -53,6 +53,13 @@ fn describe(thread: &ThreadInfo, event: &Event<'_>) -> Value {
         }),
         Event::ThreadName { name, .. } => json!({"kind": "thread_name", "name": name}),
         Event::Dropped { count, .. } => json!({"kind": "dropped", "count": count}),
+        Event::Sample { frames, .. } => json!({"kind": "sample", "depth": frames.len()}),
+        Event::AsyncBegin { site, cookie, .. } => {
+            json!({"kind": "async_begin", "name": site.name, "cookie": cookie})
+        }
+        Event::AsyncEnd { site, cookie, .. } => {
+            json!({"kind": "async_end", "name": site.name, "cookie": cookie})
+        }
     };
     e["thread"] = json!(thread.name);
     e

@@ -554,6 +554,8 @@ impl PerfettoSink {
                     self.counts.records_dropped += count;
                     self.counts.track_events += 1;
                 }
+                // Written by the sampling and async-slice encoders once they land.
+                Event::Sample { .. } | Event::AsyncBegin { .. } | Event::AsyncEnd { .. } => {}
             }
         }
     }
@@ -799,7 +801,10 @@ fn event_ts(e: &Event<'_>) -> u64 {
         | Event::Counter { ts_ns, .. }
         | Event::Annotation { ts_ns, .. }
         | Event::ThreadName { ts_ns, .. }
-        | Event::Dropped { ts_ns, .. } => ts_ns,
+        | Event::Dropped { ts_ns, .. }
+        | Event::Sample { ts_ns, .. }
+        | Event::AsyncBegin { ts_ns, .. }
+        | Event::AsyncEnd { ts_ns, .. } => ts_ns,
     }
 }
 

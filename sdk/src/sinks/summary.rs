@@ -473,6 +473,7 @@ impl Sink for SummarySink {
                 }
                 Event::Instant { site, .. } => *t.marks.entry(site.name).or_default() += 1,
                 Event::Dropped { count, .. } => t.dropped += count,
+                Event::Sample { .. } | Event::AsyncBegin { .. } | Event::AsyncEnd { .. } => {}
                 Event::Annotation { .. } | Event::ThreadName { .. } => {}
             }
         }
