@@ -17,7 +17,9 @@
 # Usage: scripts/bench-callgrind.sh [impl ...]     (default: all; see `pairs` without args)
 # Env:   N1, N2 (hot path, default 10000, 100000); W1, W2 (whole process, default 100000,
 #        1000000); HOT_ONLY=1 skips the whole-process runs; CARGO_TARGET_DIR (default
-#        target/h-bench);
+#        target/h-bench); PAIRS_BIN (default pairs; tracing_pairs measures the `tracing`
+#        paths) with HOT_TOGGLE (the hot-path function, default
+#        metron_benches::Impl::run_chunk; tracing_pairs::run_chunk for tracing_pairs);
 #        CARGO_FEATURES (extra cargo flags, e.g. "--no-default-features" without the peers).
 # Output: a markdown table on stdout; callgrind files under $OUT_DIR (default: a temp folder).
 set -euo pipefail
@@ -32,9 +34,11 @@ W1=${W1:-100000}
 W2=${W2:-1000000}
 HOT_ONLY=${HOT_ONLY:-0}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target/h-bench}
+PAIRS_BIN=${PAIRS_BIN:-pairs}
+HOT_TOGGLE=${HOT_TOGGLE:-metron_benches::Impl::run_chunk}
 # shellcheck disable=SC2086
-cargo build --release -p metron-benches --bin pairs ${CARGO_FEATURES:-} >&2
-BIN=$CARGO_TARGET_DIR/release/pairs
+cargo build --release -p metron-benches --bin "$PAIRS_BIN" ${CARGO_FEATURES:-} >&2
+BIN=$CARGO_TARGET_DIR/release/$PAIRS_BIN
 OUT_DIR=${OUT_DIR:-$(mktemp -d -t metron-callgrind.XXXXXX)}
 mkdir -p "$OUT_DIR"
 # Tracy refuses to start when valgrind's CPUID hides the invariant TSC.
@@ -54,7 +58,7 @@ count() {
   local file="$OUT_DIR/cg.$1.$2.$3"
   local toggle=()
   if [ "$3" = hot ]; then
-    toggle=(--toggle-collect='metron_benches::Impl::run_chunk')
+    toggle=(--toggle-collect="$HOT_TOGGLE")
   else
     # fastant (fastrace's clock) calibrates the TSC in a constructor by spinning for a fixed
     # time: its count depends on valgrind's speed, so it is left out (it runs in every process).

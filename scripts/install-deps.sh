@@ -21,3 +21,36 @@ fi
 if ! python3 -c "import perfetto.protos.perfetto.trace.perfetto_trace_pb2" >/dev/null 2>&1; then
   python3 -m pip install -q --disable-pip-version-check perfetto protobuf
 fi
+# The NVTX tests (tests/tests/nvtx_*.rs) compile C and C++ programs with the real, header-only
+# NVTX v3 headers from NVIDIA's `nvidia-nvtx` wheel (150 KB, the version of the GPU machine),
+# unpacked into ~/.cache/metron-nvtx; the tests look there (or in $METRON_NVTX_INCLUDE).
+NVTX_DIR=${XDG_CACHE_HOME:-$HOME/.cache}/metron-nvtx
+if [ ! -f "$NVTX_DIR/nvidia/cu13/include/nvtx3/nvToolsExt.h" ]; then
+  mkdir -p "$NVTX_DIR/wheels"
+  python3 -m pip download --no-deps -q --disable-pip-version-check -d "$NVTX_DIR/wheels" nvidia-nvtx==13.0.85
+  python3 - "$NVTX_DIR" <<'PY'
+import glob, os, sys, zipfile
+d = sys.argv[1]
+for w in glob.glob(os.path.join(d, "wheels", "nvidia_nvtx-*.whl")):
+    with zipfile.ZipFile(w) as z:
+        z.extractall(d, [n for n in z.namelist() if n.startswith("nvidia/cu13/include/")])
+PY
+fi
+# The GPU header test (tests/tests/gpu_headers.rs) checks Metron's CUPTI record layouts against
+# cupti.h from NVIDIA's `nvidia-cuda-cupti` wheel (10 MB, the GPU machine's version) and the
+# cuda.h and crt/ headers it includes (`nvidia-cuda-runtime`, `nvidia-cuda-crt`: 2 MB), headers only, unpacked into
+# ~/.cache/metron-cupti (a few seconds). The CUDA example's nvcc build is not set up here
+# (a 111 MB toolchain): tests/tests/gpu_cuda_example.rs skips unless ../shared/tools/cuda-toolchain.sh ran.
+CUPTI_DIR=${XDG_CACHE_HOME:-$HOME/.cache}/metron-cupti
+if [ ! -f "$CUPTI_DIR/nvidia/cu13/include/cupti.h" ]; then
+  mkdir -p "$CUPTI_DIR/wheels"
+  python3 -m pip download --no-deps -q --disable-pip-version-check -d "$CUPTI_DIR/wheels" \
+    nvidia-cuda-cupti==13.0.85 nvidia-cuda-runtime==13.0.96 nvidia-cuda-crt==13.0.88
+  python3 - "$CUPTI_DIR" <<'PY'
+import glob, os, sys, zipfile
+d = sys.argv[1]
+for w in glob.glob(os.path.join(d, "wheels", "nvidia_cuda_*.whl")):
+    with zipfile.ZipFile(w) as z:
+        z.extractall(d, [n for n in z.namelist() if n.startswith("nvidia/cu13/include/")])
+PY
+fi

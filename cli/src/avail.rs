@@ -4,8 +4,8 @@ use crate::perf;
 use crate::run::flag_of;
 use crate::usage_error;
 use metron::components::{
-    ContextSwitches, CpuClock, PageFaults, PageRss, PeakRss, SystemClock, ThreadCpuClock,
-    UserClock, WallClock,
+    ContextSwitches, CpuClock, PageFaults, PageRss, PeakRss, PerfCounters, SystemClock,
+    ThreadCpuClock, UserClock, WallClock,
 };
 use metron::settings::REGISTRY;
 use metron::{Component, ComponentInfo};
@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use std::process::ExitCode;
 
 /// Every built-in component.
-const COMPONENTS: [ComponentInfo; 9] = [
+const COMPONENTS: [ComponentInfo; 10] = [
     WallClock::INFO,
     CpuClock::INFO,
     ThreadCpuClock::INFO,
@@ -23,6 +23,7 @@ const COMPONENTS: [ComponentInfo; 9] = [
     PageRss::INFO,
     PageFaults::INFO,
     ContextSwitches::INFO,
+    PerfCounters::INFO,
 ];
 
 const HELP: &str = "\
@@ -103,12 +104,13 @@ fn report(sections: &[&str]) -> Value {
         );
     }
     if sections.contains(&"counters") {
-        let probes = perf::probe_all();
+        let (counters, metrics) = perf::probe_all();
+        let gpu_probe = metron_gpu::probe();
         let list = |kind: &str| -> Vec<Value> {
-            probes
+            counters
                 .iter()
-                .filter(|p| p.kind == kind)
-                .map(|p| json!({"name": p.name, "available": p.error.is_none(), "error": p.error}))
+                .filter(|c| perf::of_kind(c, kind))
+                .map(|c| json!({"name": c.name, "group": c.detail, "description": c.description, "available": c.available, "error": c.reason}))
                 .collect()
         };
         out.insert(
@@ -117,11 +119,16 @@ fn report(sections: &[&str]) -> Value {
                 "source": "perf_event_open (this process, user space)",
                 "perf_event_paranoid": perf::paranoid(),
                 "software": list("software"),
-                "software_unavailable_reason": perf::reason_none(&probes, "software"),
+                "software_unavailable_reason": perf::reason_none(&counters, "software"),
                 "hardware": list("hardware"),
-                "hardware_unavailable_reason": perf::reason_none(&probes, "hardware"),
-                "gpu": [],
-                "gpu_unavailable_reason": "no GPU backend is built into this version of Metron",
+                "hardware_unavailable_reason": perf::reason_none(&counters, "hardware"),
+                "metrics": metrics.iter().map(|m| json!({
+                    "name": m.name, "expression": m.expression, "unit": m.detail,
+                    "description": m.description, "available": m.available, "error": m.reason,
+                })).collect::<Vec<_>>(),
+                "gpu": gpu_probe.devices,
+                "gpu_unavailable_reason": gpu_probe.reason,
+                "gpu_backend": gpu_probe.to_json(),
             }),
         );
     }
@@ -207,10 +214,45 @@ fn text(report: &Value) -> String {
                 }
             }
         }
+        let metrics = c["metrics"].as_array().cloned().unwrap_or_default();
         out.push_str(&format!(
-            "  gpu: none: {}\n",
-            c["gpu_unavailable_reason"].as_str().unwrap_or("")
+            "  derived metrics ({}; METRON_METRICS):\n",
+            metrics.len()
         ));
+        for m in &metrics {
+            out.push_str(&format!(
+                "    {:<20} = {:<44} {}\n",
+                m["name"].as_str().unwrap_or(""),
+                m["expression"].as_str().unwrap_or(""),
+                match m["error"].as_str() {
+                    Some(why) => format!("(unavailable: {why})"),
+                    None => String::new(),
+                }
+            ));
+        }
+        let b = &c["gpu_backend"];
+        match c["gpu"].as_array().filter(|d| !d.is_empty()) {
+            Some(devices) => {
+                out.push_str(&format!(
+                    "  gpu (CUPTI {}, {}, driver {}): {}\n",
+                    b["cupti_version"],
+                    b["cupti"].as_str().unwrap_or("no CUPTI"),
+                    b["driver_version"],
+                    c["gpu_unavailable_reason"].as_str().unwrap_or("available")
+                ));
+                for d in devices {
+                    out.push_str(&format!(
+                        "    GPU {}: {}\n",
+                        d["index"],
+                        d["name"].as_str().unwrap_or("")
+                    ));
+                }
+            }
+            None => out.push_str(&format!(
+                "  gpu: none: {}\n",
+                c["gpu_unavailable_reason"].as_str().unwrap_or("")
+            )),
+        }
     }
     out
 }

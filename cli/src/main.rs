@@ -10,8 +10,10 @@
 //! exit with status 2.
 
 mod avail;
+mod passes;
 mod perf;
 mod run;
+mod sample;
 
 use std::process::ExitCode;
 
@@ -23,12 +25,15 @@ metron: record what a program does (regions, marks, counters) into a run folder.
 
 Usage:
   metron run [flags] [--] <command> [args...]   run a program under Metron
+  metron sample [--freq N] [--realtime] [flags] [--] <command> [args...]
+                                                the same, sampling every thread's call stack
   metron avail [--json] [--components] [--settings] [--counters]
                                                 list what Metron can measure and configure
   metron --version | --help
 
 Examples:
   metron run -- ./app --size 1024           # run folder in ./metron-output/app-<pid>-<time>
+  metron run --metrics IPC --perf-events cycles,instructions,cache-misses --passes auto -- ./app
   metron run -o /tmp/runs/%exe%-%pid% -- python3 train.py
   metron run --buffer-policy discard --flush-interval 250ms -- make -j4
   metron avail --settings                   # every METRON_* setting with default and values
@@ -58,8 +63,9 @@ fn main() -> ExitCode {
         }
         Some("run") => run::main(&args[1..]),
         Some("avail") => avail::main(&args[1..]),
+        Some("sample") => sample::main(&args[1..]),
         Some(other) => usage_error(&format!(
-            "unknown command {other:?}; the commands are run and avail (see metron --help)"
+            "unknown command {other:?}; the commands are run, sample and avail (see metron --help)"
         )),
     }
 }

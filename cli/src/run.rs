@@ -33,13 +33,21 @@ Usage: metron run [flags] [--] <command> [args...]
 
 Runs <command> with Metron preloaded (LD_PRELOAD=libmetron.so, METRON_PRELOAD=1). The program
 needs no change: its run folder has its process, main thread and duration, plus every region
-it records through Metron. Child processes it starts get their own run folders; a forked child
-that does not exec is turned off (METRON_FORK). The exit status is the command's.
+it records through Metron, and its NVTX markers (NVTX_INJECTION64_PATH=libmetron.so, unless
+already set) and ROCTx markers, and in processes that use CUDA their kernels, copies and CUDA API
+calls through CUPTI (CUDA_INJECTION64_PATH=libmetron.so, unless already set). Child processes
+it starts get their own run folders; a forked child that does not exec is turned off
+(METRON_FORK). The exit status is the command's.
 
 Flags (each sets the METRON_* variable in brackets; `--flag value` or `--flag=value`):
   -o, --output <path>             same as --output-path
       --library <path>            the runtime library (default: next to this command, or
                                   $METRON_LIBRARY)
+      --passes <auto|N>           run the command once per hardware-counter pass (auto: as
+                                  many as METRON_PERF_EVENTS/METRON_METRICS need) and merge
+                                  the runs into one summary.json plus passes.json
+      --sample                    sample every thread's call stack (same as --sampling on;
+                                  see also `metron sample --help`)
 ",
     );
     for spec in flag_settings() {
@@ -67,6 +75,8 @@ Examples:
 struct Plan {
     env: Vec<(&'static str, String)>,
     library: Option<PathBuf>,
+    /// `--passes auto|N`: run the command once per counter pass and merge.
+    passes: Option<String>,
     command: Vec<OsString>,
 }
 
@@ -74,6 +84,7 @@ fn parse(args: &[String]) -> Result<Option<Plan>, String> {
     let mut plan = Plan {
         env: Vec::new(),
         library: None,
+        passes: None,
         command: Vec::new(),
     };
     let mut i = 0;
@@ -109,6 +120,9 @@ fn parse(args: &[String]) -> Result<Option<Plan>, String> {
                 plan.env.push(("METRON_OUTPUT_PATH", v));
             }
             "--library" => plan.library = Some(PathBuf::from(value(&mut i)?)),
+            "--passes" => plan.passes = Some(value(&mut i)?),
+            // Short for `--sampling on` (what `metron sample` does).
+            "--sample" => plan.env.push(("METRON_SAMPLING", "on".into())),
             _ => {
                 let Some(spec) = flag_settings().find(|s| flag_of(s.name) == flag) else {
                     return Err(format!(
@@ -224,6 +238,32 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
             command.env("METRON_OUTPUT_PATH", cwd.join(default));
         }
     }
+    // NVTX v3 markers (PyTorch, NCCL, ...) reach the runtime through NVTX's injection hook,
+    // unless the user already points it at another tool.
+    match std::env::var_os("NVTX_INJECTION64_PATH").filter(|v| !v.is_empty()) {
+        Some(existing) if Path::new(&existing) != library.as_path() => eprintln!(
+            "metron run: NVTX_INJECTION64_PATH is already set ({}); leaving it, so NVTX \
+             markers go to that tool instead of Metron",
+            existing.to_string_lossy()
+        ),
+        Some(_) => {}
+        None => {
+            command.env("NVTX_INJECTION64_PATH", &library);
+        }
+    }
+    // CUDA: the driver calls `InitializeInjection` in the library from `cuInit`, so CUPTI
+    // starts only in processes that use CUDA (see user-api/src/cuda_injection.rs).
+    match std::env::var_os("CUDA_INJECTION64_PATH").filter(|v| !v.is_empty()) {
+        Some(existing) if Path::new(&existing) != library.as_path() => eprintln!(
+            "metron run: CUDA_INJECTION64_PATH is already set ({}); leaving it, so GPU \
+             activity goes to that tool instead of Metron",
+            existing.to_string_lossy()
+        ),
+        Some(_) => {}
+        None => {
+            command.env("CUDA_INJECTION64_PATH", &library);
+        }
+    }
     let mut preload = library.into_os_string();
     if let Some(existing) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
         preload.push(":");
@@ -231,6 +271,16 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
     }
     command.env("LD_PRELOAD", preload);
     command.env("METRON_PRELOAD", "1");
+    if let Some(passes) = &plan.passes {
+        let template = plan
+            .env
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == "METRON_OUTPUT_PATH")
+            .map(|(_, v)| PathBuf::from(v))
+            .unwrap_or_else(crate::passes::default_template);
+        return crate::passes::run(passes, command, &plan.env, &template.to_string_lossy());
+    }
     let error = command.exec();
     let shown = plan.command[0].to_string_lossy();
     match error.kind() {

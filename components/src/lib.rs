@@ -18,6 +18,7 @@
 //! | [`PageFaults`], [`ContextSwitches`] | count | `getrusage(RUSAGE_THREAD)`: syscall |
 //! | [`PeakRss`] | bytes | `getrusage(RUSAGE_SELF)`: syscall |
 //! | [`PageRss`] | bytes | `pread` of `/proc/self/statm` on a cached descriptor: syscall |
+//! | [`PerfCounters`] | count, ns | one `read` of the thread's perf event group: syscall |
 //!
 //! None of them allocates or locks after its first use.
 
@@ -25,12 +26,14 @@ pub mod clock;
 mod cpu;
 mod memory;
 mod os_events;
+pub mod perf;
 mod sys;
 mod wall;
 
 pub use cpu::{CpuClock, SystemClock, ThreadCpuClock, UserClock};
 pub use memory::{PageRss, PeakRss};
 pub use os_events::{ContextSwitches, PageFaults};
+pub use perf::PerfCounters;
 pub use wall::WallClock;
 
 /// The unit of a [`Field`], printed in summaries and used to scale values for display.
@@ -85,6 +88,21 @@ pub struct ComponentInfo {
     pub cost: &'static str,
     /// [`Component::FIELDS`].
     pub fields: &'static [Field],
+    /// [`Component::active_fields`].
+    pub active_fields: fn() -> &'static [Field],
+}
+
+impl ComponentInfo {
+    /// The fields with the names they have in this run (see [`Component::active_fields`]);
+    /// as many as [`ComponentInfo::fields`]. Not for the hot path.
+    pub fn named_fields(&self) -> &'static [Field] {
+        let named = (self.active_fields)();
+        if named.len() == self.fields.len() {
+            named
+        } else {
+            self.fields
+        }
+    }
 }
 
 /// One kind of measurement.
@@ -146,8 +164,15 @@ pub trait Component: Default + Send + 'static {
     fn sample(&mut self) {}
     /// The result of the last operation.
     fn value(&self) -> Self::Value;
-    /// Writes [`Component::value`] as `FIELDS.len()` numbers into `out`.
+    /// Writes [`Component::value`] as `FIELDS.len()` numbers into `out`. A NaN means "not
+    /// measured" (e.g. an unused slot): outputs leave it out.
     fn write_fields(&self, out: &mut [f64]);
+    /// The fields as this run names them, for components whose fields depend on run-time
+    /// configuration (e.g. [`PerfCounters`]: one field per configured event). Same length as
+    /// [`Component::FIELDS`]. Called by outputs, off the hot path.
+    fn active_fields() -> &'static [Field] {
+        Self::FIELDS
+    }
 
     /// This component's static description.
     const INFO: ComponentInfo = ComponentInfo {
@@ -155,6 +180,7 @@ pub trait Component: Default + Send + 'static {
         description: Self::DESCRIPTION,
         cost: Self::COST,
         fields: Self::FIELDS,
+        active_fields: Self::active_fields,
     };
 }
 

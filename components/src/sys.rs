@@ -62,3 +62,63 @@ pub(crate) fn page_size() -> u64 {
         4096
     }
 }
+
+/// `perf_event_open` for the calling thread on any CPU, joining `group_fd` (-1: a new group
+/// whose leader reads the whole group). Returns the descriptor or the errno.
+pub(crate) fn perf_open(
+    kind: u32,
+    config: u64,
+    exclude_user: bool,
+    exclude_kernel: bool,
+    group_fd: libc::c_int,
+) -> Result<libc::c_int, i32> {
+    use perf_event_open_sys::bindings as b;
+    let mut attr = b::perf_event_attr {
+        type_: kind,
+        size: std::mem::size_of::<b::perf_event_attr>() as u32,
+        config,
+        read_format: (b::PERF_FORMAT_GROUP
+            | b::PERF_FORMAT_TOTAL_TIME_ENABLED
+            | b::PERF_FORMAT_TOTAL_TIME_RUNNING) as u64,
+        ..Default::default()
+    };
+    attr.set_exclude_user(exclude_user as u64);
+    attr.set_exclude_kernel(exclude_kernel as u64);
+    attr.set_exclude_hv(1);
+    // SAFETY: `attr` is a fully initialised perf_event_attr whose `size` is its own size; it
+    // asks for a counting (non-sampling) event of the calling thread (pid 0, cpu -1), which
+    // maps no memory and sends no signal. The kernel only reads `attr` during the call.
+    let fd = unsafe {
+        perf_event_open_sys::perf_event_open(
+            &mut attr,
+            0,
+            -1,
+            group_fd,
+            b::PERF_FLAG_FD_CLOEXEC as libc::c_ulong,
+        )
+    };
+    if fd < 0 {
+        Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+    } else {
+        Ok(fd)
+    }
+}
+
+/// `read` of a perf group leader into `buf` (PERF_FORMAT_GROUP layout); the words read, 0 on
+/// error. One syscall; no allocation.
+#[inline]
+pub(crate) fn perf_read(fd: libc::c_int, buf: &mut [u64]) -> usize {
+    // SAFETY: `buf` is a valid writable region of `size_of_val(buf)` bytes for the whole call.
+    let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), std::mem::size_of_val(buf)) };
+    if n <= 0 {
+        0
+    } else {
+        n as usize / 8
+    }
+}
+
+/// Closes a descriptor this crate opened (errors ignored: nothing to do about them).
+pub(crate) fn close(fd: libc::c_int) {
+    // SAFETY: callers pass a descriptor they own and never use again.
+    unsafe { libc::close(fd) };
+}

@@ -72,6 +72,7 @@
 //! default one).
 
 mod expr;
+pub mod passes;
 mod set;
 
 pub use expr::{

@@ -42,6 +42,9 @@
 
 pub mod buffer;
 mod callsite;
+pub mod counters;
+pub mod gpu;
+pub mod info;
 pub mod lifecycle;
 mod metadata;
 mod output_path;
@@ -49,6 +52,7 @@ mod pipeline;
 pub mod record;
 mod region;
 mod runtime;
+pub mod sampling;
 pub mod settings;
 mod sink;
 pub mod sinks;
@@ -60,12 +64,14 @@ pub use metadata::add_section as add_metadata_section;
 pub use metron_components as components;
 pub use metron_components::{clock, Bundle, Component, ComponentInfo, Field, Unit};
 pub use metron_macros::{profile, Bundle};
+pub use output_path::expand_now as expand_output_path;
 pub use pipeline::ThreadStats;
 pub use region::{
-    annotate as annotate_with, by_id, counter as counter_value, mark as mark_at, set_thread_name,
-    AnnotationValue, BundleScope, NoBundle, Region, Scope,
+    annotate as annotate_with, async_begin, async_end, by_id, counter as counter_value,
+    mark as mark_at, set_thread_name, AnnotationValue, BundleScope, NoBundle, Region, Scope,
 };
 pub use runtime::RunReport;
+pub use sampling::Backtrace;
 pub use sink::{Event, RunInfo, SampleTrigger, Sink, ThreadInfo};
 pub use thread_buffer::{pause_thread, resume_thread, thread_paused};
 

@@ -62,6 +62,7 @@ extern "C" fn after_fork_in_child() {
     CHILD_DISABLED.store(true, Ordering::Relaxed);
     crate::runtime::disable_after_fork();
     crate::thread_buffer::forget_after_fork();
+    crate::sampling::after_fork_in_child();
     signals::reset_in_child();
 }
 

@@ -85,6 +85,24 @@ pub(crate) fn utc_stamp(secs: u64) -> String {
     )
 }
 
+/// Expands `template` as a run started now by this process would, with `exe` as the program
+/// name; unknown keys stay as written. For tools that run programs several times into one
+/// folder (`metron run --passes`).
+pub fn expand_now(template: &str, exe: &str) -> PathBuf {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let hostname = crate::sys::hostname();
+    let time = utc_stamp(secs);
+    let keys = PathKeys {
+        pid: crate::sys::getpid(),
+        exe,
+        hostname: &hostname,
+        time: &time,
+    };
+    expand(template, &keys, |n| std::env::var(n).ok()).0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

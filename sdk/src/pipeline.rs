@@ -5,7 +5,7 @@ use crate::buffer::Batch;
 use crate::callsite::{self, Callsite};
 use crate::record::{kind, value_type, Header, Slot};
 use crate::region::AnnotationValue;
-use crate::sink::{Event, RunInfo, Sink, ThreadInfo};
+use crate::sink::{Event, RunInfo, SampleTrigger, Sink, ThreadInfo};
 use metron_components::clock::{self, Calibration};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -25,6 +25,8 @@ pub struct ThreadStats {
     pub open_at_exit: u64,
     /// Records whose id or layout could not be decoded.
     pub malformed: u64,
+    /// Call stacks decoded (sampler and backtraces).
+    pub samples: u64,
     #[serde(skip)]
     stack: Vec<(&'static Callsite, u64)>,
     #[serde(skip)]
@@ -35,6 +37,10 @@ pub(crate) struct Pipeline {
     sinks: Vec<Box<dyn Sink>>,
     threads: HashMap<u64, ThreadStats>,
     sites: Vec<&'static Callsite>,
+    /// The latest thread key seen for each kernel thread id (samples find their thread here).
+    by_tid: HashMap<u32, u64>,
+    /// Keys made for threads first seen through their samples.
+    sample_keys: std::collections::HashSet<u64>,
     pub(crate) calibration: Calibration,
     initial: Calibration,
     finished: bool,
@@ -47,6 +53,8 @@ impl Pipeline {
             sinks,
             threads: HashMap::new(),
             sites: Vec::new(),
+            by_tid: HashMap::new(),
+            sample_keys: Default::default(),
             calibration,
             initial: calibration,
             finished: false,
@@ -75,7 +83,12 @@ impl Pipeline {
             return;
         }
         self.calibration = self.calibration.refined();
-        let key = batch.producer.index;
+        // A thread the sampler saw first keeps the key its samples got.
+        let key = match self.by_tid.get(&batch.producer.tid) {
+            Some(&k) if self.sample_keys.contains(&k) => k,
+            _ => batch.producer.index,
+        };
+        self.by_tid.insert(batch.producer.tid, key);
         let mut state = self.threads.remove(&key).unwrap_or_default();
         if state.thread.is_none() {
             state.thread = Some(ThreadInfo {
@@ -96,11 +109,16 @@ impl Pipeline {
                 break;
             }
             let payload = &records[i + 1..payload_end];
-            let ts_ns = self
-                .calibration
-                .to_monotonic_ns(records[i].ticks)
-                .max(state.last_ns);
-            state.last_ns = ts_ns;
+            let raw_ns = self.calibration.to_monotonic_ns(records[i].ticks);
+            // An async begin may carry a time read earlier (`by_id::async_begin_at_ticks`: a
+            // `tracing` span known to be async only at its close); it lies on a track of its
+            // own, so it keeps its time and does not move the thread's clock.
+            let ts_ns = if head.kind == kind::ASYNC_BEGIN {
+                raw_ns
+            } else {
+                state.last_ns = raw_ns.max(state.last_ns);
+                state.last_ns
+            };
             state.records_written += 1;
             self.decode(&mut state, head, ts_ns, payload, &mut events);
             i = payload_end;
@@ -120,6 +138,72 @@ impl Pipeline {
             if let Some(thread) = state.thread.as_mut() {
                 thread.name = (*name).to_string();
             }
+        }
+        let thread = state.thread.clone().expect("set above");
+        for sink in &mut self.sinks {
+            sink.events(&thread, &events);
+        }
+        self.threads.insert(key, state);
+    }
+
+    /// Decodes the sampler's records of thread `tid` (kind `SAMPLE` only, from its signal
+    /// ring) and hands them to the sinks as that thread's events. Their timestamps are not
+    /// clamped to the thread's region stream, which is delivered separately.
+    pub(crate) fn consume_samples(&mut self, tid: u32, name: &str, records: &[Slot], dropped: u64) {
+        if self.finished || (records.is_empty() && dropped == 0) {
+            return;
+        }
+        self.calibration = self.calibration.refined();
+        let key = match self.by_tid.get(&tid) {
+            Some(&k) => k,
+            None => {
+                let k = crate::buffer::ProducerInfo::next_index();
+                self.by_tid.insert(tid, k);
+                self.sample_keys.insert(k);
+                k
+            }
+        };
+        let mut state = self.threads.remove(&key).unwrap_or_default();
+        if state.thread.is_none() {
+            state.thread = Some(ThreadInfo {
+                tid,
+                name: name.to_string(),
+                index: key,
+                is_metron: name.starts_with("metron"),
+            });
+        }
+        let mut events = Vec::with_capacity(records.len() / 4 + 1);
+        let mut i = 0;
+        while i < records.len() {
+            let head = Header::unpack(records[i].header);
+            let end = i + 1 + head.extra as usize;
+            if end > records.len() || head.kind != kind::SAMPLE {
+                state.malformed += 1;
+                break;
+            }
+            let trigger = match head.aux & 3 {
+                0 => SampleTrigger::CpuTime,
+                _ => SampleTrigger::RealTime,
+            };
+            events.push(Event::Sample {
+                ts_ns: self.calibration.to_monotonic_ns(records[i].ticks),
+                frames: addresses(&records[i + 1..end], (head.aux >> 2) as usize),
+                trigger,
+            });
+            state.records_written += 1;
+            state.samples += 1;
+            i = end;
+        }
+        if dropped > 0 {
+            state.records_dropped += dropped;
+            let ts_ns = match events.last() {
+                Some(Event::Sample { ts_ns, .. }) => *ts_ns,
+                _ => state.last_ns,
+            };
+            events.push(Event::Dropped {
+                ts_ns,
+                count: dropped,
+            });
         }
         let thread = state.thread.clone().expect("set above");
         for sink in &mut self.sinks {
@@ -229,11 +313,52 @@ impl Pipeline {
                     _ => state.malformed += 1,
                 }
             }
+            kind::ASYNC_BEGIN | kind::ASYNC_END => match (self.site(head.id), payload.first()) {
+                (Some(site), Some(slot)) => events.push(if head.kind == kind::ASYNC_BEGIN {
+                    Event::AsyncBegin {
+                        ts_ns,
+                        site,
+                        cookie: slot.ticks,
+                    }
+                } else {
+                    Event::AsyncEnd {
+                        ts_ns,
+                        site,
+                        cookie: slot.ticks,
+                    }
+                }),
+                _ => state.malformed += 1,
+            },
+            kind::SAMPLE => {
+                // In the region stream: a backtrace, taken right after its region's begin.
+                let frames = addresses(payload, (head.aux >> 2) as usize);
+                match (head.aux & 3, state.stack.last()) {
+                    (2, Some(&(site, _))) => {
+                        state.samples += 1;
+                        events.push(Event::Sample {
+                            ts_ns,
+                            frames,
+                            trigger: SampleTrigger::RegionBegin(site),
+                        });
+                    }
+                    _ => state.malformed += 1,
+                }
+            }
             kind::THREAD_NAME => events.push(Event::ThreadName {
                 ts_ns,
                 name: text(payload, head.aux as usize),
             }),
             _ => state.malformed += 1,
+        }
+    }
+
+    /// Hands GPU activity records to every sink (nothing once the run finished).
+    pub(crate) fn gpu_records(&mut self, records: &[crate::gpu::GpuRecord]) {
+        if self.finished {
+            return;
+        }
+        for sink in &mut self.sinks {
+            sink.gpu_records(records);
         }
     }
 
@@ -294,6 +419,15 @@ fn words(payload: &[Slot], count: usize) -> &[f64] {
     // SAFETY: `Slot` is `repr(C)` of two u64 with no padding and 16-byte alignment, so the
     // payload's bytes are `available` properly aligned f64 values (any bit pattern is valid).
     let all = unsafe { std::slice::from_raw_parts(payload.as_ptr().cast::<f64>(), available) };
+    &all[..count.min(available)]
+}
+
+/// The first `count` u64 words of a payload (sample frames).
+fn addresses(payload: &[Slot], count: usize) -> &[u64] {
+    let available = payload.len() * 2;
+    // SAFETY: `Slot` is `repr(C)` of two u64 with no padding and 16-byte alignment, so the
+    // payload's bytes are `available` properly aligned u64 values.
+    let all = unsafe { std::slice::from_raw_parts(payload.as_ptr().cast::<u64>(), available) };
     &all[..count.min(available)]
 }
 

@@ -21,6 +21,9 @@
 //! | `COUNTER` | counter | 0 | word 0: the value, f64 |
 //! | `ANNOTATION` | key | value type \| (string length << 4) | the value (word 0) or string bytes |
 //! | `THREAD_NAME` | 0 | string length | string bytes |
+//! | `SAMPLE` | 0 | trigger (bits 0..2: 0 CPU time, 1 real time, 2 region begin) \| (frames << 2) | the frames, one u64 address per word, innermost first |
+//! | `ASYNC_BEGIN` | range | 0 | word 0: the cookie that pairs begin and end, u64 |
+//! | `ASYNC_END` | range | 0 | word 0: the cookie of its `ASYNC_BEGIN`, u64 |
 
 use static_assertions::const_assert_eq;
 
@@ -61,6 +64,12 @@ pub mod kind {
     pub const ANNOTATION: u8 = 6;
     /// The thread was (re)named.
     pub const THREAD_NAME: u8 = 7;
+    /// A call stack (timer sample or backtrace at a region's begin); see `crate::sampling`.
+    pub const SAMPLE: u8 = 8;
+    /// An async slice began (may end on another thread); payload word 0 is its cookie.
+    pub const ASYNC_BEGIN: u8 = 9;
+    /// An async slice ended; payload word 0 is the cookie of its begin.
+    pub const ASYNC_END: u8 = 10;
 }
 
 /// Annotation value types (low 4 bits of `aux`).

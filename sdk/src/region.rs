@@ -244,6 +244,19 @@ pub fn mark(site: &'static Callsite) {
     }
 }
 
+/// Begins an async slice at `site` (a region call site) paired by `cookie` with its
+/// [`async_end`], which may run on another thread. See [`by_id::async_begin`].
+#[inline(always)]
+pub fn async_begin(site: &'static Callsite, cookie: u64) -> bool {
+    collecting() && by_id::async_begin(site.id(), cookie)
+}
+
+/// Ends the async slice begun at `site` with `cookie` (any thread). See [`by_id::async_end`].
+#[inline(always)]
+pub fn async_end(site: &'static Callsite, cookie: u64) -> bool {
+    by_id::async_end(site.id(), cookie)
+}
+
 /// Records a counter value.
 #[inline(always)]
 pub fn counter(site: &'static Callsite, value: f64) {
@@ -295,6 +308,60 @@ pub mod by_id {
             };
             slots[1] = Slot {
                 ticks: value.to_bits(),
+                header: 0,
+            };
+        })
+    }
+
+    /// Begins async slice `id` (a region call site, [`crate::CallsiteKind::Region`]) with
+    /// `cookie`, which pairs it with its [`async_end`]: a range that may end on another thread
+    /// (NVTX start/end, `tracing` spans of async tasks). Cookies must be unique among the
+    /// slices of the process open at once. One 2-slot record; false when not collecting,
+    /// paused, or dropped (then do not record its end either).
+    #[inline]
+    pub fn async_begin(id: u32, cookie: u64) -> bool {
+        ENABLED && runtime::collecting() && async_record(id, kind::ASYNC_BEGIN, cookie, false)
+    }
+
+    /// Ends async slice `id` begun with `cookie`, on any thread. Written even while
+    /// collection is off or the thread is paused (like [`end`]), so a slice begun before
+    /// still ends; an end whose begin was never recorded is counted as unmatched. False when
+    /// dropped (or instrumentation is compiled out).
+    #[inline]
+    pub fn async_end(id: u32, cookie: u64) -> bool {
+        ENABLED && async_record(id, kind::ASYNC_END, cookie, true)
+    }
+
+    /// [`async_begin`] with its time given: `ticks` is a [`crate::clock::now_ticks`] read
+    /// earlier, on any thread. For ranges known to be async only later (a `tracing` span is
+    /// known to have moved between threads when it closes: `metron-tracing` writes its begin,
+    /// with its creation time, and its end then). The begin is written on this thread.
+    #[inline]
+    pub fn async_begin_at_ticks(id: u32, cookie: u64, ticks: u64) -> bool {
+        ENABLED
+            && runtime::collecting()
+            && thread_buffer::write_with(2, 1, false, |slots| {
+                slots[0] = Slot {
+                    ticks,
+                    header: header(id, kind::ASYNC_BEGIN, 1, 0),
+                };
+                slots[1] = Slot {
+                    ticks: cookie,
+                    header: 0,
+                };
+            })
+    }
+
+    #[inline(always)]
+    fn async_record(id: u32, record_kind: u8, cookie: u64, ends: bool) -> bool {
+        let ticks = now_ticks();
+        thread_buffer::write_with(2, 1, ends, |slots| {
+            slots[0] = Slot {
+                ticks,
+                header: header(id, record_kind, 1, 0),
+            };
+            slots[1] = Slot {
+                ticks: cookie,
                 header: 0,
             };
         })
@@ -361,6 +428,16 @@ pub mod by_id {
                 false
             }
         }
+    }
+
+    /// Records `name` as the calling thread's name in the outputs, without renaming the
+    /// thread itself (for tools that only label threads, e.g. `nvtxNameOsThread`).
+    pub fn thread_name(name: &str) -> bool {
+        if !(ENABLED && runtime::collecting()) {
+            return false;
+        }
+        let text = truncate(name, MAX_STRING_BYTES);
+        write_string(now_ticks(), 0, kind::THREAD_NAME, text.len() as u16, text)
     }
 
     /// Annotates the innermost open region of this thread with key `key_id` (interned as

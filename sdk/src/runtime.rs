@@ -70,6 +70,9 @@ fn start() -> Runtime {
     for error in &settings.errors {
         eprintln!("metron: {error}");
     }
+    if settings.enabled {
+        crate::counters::configure(&settings.counters);
+    }
     let calibration = *clock::calibration();
     let start_realtime_ns = clock::realtime_ns();
     let exe = std::env::current_exe()
@@ -100,6 +103,8 @@ fn start() -> Runtime {
     if settings.summary {
         sinks.push(Box::new(SummarySink::new()));
     }
+    // `stacks.folded`, written only when the run has call-stack samples.
+    sinks.push(Box::new(crate::sinks::folded::FoldedSink::new()));
     if settings.trace {
         sinks.push(Box::new(PerfettoSink::from_settings(
             &settings,
@@ -118,7 +123,7 @@ fn start() -> Runtime {
             watermark_percent: settings.watermark_percent,
             policy: settings.policy,
         },
-        flusher,
+        flusher.clone(),
         move |batch| {
             feed.lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -136,6 +141,8 @@ fn start() -> Runtime {
         end_ns: 0,
     };
     let enabled = settings.enabled;
+    // Time windows may start with recording off; the sampler starts here when asked for.
+    let open = !enabled || crate::sampling::start(&settings.sampling, &pipeline, &flusher);
     let runtime = Runtime {
         settings,
         service,
@@ -150,7 +157,7 @@ fn start() -> Runtime {
     if enabled {
         crate::lifecycle::install(&runtime.settings);
     }
-    STATE.store(if enabled { ON } else { OFF }, Ordering::Release);
+    STATE.store(if enabled && open { ON } else { OFF }, Ordering::Release);
     runtime
 }
 
@@ -180,8 +187,25 @@ pub(crate) fn disable_after_fork() {
 
 /// Delivers everything recorded so far to the sinks.
 pub(crate) fn flush() {
+    // A forked child must not take the parent's locks (another parent thread may have held
+    // them at the fork): it has nothing of its own to deliver anyway.
+    if crate::lifecycle::disabled_in_child() {
+        return;
+    }
     if let Some(rt) = RUNTIME.get() {
+        crate::gpu::flush_backend(false);
         rt.service.flush();
+        crate::sampling::drain();
+    }
+}
+
+/// Hands GPU records to the sinks (see [`crate::gpu::submit`]).
+pub(crate) fn deliver_gpu(records: &[crate::gpu::GpuRecord]) {
+    if let Some(rt) = RUNTIME.get() {
+        rt.pipeline
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .gpu_records(records);
     }
 }
 
@@ -205,8 +229,11 @@ pub(crate) fn finish() -> Option<RunReport> {
     if !rt.settings.enabled || rt.finished.swap(true, Ordering::AcqRel) {
         return None;
     }
+    // The GPU backend's last records reach the sinks before they write.
+    crate::gpu::flush_backend(true);
     STATE.store(OFF, Ordering::Release);
     rt.service.flush();
+    crate::sampling::finish();
     let mut pipeline = rt.pipeline.lock().unwrap_or_else(|e| e.into_inner());
     let run = {
         let mut run = rt.run.lock().unwrap_or_else(|e| e.into_inner());

@@ -23,6 +23,8 @@ pub enum Kind {
     Choice(&'static [&'static str]),
     /// Free text (paths, templates).
     Text,
+    /// A value with a grammar of its own (sampling frequency, thread list, signal, periods).
+    Grammar(crate::sampling::Grammar),
 }
 
 impl Kind {
@@ -37,6 +39,7 @@ impl Kind {
             }
             Kind::Choice(words) => format!("one of: {}", words.join(", ")),
             Kind::Text => "any text".into(),
+            Kind::Grammar(g) => g.accepted(),
         }
     }
 }
@@ -149,6 +152,120 @@ pub static REGISTRY: &[SettingSpec] = &[
         default: "disable",
         description: "what a forked child does: disable turns Metron off in the child cleanly (no deadlock, the parent's run untouched); a child that execs starts afresh",
     },
+    SettingSpec {
+        name: "METRON_SAMPLING",
+        kind: Kind::Bool,
+        default: "false",
+        description: "sample the call stacks of every thread (see METRON_SAMPLING_*); `metron sample` turns it on",
+    },
+    SettingSpec {
+        name: "METRON_SAMPLING_FREQ",
+        kind: Kind::Grammar(crate::sampling::Grammar::Frequency),
+        default: "1000",
+        description: "samples per second of each thread's CPU time (and of wall time with METRON_SAMPLING_REALTIME)",
+    },
+    SettingSpec {
+        name: "METRON_SAMPLING_CPUTIME",
+        kind: Kind::Bool,
+        default: "true",
+        description: "sample on each thread's CPU time (a perf task-clock event per thread; a POSIX CPU-clock timer at the kernel tick where perf events are not allowed)",
+    },
+    SettingSpec {
+        name: "METRON_SAMPLING_REALTIME",
+        kind: Kind::Bool,
+        default: "false",
+        description: "also sample on wall time (a CLOCK_MONOTONIC timer per thread): blocked and sleeping threads are sampled too",
+    },
+    SettingSpec {
+        name: "METRON_SAMPLING_DELAY",
+        kind: Kind::Duration,
+        default: "0",
+        description: "start sampling this long after the run starts",
+    },
+    SettingSpec {
+        name: "METRON_SAMPLING_DURATION",
+        kind: Kind::Duration,
+        default: "0",
+        description: "stop sampling this long after it started (0: at the end of the run)",
+    },
+    SettingSpec {
+        name: "METRON_SAMPLING_TIDS",
+        kind: Kind::Grammar(crate::sampling::Grammar::ThreadList),
+        default: "all",
+        description: "which threads to sample: all, or thread indices in the order the sampler first sees them (0 = the main thread)",
+    },
+    SettingSpec {
+        name: "METRON_SAMPLING_SIGNAL",
+        kind: Kind::Grammar(crate::sampling::Grammar::Signal),
+        default: "auto",
+        description: "the signal that carries samples: auto picks a free real-time signal, so a program's own SIGPROF handler is left alone",
+    },
+    SettingSpec {
+        name: "METRON_TRACE_PERIODS",
+        kind: Kind::Grammar(crate::sampling::Grammar::Periods),
+        default: "none",
+        description: "time windows: regions and samples are recorded only inside them; a comma list of [clock:]delay:duration[:repeat] (clock realtime or cputime, seconds)",
+    },
+    SettingSpec {
+        name: "METRON_TRACE_DELAY",
+        kind: Kind::Duration,
+        default: "0",
+        description: "record nothing for this long after the run starts (one more realtime window, after METRON_TRACE_PERIODS)",
+    },
+    SettingSpec {
+        name: "METRON_TRACE_DURATION",
+        kind: Kind::Duration,
+        default: "0",
+        description: "stop recording this long after METRON_TRACE_DELAY (0: until the end)",
+    },
+    SettingSpec {
+        name: "METRON_PERF_EVENTS",
+        kind: Kind::Text,
+        default: "task-clock,page-faults,context-switches",
+        description: "counters of the PerfCounters component, as `perf list` spells them (cycles, instructions, cache-misses, L1-dcache-load-misses, task-clock, page-faults, r<hex>, ...; suffix :u, :k or :uk)",
+    },
+    SettingSpec {
+        name: "METRON_METRICS",
+        kind: Kind::Text,
+        default: "",
+        description: "derived metrics to compute per region (e.g. IPC,cache_miss_ratio); their counters join METRON_PERF_EVENTS",
+    },
+    SettingSpec {
+        name: "METRON_METRICS_FILE",
+        kind: Kind::Text,
+        default: "",
+        description: "an XML metric file whose counters and metrics add to (and override) the built-in ones",
+    },
+    SettingSpec {
+        name: "METRON_PERF_GROUP_SIZE",
+        kind: Kind::Text,
+        default: "auto",
+        description: "hardware counters one pass can count at once: auto (detected; 4 when the machine has no PMU to ask) or a number from 1 to 8",
+    },
+    SettingSpec {
+        name: "METRON_PERF_PASS",
+        kind: Kind::Text,
+        default: "1",
+        description: "which pass of a multi-pass counter plan this run counts (1 to the number of passes); `metron run --passes auto` sets it",
+    },
+    SettingSpec {
+        name: "METRON_GPU",
+        kind: Kind::Bool,
+        default: "true",
+        description: "trace NVIDIA GPU work through CUPTI (kernels, copies, sets, API calls) in processes that use CUDA; off when no driver or CUPTI is found (metadata.json says why)",
+    },
+    SettingSpec {
+        name: "METRON_GPU_ACTIVITY_BUFFER",
+        kind: Kind::Size,
+        default: "4M",
+        description: "size of each CUPTI activity buffer; 8 are preallocated, more are allocated (and counted) only if CUPTI asks while all are in use",
+    },
+    SettingSpec {
+        name: "METRON_GPU_API",
+        kind: Kind::Choice(&["runtime", "driver", "both", "none"]),
+        default: "both",
+        description: "which CUDA API calls are traced as host-side slices: runtime, driver, both or none (kernel-to-region joins and flow arrows need the API of the launch)",
+    },
 ];
 
 /// A setting whose value was not accepted.
@@ -205,6 +322,10 @@ pub struct Settings {
     pub preload: bool,
     /// `METRON_SIGNALS`, with `auto` resolved (on when preloaded).
     pub signals: bool,
+    /// The counter settings, as written (checked by `crate::counters`).
+    pub counters: crate::counters::CounterSettings,
+    /// `METRON_SAMPLING*` and the time windows (`METRON_TRACE_PERIODS`, `_DELAY`, `_DURATION`).
+    pub sampling: crate::sampling::SamplingConfig,
     /// Every registry entry with the value in force and where it came from.
     pub resolved: Vec<ResolvedSetting>,
     /// Values that were rejected.
@@ -286,6 +407,31 @@ impl Settings {
         };
         // METRON_FORK has one policy so far (disable); read it so a bad value is reported.
         let _ = value_of("METRON_FORK");
+        // Read by the GPU backend (`metron-gpu`); checked and reported here like the rest.
+        for gpu in ["METRON_GPU", "METRON_GPU_ACTIVITY_BUFFER", "METRON_GPU_API"] {
+            let _ = value_of(gpu);
+        }
+        let sampling = crate::sampling::SamplingConfig::from_values(
+            value_of("METRON_SAMPLING").bool(),
+            &value_of("METRON_SAMPLING_FREQ").text(),
+            value_of("METRON_SAMPLING_CPUTIME").bool(),
+            value_of("METRON_SAMPLING_REALTIME").bool(),
+            value_of("METRON_SAMPLING_DELAY").duration(),
+            value_of("METRON_SAMPLING_DURATION").duration(),
+            &value_of("METRON_SAMPLING_TIDS").text(),
+            &value_of("METRON_SAMPLING_SIGNAL").text(),
+            &value_of("METRON_TRACE_PERIODS").text(),
+            value_of("METRON_TRACE_DELAY").duration(),
+            value_of("METRON_TRACE_DURATION").duration(),
+        );
+        // Counter settings have grammars of their own, checked by `crate::counters`.
+        let counters = crate::counters::CounterSettings {
+            events: value_of("METRON_PERF_EVENTS").text(),
+            metrics: value_of("METRON_METRICS").text(),
+            metrics_file: value_of("METRON_METRICS_FILE").text(),
+            group_size: value_of("METRON_PERF_GROUP_SIZE").text(),
+            pass: value_of("METRON_PERF_PASS").text(),
+        };
         Settings {
             enabled,
             output_path,
@@ -301,6 +447,8 @@ impl Settings {
             trace_categories,
             preload,
             signals,
+            counters,
+            sampling,
             resolved,
             errors,
         }
@@ -381,6 +529,7 @@ fn parse(kind: Kind, raw: &str) -> Option<Value> {
             .find(|w| w.eq_ignore_ascii_case(raw))
             .map(|w| Value::Text((*w).to_string())),
         Kind::Text => Some(Value::Text(raw.to_string())),
+        Kind::Grammar(g) => g.check(raw).then(|| Value::Text(raw.to_string())),
     }
 }
 

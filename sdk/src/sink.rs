@@ -154,6 +154,9 @@ pub trait Sink: Send {
     fn events(&mut self, thread: &ThreadInfo, events: &[Event<'_>]);
     /// The run is over: write outputs into `run.output_dir` and return the files written.
     fn finish(&mut self, run: &RunInfo) -> std::io::Result<Vec<PathBuf>>;
+    /// GPU activity records (kernels, copies, API calls) from a GPU backend, in the order the
+    /// backend delivered them (see [`crate::gpu`]); the default ignores them.
+    fn gpu_records(&mut self, _records: &[crate::gpu::GpuRecord]) {}
     /// What this sink reports into `metadata.json` under `outputs.<name>` (called after
     /// `finish`); `None` adds nothing.
     fn metadata(&self) -> Option<serde_json::Value> {

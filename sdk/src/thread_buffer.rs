@@ -172,6 +172,8 @@ fn make_room(p: &RawProducer<Slot>, n: usize, drop_weight: u64) -> bool {
         // `try_with`: a write after this thread's thread-locals were destroyed (an `atexit`
         // handler on the main thread) still gets its record; the producer is drained at finish.
         let _ = EXIT.try_with(|_| {});
+        // Sampled from now on, not only from the sampler's next scan.
+        crate::sampling::on_thread_attach();
         if p.reserve(n).is_some() {
             return true;
         }

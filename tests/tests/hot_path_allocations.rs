@@ -65,6 +65,8 @@ fn allocations_during(f: impl FnOnce()) -> u64 {
 struct Timers {
     wall: WallClock,
     cpu: ThreadCpuClock,
+    /// The default software events: a group read per start and stop.
+    perf: metron::components::PerfCounters,
 }
 
 #[metron::profile]

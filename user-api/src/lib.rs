@@ -10,7 +10,9 @@
 //! Names are interned once per distinct name and cached per thread by address (confirmed by
 //! content), so `metron_region_begin("solve")` takes no lock after its first call on a thread.
 //!
-//! The same library is the `LD_PRELOAD` runtime of `metron run` ([`preload`]).
+//! The same library is the `LD_PRELOAD` runtime of `metron run` ([`preload`]), an NVTX v3
+//! injection library (`nvtx`: `NVTX_INJECTION64_PATH=libmetron.so`) and a recording, forwarding
+//! ROCTx (`roctx`).
 //!
 //! # Speed
 //! `metron_region_begin` + `metron_region_end` through the shared library: see the README
@@ -21,13 +23,17 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 mod boundary;
 mod checked;
+mod cuda_injection;
 pub mod errors;
 mod exec;
+mod exports_info;
 mod exports_instants;
 mod exports_process;
 mod exports_regions;
 mod ids;
+mod nvtx;
 mod preload;
+mod roctx;
 mod thread_state;
 
 use boundary::*;

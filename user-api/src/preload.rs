@@ -42,6 +42,7 @@ extern "C" fn on_load() {
             )
         });
         if on {
+            crate::cuda_injection::report_in_metadata();
             start_program_region();
         }
     });
@@ -55,6 +56,21 @@ fn start_program_region() {
         return;
     }
     let name = program_name();
+    if counters_asked() {
+        // The whole program measured with the counters of METRON_PERF_EVENTS/METRON_METRICS.
+        let leaked: &'static str = Box::leak(name.into_boxed_str());
+        let site: &'static metron::Callsite = Box::leak(Box::new(metron::Callsite::new(
+            leaked,
+            "",
+            0,
+            "",
+            metron::CallsiteKind::Region,
+            <ProgramCounters as metron::Bundle>::COMPONENTS,
+        )));
+        let region = metron::Region::<ProgramCounters>::begin_bundle(site);
+        PROGRAM_COUNTED.with(|open| *open.region.borrow_mut() = Some(region));
+        return;
+    }
     let id = metron::intern(&name, metron::CallsiteKind::Region);
     if metron::by_id::begin(id) {
         // Armed after the begin, so its destructor is registered after the thread buffer's
@@ -85,8 +101,45 @@ thread_local! {
     static PROGRAM_REGION: ProgramRegion = const { ProgramRegion { id: Cell::new(0) } };
 }
 
+/// The bundle of the whole-program region when counters are asked for.
+#[derive(metron::Bundle, Default)]
+struct ProgramCounters {
+    perf: metron::components::PerfCounters,
+}
+
+/// True when `METRON_PERF_EVENTS` or `METRON_METRICS` is set: then the program region carries
+/// a `PerfCounters` group of the main thread.
+fn counters_asked() -> bool {
+    ["METRON_PERF_EVENTS", "METRON_METRICS"]
+        .iter()
+        .any(|v| std::env::var(v).is_ok_and(|v| !v.trim().is_empty()))
+}
+
+struct ProgramCounted {
+    region: std::cell::RefCell<Option<metron::Region<ProgramCounters>>>,
+}
+
+impl Drop for ProgramCounted {
+    fn drop(&mut self) {
+        if let Some(region) = self.region.borrow_mut().take() {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| region.end()));
+        }
+    }
+}
+
+thread_local! {
+    static PROGRAM_COUNTED: ProgramCounted = const {
+        ProgramCounted { region: std::cell::RefCell::new(None) }
+    };
+}
+
 /// Ends the program's region now (before an `exec`, which runs no destructor).
 pub(crate) fn end_program_region() {
+    let _ = PROGRAM_COUNTED.try_with(|open| {
+        if let Some(region) = open.region.borrow_mut().take() {
+            region.end();
+        }
+    });
     let _ = PROGRAM_REGION.try_with(|open| {
         let id = open.id.replace(0);
         if id != 0 {

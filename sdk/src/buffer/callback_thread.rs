@@ -75,6 +75,12 @@ impl CallbackThread {
             .push(service);
     }
 
+    /// The thread's handle, to wake it from code that may not clone an `Arc` (a signal
+    /// handler keeps a copy).
+    pub(crate) fn thread_handle(&self) -> Option<Thread> {
+        self.inner.thread.get().cloned()
+    }
+
     /// Asks the thread to drain now.
     #[inline]
     pub fn wake(&self) {

@@ -101,13 +101,18 @@ pub struct ProducerInfo {
 
 impl ProducerInfo {
     pub(crate) fn of_current_thread() -> ProducerInfo {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static NEXT: AtomicU64 = AtomicU64::new(0);
         ProducerInfo {
             tid: crate::sys::gettid(),
             thread_name: crate::sys::current_thread_name(),
-            index: NEXT.fetch_add(1, Ordering::Relaxed),
+            index: ProducerInfo::next_index(),
         }
+    }
+
+    /// A fresh registration index (also for threads the sampler sees before they record).
+    pub(crate) fn next_index() -> u64 {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        NEXT.fetch_add(1, Ordering::Relaxed)
     }
 }
 

@@ -1,8 +1,16 @@
 //! The built-in sinks.
 
+mod async_ranges;
+pub mod folded;
+mod gpu_summary;
+pub mod kernels_csv;
 pub mod perfetto;
+mod perfetto_async;
 mod perfetto_encode;
+mod perfetto_gpu;
+mod perfetto_samples;
 mod perfetto_session;
+mod profile;
 mod stats;
 pub mod summary;
 

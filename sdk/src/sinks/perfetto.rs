@@ -20,6 +20,9 @@
 //! - Reserved for GPU work: uuids from [`GPU_UUID_BASE`], one track per GPU stream/queue under
 //!   the process track; a kernel's slice and the CPU launch slice share a flow id
 //!   (`TrackEvent.flow_ids` on the launch, `terminating_flow_ids` on the kernel).
+//! - Call-stack samples as `PerfSample` packets (pid/tid of the sampled thread) with interned
+//!   callstacks, and region-start backtraces as `metron: backtrace` instants on the thread
+//!   track: `perfetto_samples.rs`.
 //!
 //! # Time and attribution
 //! Every packet carries its own timestamp: Metron's `CLOCK_MONOTONIC` ns, declared once per
@@ -251,6 +254,12 @@ pub struct PerfettoSink {
     scratch_names: Vec<(u64, &'static str)>,
     scratch_values: Vec<(u64, f64)>,
     category_error: Option<String>,
+    /// Async slices: pairing across threads and their tracks (`perfetto_async.rs`).
+    async_slices: super::perfetto_async::AsyncSlices,
+    /// Call-stack samples and region backtraces (`perfetto_samples.rs`).
+    samples: super::perfetto_samples::SampleEncoder,
+    /// GPU streams, kernels, copies and API calls (`perfetto_gpu.rs`).
+    gpu: super::perfetto_gpu::GpuTracks,
 }
 
 impl PerfettoSink {
@@ -284,6 +293,9 @@ impl PerfettoSink {
             scratch_names: Vec::new(),
             scratch_values: Vec::new(),
             category_error: None,
+            async_slices: Default::default(),
+            samples: Default::default(),
+            gpu: Default::default(),
         }
     }
 
@@ -390,11 +402,12 @@ impl PerfettoSink {
         let info = &site.components[component];
         let key = (
             info.name.as_ptr() as usize,
-            info.fields[field].name.as_ptr() as usize,
+            info.named_fields()[field].name.as_ptr() as usize,
         );
         *self.field_iids.entry(key).or_insert_with(|| {
-            let name: &'static str =
-                Box::leak(format!("{}.{}", info.name, info.fields[field].name).into_boxed_str());
+            let name: &'static str = Box::leak(
+                format!("{}.{}", info.name, info.named_fields()[field].name).into_boxed_str(),
+            );
             (next, name)
         })
     }
@@ -506,6 +519,7 @@ impl PerfettoSink {
                         self.counts.track_events += 1;
                     }
                 }
+                Event::Annotation { key, .. } if crate::gpu::is_launch_key(key) => {}
                 Event::Annotation {
                     region: Some(_),
                     key,
@@ -554,8 +568,22 @@ impl PerfettoSink {
                     self.counts.records_dropped += count;
                     self.counts.track_events += 1;
                 }
-                // Written by the sampling and async-slice encoders once they land.
-                Event::Sample { .. } | Event::AsyncBegin { .. } | Event::AsyncEnd { .. } => {}
+                Event::Sample {
+                    ts_ns,
+                    frames,
+                    trigger,
+                } => {
+                    let (enc, seq, pid) = (&mut self.enc, &mut self.seq, self.pid);
+                    let s = &mut self.samples;
+                    let events = s.sample(pid, thread, track, ts_ns, frames, trigger, enc, seq);
+                    self.counts.track_events += events;
+                }
+                Event::AsyncBegin { .. } | Event::AsyncEnd { .. } => {
+                    if cats.regions {
+                        let (enc, seq, counts) = (&mut self.enc, &mut self.seq, &mut self.counts);
+                        self.async_slices.event(thread, event, enc, seq, counts);
+                    }
+                }
             }
         }
     }
@@ -589,7 +617,8 @@ impl PerfettoSink {
         self.scratch_values.clear();
         if cats.values && !values.is_empty() {
             let fields = self.site_fields(site);
-            for (&(iid, name), v) in fields.iter().zip(values) {
+            // NaN: a field with no value this run (unused or unavailable counter).
+            for (&(iid, name), v) in fields.iter().zip(values).filter(|(_, v)| !v.is_nan()) {
                 if self.seq.intern_annotation_name(iid) {
                     self.scratch_names.push((iid, name));
                 }
@@ -909,6 +938,10 @@ impl Sink for PerfettoSink {
         }
     }
 
+    fn gpu_records(&mut self, records: &[crate::gpu::GpuRecord]) {
+        self.gpu.add(records);
+    }
+
     fn finish(&mut self, run: &RunInfo) -> std::io::Result<Vec<PathBuf>> {
         if !self.ensure_session(Some(&run.output_dir)) {
             let why = self.failed.clone().unwrap_or_default();
@@ -916,6 +949,9 @@ impl Sink for PerfettoSink {
             return Err(std::io::Error::other(why));
         }
         self.sample_process(true);
+        let (enc, seq, counts) = (&mut self.enc, &mut self.seq, &mut self.counts);
+        self.async_slices.finish(run.end_ns, enc, seq, counts);
+        self.gpu.finish(enc, counts, PROCESS_UUID);
         self.run_end(run);
         self.write_out();
         let started = Instant::now();
@@ -956,6 +992,7 @@ impl Sink for PerfettoSink {
             "regions_per_second": if total_s > 0.0 { regions as f64 / total_s } else { 0.0 },
             "encode_regions_per_second": if encode_s > 0.0 { regions as f64 / encode_s } else { 0.0 },
             "counts": self.counts,
+            "samples": self.samples.counts,
             "track_events_read_back": events_read,
             "track_events_lost": lost_events,
             "packets_written": self.enc.packets,

@@ -29,8 +29,11 @@ impl Default for Stats {
 }
 
 impl Stats {
-    /// Adds one value.
+    /// Adds one value; NaN means "not measured" and is skipped.
     pub fn push(&mut self, value: f64) {
+        if value.is_nan() {
+            return;
+        }
         self.count += 1;
         self.total += value;
         self.min = self.min.min(value);

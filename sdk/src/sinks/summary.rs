@@ -18,7 +18,7 @@ pub const WALL_METRIC: &str = "wall_clock.elapsed";
 fn metric_names(site: &Callsite) -> Vec<(String, Unit)> {
     let mut names = vec![(WALL_METRIC.to_string(), Unit::Nanoseconds)];
     for component in site.components {
-        for field in component.fields {
+        for field in component.named_fields() {
             let base = format!("{}.{}", component.name, field.name);
             // A bundle may hold a WallClock, or one component twice: number the repeats so
             // no metric hides another (`wall_clock.elapsed#2`).
@@ -118,6 +118,12 @@ struct ThreadSummary {
 /// The summary sink.
 pub struct SummarySink {
     threads: BTreeMap<u64, ThreadSummary>,
+    /// Async ranges by name (`async_ranges.rs`).
+    async_ranges: super::async_ranges::AsyncSummary,
+    /// Call-stack samples and region backtraces (`profile.rs`).
+    samples: super::profile::SampleCollector,
+    /// GPU totals per kernel and per region (`gpu_summary.rs`).
+    gpu: super::gpu_summary::GpuSummary,
 }
 
 impl Default for SummarySink {
@@ -131,6 +137,9 @@ impl SummarySink {
     pub fn new() -> SummarySink {
         SummarySink {
             threads: BTreeMap::new(),
+            async_ranges: Default::default(),
+            samples: Default::default(),
+            gpu: Default::default(),
         }
     }
 
@@ -183,6 +192,9 @@ impl SummarySink {
                 "mean": c.stats.mean(),
             })).collect::<Vec<_>>(),
             "marks": marks.iter().map(|(name, n)| json!({"name": name, "count": n})).collect::<Vec<_>>(),
+            "async_ranges": self.async_ranges.to_json(),
+            "sampling": self.samples.summarize().to_json(),
+            "gpu": self.gpu.to_json(),
         })
     }
 
@@ -266,6 +278,9 @@ impl SummarySink {
                 let _ = writeln!(out, "  {name}: {n}");
             }
         }
+        self.async_ranges.write_text(&mut out);
+        self.samples.summarize().write_text(&mut out);
+        self.gpu.write_text(&mut out);
         out
     }
 }
@@ -285,6 +300,10 @@ fn nodes_json(tree: &Tree, node: usize) -> Vec<Value> {
                 .sum();
             let mut metrics = serde_json::Map::new();
             for ((name, unit), s) in metric_names(site).into_iter().zip(&n.metrics) {
+                // Fields with no value (unused or unavailable counters) are left out.
+                if s.count == 0 && name != WALL_METRIC {
+                    continue;
+                }
                 let mut m = json!({
                     "unit": unit.symbol(),
                     "count": s.count,
@@ -302,6 +321,10 @@ fn nodes_json(tree: &Tree, node: usize) -> Vec<Value> {
                 }
                 metrics.insert(name, m);
             }
+            let derived: serde_json::Map<String, Value> = derived_metrics(site, &n.metrics)
+                .into_iter()
+                .map(|(name, v)| (name, json!(v)))
+                .collect();
             json!({
                 "name": site.name,
                 "file": site.file,
@@ -309,10 +332,31 @@ fn nodes_json(tree: &Tree, node: usize) -> Vec<Value> {
                 "module": site.module,
                 "count": n.metrics[0].count,
                 "metrics": metrics,
+                "derived": derived,
                 "children": nodes_json(tree, c),
             })
         })
         .collect()
+}
+
+/// The derived metrics of `METRON_METRICS` for one region, from its counter totals.
+fn derived_metrics(site: &Callsite, metrics: &[Stats]) -> Vec<(String, f64)> {
+    let Some(plan) = crate::counters::plan().filter(|p| !p.metrics.is_empty()) else {
+        return Vec::new();
+    };
+    let names = metric_names(site);
+    let total = |counter: &str| {
+        let wanted = format!(
+            "{}.{counter}",
+            <metron_components::PerfCounters as metron_components::Component>::NAME
+        );
+        names
+            .iter()
+            .zip(metrics)
+            .find(|((n, _), s)| *n == wanted && s.count > 0)
+            .map(|(_, s)| s.total)
+    };
+    crate::counters::derived(plan, &total)
 }
 
 fn finite(v: f64) -> f64 {
@@ -337,8 +381,9 @@ fn write_tree_tables(out: &mut String, title: &str, tree: &Tree) {
     // Every metric that appears in this tree, wall clock first.
     let mut metrics: Vec<(String, Unit)> = Vec::new();
     for node in tree.nodes.iter().skip(1) {
-        for m in metric_names(node.site.expect("non-root")) {
-            if !metrics.iter().any(|(n, _)| *n == m.0) {
+        let names = metric_names(node.site.expect("non-root"));
+        for (m, s) in names.into_iter().zip(&node.metrics) {
+            if (s.count > 0 || m.0 == WALL_METRIC) && !metrics.iter().any(|(n, _)| *n == m.0) {
                 metrics.push(m);
             }
         }
@@ -367,6 +412,35 @@ fn write_tree_tables(out: &mut String, title: &str, tree: &Tree) {
         );
         write_rows(out, tree, 0, 0, &metric, divisor);
     }
+    write_derived(out, title, tree);
+}
+
+/// One line per region and derived metric (`METRON_METRICS`), from the region's totals.
+fn write_derived(out: &mut String, title: &str, tree: &Tree) {
+    let mut rows = Vec::new();
+    for node in tree.nodes.iter().skip(1) {
+        let site = node.site.expect("non-root");
+        for (metric, value) in derived_metrics(site, &node.metrics) {
+            rows.push((site.name, metric, value));
+        }
+    }
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "
+derived metrics, {title}"
+    );
+    let _ = writeln!(
+        out,
+        "| {:<40} | {:<24} | {:>14} |",
+        "region", "metric", "value"
+    );
+    for (region, metric, value) in rows {
+        let region: String = region.chars().take(40).collect();
+        let _ = writeln!(out, "| {region:<40} | {metric:<24} | {value:>14.4} |");
+    }
 }
 
 fn write_rows(
@@ -381,7 +455,11 @@ fn write_rows(
         let n = &tree.nodes[c];
         let site = n.site.expect("non-root");
         let names = metric_names(site);
-        if let Some(index) = names.iter().position(|(name, _)| name == metric) {
+        if let Some(index) = names
+            .iter()
+            .position(|(name, _)| name == metric)
+            .filter(|i| n.metrics[*i].count > 0 || *i == 0)
+        {
             let s = &n.metrics[index];
             let parent = tree.nodes[node]
                 .metrics
@@ -433,6 +511,8 @@ impl Sink for SummarySink {
     }
 
     fn events(&mut self, thread: &ThreadInfo, events: &[Event<'_>]) {
+        self.async_ranges.events(thread.index, events);
+        self.samples.events(thread, events);
         let t = self
             .threads
             .entry(thread.index)
@@ -479,9 +559,14 @@ impl Sink for SummarySink {
         }
     }
 
+    fn gpu_records(&mut self, records: &[crate::gpu::GpuRecord]) {
+        self.gpu.add(records);
+    }
+
     fn finish(&mut self, run: &RunInfo) -> std::io::Result<Vec<PathBuf>> {
         let txt = run.output_dir.join("summary.txt");
         let json_path = run.output_dir.join("summary.json");
+        self.async_ranges.finish(run.end_ns);
         std::fs::write(&txt, self.to_text(run))?;
         std::fs::write(
             &json_path,

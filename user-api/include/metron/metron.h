@@ -190,6 +190,35 @@ metron_status metron_mark(const char* name);
 /* Records a value of counter `name`. */
 metron_status metron_counter(const char* name, double value);
 
+/* ---- what can be measured: counters, metrics, traces -------------------------------------- */
+
+/* What a metron_info describes. */
+typedef uint32_t metron_info_kind;
+#define METRON_INFO_COUNTER 1u /* a counter the device counts (a perf event on the CPU) */
+#define METRON_INFO_METRIC 2u  /* a metric derived from counters by an expression */
+#define METRON_INFO_TRACE 3u   /* a kind of trace record Metron collects */
+
+/* One counter, metric or trace. Strings are valid only during the callback. */
+typedef struct metron_info {
+    uint32_t struct_size;        /* sizeof(metron_info) of the library; fields grow at the end */
+    metron_info_kind kind;       /* METRON_INFO_* */
+    const char* device;          /* "cpu" */
+    const char* name;            /* as METRON_PERF_EVENTS / METRON_METRICS accept it */
+    const char* description;     /* one line */
+    const char* detail;          /* counter group, metric unit, or the setting of a trace */
+    const char* expression;      /* metrics: the formula; "" otherwise */
+    int32_t available;           /* 1 when this machine offers it now */
+    const char* reason;          /* why not, when available is 0; "" otherwise */
+} metron_info;
+
+/* Called once per item; return 0 to go on, anything else to stop. */
+typedef int (*metron_info_callback)(const metron_info* info, void* user_data);
+
+/* Calls `callback` for every item of `kind` on `device` ("cpu"; NULL means "cpu").
+ * METRON_ERROR_INVALID_ARGUMENT for an unknown device or kind (metron_last_error() lists the
+ * devices), METRON_ERROR_NULL_ARGUMENT for a NULL callback. */
+metron_status metron_info_iterate(const char* device, metron_info_kind kind, metron_info_callback callback, void* user_data);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -1,0 +1,849 @@
+//! Metron's NVIDIA GPU backend: CUPTI activity tracing of kernels, copies, sets and CUDA API
+//! calls, on Metron's clock, handed to Metron's sinks (Perfetto trace, `kernels.csv`,
+//! summary) through [`metron::gpu`].
+//!
+//! - **Loading** ([`probe`], [`start`]): nothing is linked. The driver is `libcuda.so.1`;
+//!   CUPTI is the copy the application already loaded (`dlopen("libcupti.so.13",
+//!   RTLD_NOLOAD)`, e.g. PyTorch's), else the soname, else the known install paths
+//!   ([`CUPTI_PATHS`] and `<venv>/lib/python3*/site-packages/nvidia/cu13/lib`). When anything is
+//!   missing the backend is off and says why ([`Status::reason`], `metron avail`,
+//!   `metadata.json` key `gpu`); nothing panics.
+//! - **Records**: CONCURRENT_KERNEL, MEMCPY, MEMSET and (per `METRON_GPU_API`) RUNTIME and
+//!   DRIVER activity, timestamps on `CLOCK_MONOTONIC` through
+//!   `cuptiActivityRegisterTimestampCallback`. Buffers come from a pool preallocated at start
+//!   (8 × `METRON_GPU_ACTIVITY_BUFFER`); completed buffers are decoded on CUPTI's own
+//!   completion thread and handed to [`metron::gpu::submit`], never on an application thread.
+//!   CUPTI's dropped-record count is read for each completed buffer.
+//! - **Kernel ↔ region**: a Callback API subscriber on the kernel-launch functions only (runtime
+//!   and driver) records the annotation [`metron::gpu::LAUNCH_KEY`] with the correlation id on
+//!   the launching thread; the flusher resolves it to the innermost open region.
+
+mod sys;
+
+use metron::gpu::{GpuDevice, GpuKind, GpuRecord};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// The record layouts Metron reads: `("CStruct.field", offset)` and `("sizeof CStruct", size)`,
+/// for checking against `cupti.h`.
+pub fn record_layouts() -> Vec<(&'static str, usize)> {
+    sys::layouts()
+}
+
+/// Where CUPTI is looked for after the already-loaded copy and the soname.
+pub const CUPTI_PATHS: &[&str] = &[
+    "/usr/local/cuda/targets/x86_64-linux/lib/libcupti.so.13",
+    "/usr/local/cuda/lib64/libcupti.so.13",
+    "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13",
+];
+
+/// What the backend found and did.
+#[derive(Clone, Debug, Default)]
+pub struct Status {
+    /// Tracing is on.
+    pub enabled: bool,
+    /// Why it is off (`None` when on).
+    pub reason: Option<String>,
+    /// The driver library's path.
+    pub driver_path: Option<String>,
+    /// `cuDriverGetVersion` (e.g. 13000).
+    pub driver_version: Option<i32>,
+    /// The CUPTI library's path.
+    pub cupti_path: Option<String>,
+    /// True when CUPTI was the copy the application had already loaded.
+    pub cupti_reused: bool,
+    /// `cuptiGetVersion`.
+    pub cupti_version: Option<u32>,
+    /// The GPUs (when the driver was initialized).
+    pub devices: Vec<GpuDevice>,
+}
+
+impl Status {
+    fn off(reason: String) -> Status {
+        Status {
+            reason: Some(reason),
+            ..Status::default()
+        }
+    }
+
+    /// As JSON (for `metron avail` and `metadata.json`).
+    pub fn to_json(&self) -> Value {
+        json!({
+            "backend": "cupti",
+            "enabled": self.enabled,
+            "reason": self.reason,
+            "driver": self.driver_path,
+            "driver_version": self.driver_version,
+            "cupti": self.cupti_path,
+            "cupti_reused_from_application": self.cupti_reused,
+            "cupti_version": self.cupti_version,
+            "devices": self.devices,
+        })
+    }
+}
+
+struct Loaded {
+    driver: sys::Driver,
+    cupti: sys::Cupti,
+}
+
+static LOADED: OnceLock<Loaded> = OnceLock::new();
+static STATUS: Mutex<Option<Status>> = Mutex::new(None);
+static STARTED: AtomicBool = AtomicBool::new(false);
+static LAUNCH_KEY_ID: AtomicU32 = AtomicU32::new(0);
+static CUPTI_DROPPED: AtomicU64 = AtomicU64::new(0);
+static BUFFERS_ALLOCATED: AtomicU64 = AtomicU64::new(0);
+static BUFFERS_REFUSED: AtomicU64 = AtomicU64::new(0);
+static BUFFER_BYTES: AtomicU64 = AtomicU64::new(4 << 20);
+static COUNTS: [AtomicU64; 5] = [
+    AtomicU64::new(0),
+    AtomicU64::new(0),
+    AtomicU64::new(0),
+    AtomicU64::new(0),
+    AtomicU64::new(0),
+];
+/// Free activity buffers (addresses).
+static POOL: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+/// Buffers preallocated at start.
+const POOL_BUFFERS: usize = 8;
+/// At most this many buffers in all; past it CUPTI gets none and drops (counted).
+const MAX_BUFFERS: u64 = 64;
+
+fn load_driver() -> Result<(sys::Driver, String), String> {
+    let handle = sys::dlopen("libcuda.so.1", true)
+        .or_else(|_| sys::dlopen("libcuda.so.1", false))
+        .map_err(|e| format!("libcuda.so.1 not found: no NVIDIA driver ({e})"))?;
+    let path = sys::library_path(handle, "cuInit").unwrap_or_else(|| "libcuda.so.1".into());
+    Ok((sys::Driver::load(handle)?, path))
+}
+
+/// Venv CUPTI copies: `$VIRTUAL_ENV` and the running Python's prefix.
+fn venv_paths() -> Vec<String> {
+    let mut roots: Vec<String> = Vec::new();
+    if let Ok(v) = std::env::var("VIRTUAL_ENV") {
+        roots.push(v);
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        if let Some(prefix) = exe.parent().and_then(|b| b.parent()) {
+            roots.push(prefix.to_string_lossy().into_owned());
+        }
+    }
+    let mut out = Vec::new();
+    for root in roots {
+        if let Ok(dir) = std::fs::read_dir(format!("{root}/lib")) {
+            for e in dir.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if name.starts_with("python3") {
+                    out.push(format!(
+                        "{root}/lib/{name}/site-packages/nvidia/cu13/lib/libcupti.so.13"
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn load_cupti() -> Result<(sys::Cupti, String, bool), String> {
+    let (handle, reused) = match sys::dlopen("libcupti.so.13", true) {
+        Ok(h) => (h, true),
+        Err(_) => {
+            let mut errors = Vec::new();
+            let mut found = None;
+            let mut candidates = vec!["libcupti.so.13".to_string()];
+            candidates.extend(CUPTI_PATHS.iter().map(|s| s.to_string()));
+            candidates.extend(venv_paths());
+            for c in &candidates {
+                match sys::dlopen(c, false) {
+                    Ok(h) => {
+                        found = Some(h);
+                        break;
+                    }
+                    Err(e) => errors.push(e),
+                }
+            }
+            match found {
+                Some(h) => (h, false),
+                None => {
+                    return Err(format!(
+                        "libcupti.so.13 not found (tried the soname, {} and the venv's nvidia/cu13/lib): {}",
+                        CUPTI_PATHS.join(", "),
+                        errors.first().cloned().unwrap_or_default()
+                    ))
+                }
+            }
+        }
+    };
+    let path =
+        sys::library_path(handle, "cuptiGetVersion").unwrap_or_else(|| "libcupti.so.13".into());
+    Ok((sys::Cupti::load(handle)?, path, reused))
+}
+
+fn devices(driver: &sys::Driver) -> Vec<GpuDevice> {
+    let n = driver.device_count().unwrap_or(0);
+    (0..n)
+        .map(|i| GpuDevice {
+            index: i as u32,
+            name: driver.device_name(i).unwrap_or_else(|| format!("GPU {i}")),
+        })
+        .collect()
+}
+
+/// Looks for the driver and CUPTI and lists the GPUs (calls `cuInit`), starting nothing.
+pub fn probe() -> Status {
+    if let Some(s) = STATUS.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+        if s.enabled {
+            return s;
+        }
+    }
+    let (driver, driver_path) = match load_driver() {
+        Ok(d) => d,
+        Err(e) => return Status::off(e),
+    };
+    let mut status = Status {
+        driver_path: Some(driver_path),
+        driver_version: driver.version(),
+        ..Status::default()
+    };
+    let r = driver.cu_init();
+    if r != 0 {
+        status.reason = Some(format!(
+            "cuInit failed with CUDA error {r}: the driver found no usable GPU"
+        ));
+        return status;
+    }
+    status.devices = devices(&driver);
+    if status.devices.is_empty() {
+        status.reason = Some("the CUDA driver reports no GPU".into());
+        return status;
+    }
+    match load_cupti() {
+        Ok((cupti, path, reused)) => {
+            status.cupti_version = cupti.version();
+            status.cupti_path = Some(path);
+            status.cupti_reused = reused;
+            status.reason = Some("not started (available)".into());
+        }
+        Err(e) => status.reason = Some(e),
+    }
+    status
+}
+
+/// The backend's status: what [`start`] found (or `None` before any start).
+pub fn status() -> Option<Status> {
+    STATUS.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+fn env_bool(name: &str, default: bool) -> bool {
+    match std::env::var(name).map(|v| v.to_ascii_lowercase()) {
+        Ok(v) if ["0", "false", "no", "off"].contains(&v.as_str()) => false,
+        Ok(v) if ["1", "true", "yes", "on"].contains(&v.as_str()) => true,
+        _ => default,
+    }
+}
+
+fn env_size(name: &str, default: u64) -> u64 {
+    let Ok(v) = std::env::var(name) else {
+        return default;
+    };
+    let v = v.trim();
+    let (num, mul) = match v.chars().last() {
+        Some('K' | 'k') => (&v[..v.len() - 1], 1u64 << 10),
+        Some('M' | 'm') => (&v[..v.len() - 1], 1 << 20),
+        Some('G' | 'g') => (&v[..v.len() - 1], 1 << 30),
+        _ => (v, 1),
+    };
+    num.parse::<u64>()
+        .ok()
+        .map(|n| n * mul)
+        .filter(|&n| n >= 64 << 10)
+        .unwrap_or(default)
+}
+
+/// Starts tracing (idempotent): loads the driver and CUPTI, enables the activity kinds and
+/// the launch callbacks, registers with Metron. `Err(reason)` when it cannot; the reason is
+/// also kept for `metadata.json`. Safe to call inside `InitializeInjection` (no `cuInit`).
+pub fn start() -> Result<(), String> {
+    if STARTED.swap(true, Ordering::AcqRel) {
+        return match status() {
+            Some(s) if s.enabled => Ok(()),
+            Some(s) => Err(s.reason.unwrap_or_default()),
+            None => Err("starting".into()),
+        };
+    }
+    let result = start_inner();
+    let status = match &result {
+        Ok(s) => s.clone(),
+        Err(s) => s.clone(),
+    };
+    *STATUS.lock().unwrap_or_else(|e| e.into_inner()) = Some(status.clone());
+    // The metadata section says why the backend is off, too.
+    metron::add_metadata_section("gpu", metadata);
+    match result {
+        Ok(_) => Ok(()),
+        Err(s) => Err(s.reason.unwrap_or_default()),
+    }
+}
+
+fn start_inner() -> Result<Status, Status> {
+    if !env_bool("METRON_ENABLED", true) {
+        return Err(Status::off("METRON_ENABLED is off".into()));
+    }
+    if !env_bool("METRON_GPU", true) {
+        return Err(Status::off("METRON_GPU is off".into()));
+    }
+    let (driver, driver_path) = load_driver().map_err(Status::off)?;
+    let mut status = Status {
+        driver_path: Some(driver_path),
+        driver_version: driver.version(),
+        ..Status::default()
+    };
+    let (cupti, cupti_path, reused) = load_cupti().map_err(|e| Status {
+        reason: Some(e),
+        ..status.clone()
+    })?;
+    status.cupti_path = Some(cupti_path);
+    status.cupti_reused = reused;
+    status.cupti_version = cupti.version();
+    if status.cupti_version.is_some_and(|v| v < 130000) {
+        status.reason = Some(format!(
+            "CUPTI API version {} is older than 13 (CUDA 13): its record layouts are not supported",
+            status.cupti_version.unwrap_or(0)
+        ));
+        return Err(status);
+    }
+    let _ = LOADED.set(Loaded { driver, cupti });
+    let cupti = &LOADED.get().expect("set above").cupti;
+    let bytes = env_size("METRON_GPU_ACTIVITY_BUFFER", 4 << 20);
+    BUFFER_BYTES.store(bytes, Ordering::Relaxed);
+    {
+        let mut pool = POOL.lock().unwrap_or_else(|e| e.into_inner());
+        for _ in 0..POOL_BUFFERS {
+            pool.push(sys::alloc_buffer(bytes as usize) as usize);
+        }
+        BUFFERS_ALLOCATED.store(POOL_BUFFERS as u64, Ordering::Relaxed);
+    }
+    let fail = |status: &Status, e: String| Status {
+        reason: Some(format!(
+            "{e}{}",
+            if e.contains("(999)") || e.contains("UNKNOWN") {
+                ": no usable GPU or driver"
+            } else {
+                ""
+            }
+        )),
+        ..status.clone()
+    };
+    sys::register(cupti, buffer_requested, buffer_completed, timestamp)
+        .map_err(|e| fail(&status, e))?;
+    let api = std::env::var("METRON_GPU_API").unwrap_or_else(|_| "both".into());
+    let (runtime, driver_api) = match api.as_str() {
+        "runtime" => (true, false),
+        "driver" => (false, true),
+        "none" => (false, false),
+        _ => (true, true),
+    };
+    let mut kinds = vec![
+        sys::kind::CONCURRENT_KERNEL,
+        sys::kind::MEMCPY,
+        sys::kind::MEMSET,
+    ];
+    if runtime {
+        kinds.push(sys::kind::RUNTIME);
+    }
+    if driver_api {
+        kinds.push(sys::kind::DRIVER);
+    }
+    for k in kinds {
+        sys::enable(cupti, k).map_err(|e| fail(&status, e))?;
+    }
+    LAUNCH_KEY_ID.store(
+        metron::intern(metron::gpu::LAUNCH_KEY, metron::CallsiteKind::AnnotationKey),
+        Ordering::Release,
+    );
+    let mut ids: Vec<(i32, u32)> = sys::RUNTIME_LAUNCH_CBIDS
+        .iter()
+        .map(|&c| (sys::DOMAIN_RUNTIME, c))
+        .collect();
+    ids.extend(
+        sys::DRIVER_LAUNCH_CBIDS
+            .iter()
+            .map(|&c| (sys::DOMAIN_DRIVER, c)),
+    );
+    if let Err(e) = sys::subscribe(cupti, on_launch, &ids) {
+        // Tracing still works; only the region join is lost.
+        eprintln!("metron: GPU kernels will not be tied to regions: {e}");
+    }
+    status.enabled = true;
+    status.reason = None;
+    metron::init();
+    metron::gpu::set_backend(metron::gpu::Backend { flush, metadata }, Vec::new());
+    Ok(status)
+}
+
+/// CUPTI's timestamps: Metron's timeline clock.
+extern "C" fn timestamp() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid out-pointer; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The GPUs and their limits, read once at the first launch: on an application thread, with
+/// the driver initialized and alive (at exit the driver may already be shut down).
+struct DeviceInfo {
+    devices: Vec<GpuDevice>,
+    limits: Vec<Option<Limits>>,
+}
+
+static DEVICE_INFO: OnceLock<DeviceInfo> = OnceLock::new();
+
+fn device_info() -> Option<&'static DeviceInfo> {
+    DEVICE_INFO.get()
+}
+
+fn read_device_info() {
+    let Some(loaded) = LOADED.get() else { return };
+    DEVICE_INFO.get_or_init(|| {
+        let devices = devices(&loaded.driver);
+        let limits = devices
+            .iter()
+            .map(|d| limits_of(&loaded.driver, d.index))
+            .collect();
+        metron::gpu::set_devices(devices.clone());
+        if let Some(s) = STATUS.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            s.devices = devices.clone();
+        }
+        DeviceInfo { devices, limits }
+    });
+}
+
+thread_local! {
+    /// Inside a runtime-API launch on this thread: its inner driver launch is not annotated
+    /// again (the kernel carries the runtime call's correlation id).
+    static IN_RUNTIME_LAUNCH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// On each kernel launch (enter): the correlation id as an annotation of the open region.
+extern "C" fn on_launch(_user: *mut c_void, domain: i32, _cbid: u32, data: *const c_void) {
+    if data.is_null() {
+        return;
+    }
+    // SAFETY: for the runtime and driver API domains CUPTI passes a CUpti_CallbackData valid
+    // for the duration of the callback.
+    let data = unsafe { &*data.cast::<sys::CallbackData>() };
+    let enter = data.callback_site == 0;
+    if domain == sys::DOMAIN_RUNTIME {
+        let _ = IN_RUNTIME_LAUNCH.try_with(|f| f.set(enter));
+    } else if IN_RUNTIME_LAUNCH.try_with(|f| f.get()).unwrap_or(false) {
+        return;
+    }
+    if enter {
+        if DEVICE_INFO.get().is_none() {
+            read_device_info();
+        }
+        let key = LAUNCH_KEY_ID.load(Ordering::Relaxed);
+        metron::by_id::annotate(
+            key,
+            metron::AnnotationValue::U64(u64::from(data.correlation_id)),
+        );
+    }
+}
+
+extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize) {
+    let bytes = BUFFER_BYTES.load(Ordering::Relaxed) as usize;
+    let free = POOL.lock().unwrap_or_else(|e| e.into_inner()).pop();
+    let (p, n) = match free {
+        Some(p) => (p as *mut u8, bytes),
+        None if BUFFERS_ALLOCATED.load(Ordering::Relaxed) < MAX_BUFFERS => {
+            BUFFERS_ALLOCATED.fetch_add(1, Ordering::Relaxed);
+            (sys::alloc_buffer(bytes), bytes)
+        }
+        None => {
+            BUFFERS_REFUSED.fetch_add(1, Ordering::Relaxed);
+            (std::ptr::null_mut(), 0)
+        }
+    };
+    // SAFETY: CUPTI passes three valid out-pointers.
+    unsafe {
+        *buffer = p;
+        *size = n;
+        *max_records = 0;
+    }
+}
+
+/// Decoding state: names already seen.
+#[derive(Default)]
+struct Names {
+    kernels: HashMap<String, Arc<str>>,
+    apis: HashMap<(i32, u32), Arc<str>>,
+    copies: HashMap<u8, Arc<str>>,
+}
+
+static NAMES: Mutex<Option<Names>> = Mutex::new(None);
+
+/// The device limits occupancy needs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Limits {
+    /// Max resident threads per SM.
+    pub threads_per_sm: i32,
+    /// Max resident blocks per SM.
+    pub blocks_per_sm: i32,
+    /// 32-bit registers per SM.
+    pub registers_per_sm: i32,
+    /// Shared memory per SM, bytes.
+    pub shared_per_sm: i32,
+    /// Shared memory the driver reserves per block, bytes.
+    pub reserved_shared_per_block: i32,
+}
+
+/// Theoretical occupancy (active warps / max warps per SM) from the launch configuration and
+/// the device limits; warps and registers allocated per warp in units of 256 registers.
+pub fn occupancy(
+    l: &Limits,
+    block_threads: i64,
+    registers: u16,
+    shared_per_block: i64,
+) -> Option<f32> {
+    if block_threads <= 0 || l.threads_per_sm <= 0 {
+        return None;
+    }
+    let warps_per_block = (block_threads + 31) / 32;
+    let max_warps = i64::from(l.threads_per_sm) / 32;
+    let by_threads = max_warps / warps_per_block;
+    let by_blocks = i64::from(l.blocks_per_sm.max(1));
+    let by_regs = if registers == 0 {
+        i64::MAX
+    } else {
+        let per_warp = (i64::from(registers) * 32 + 255) / 256 * 256;
+        (i64::from(l.registers_per_sm) / per_warp) / warps_per_block
+    };
+    let per_block = shared_per_block + i64::from(l.reserved_shared_per_block);
+    let by_shared = if per_block <= 0 {
+        i64::MAX
+    } else {
+        i64::from(l.shared_per_sm) / per_block
+    };
+    let blocks = by_threads.min(by_blocks).min(by_regs).min(by_shared).max(0);
+    Some((blocks * warps_per_block) as f32 / max_warps as f32)
+}
+
+fn limits_of(driver: &sys::Driver, device: u32) -> Option<Limits> {
+    let d = device as i32;
+    Some(Limits {
+        threads_per_sm: driver.attribute(d, 39)?,
+        blocks_per_sm: driver.attribute(d, 106)?,
+        registers_per_sm: driver.attribute(d, 82)?,
+        shared_per_sm: driver.attribute(d, 81)?,
+        reserved_shared_per_block: driver.attribute(d, 111).unwrap_or(0),
+    })
+}
+
+/// The demangled name, with integer literals written as `c++filt` (and so PyTorch's profiler)
+/// writes them: `(unsigned long)2` → `2ul`.
+fn demangle(name: &str) -> String {
+    let Some(mut s) = cpp_demangle::Symbol::new(name)
+        .ok()
+        .and_then(|s| s.demangle(&cpp_demangle::DemangleOptions::default()).ok())
+    else {
+        return name.to_string();
+    };
+    for (cast, suffix) in [
+        ("(unsigned long long)", "ull"),
+        ("(unsigned long)", "ul"),
+        ("(unsigned int)", "u"),
+        ("(long long)", "ll"),
+        ("(long)", "l"),
+    ] {
+        while let Some(at) = s.find(cast) {
+            let digits_at = at + cast.len();
+            let rest = &s[digits_at..];
+            let n = rest
+                .char_indices()
+                .find(|&(i, c)| !(c.is_ascii_digit() || (i == 0 && c == '-')))
+                .map_or(rest.len(), |(i, _)| i);
+            if n == 0 {
+                break;
+            }
+            let lit = format!("{}{suffix}", &rest[..n]);
+            s.replace_range(at..digits_at + n, &lit);
+        }
+    }
+    s
+}
+
+/// `cudaLaunchKernel_v7000` → `cudaLaunchKernel`.
+fn api_name(raw: &str) -> String {
+    if let Some(at) = raw.rfind("_v") {
+        if raw[at + 2..].chars().all(|c| c.is_ascii_digit()) && at + 2 < raw.len() {
+            return raw[..at].to_string();
+        }
+    }
+    raw.to_string()
+}
+
+fn copy_kind(k: u8) -> &'static str {
+    match k {
+        1 => "HtoD",
+        2 => "DtoH",
+        3 => "HtoA",
+        4 => "AtoH",
+        5 => "AtoA",
+        6 => "AtoD",
+        7 => "DtoA",
+        8 => "DtoD",
+        9 => "HtoH",
+        10 => "PtoP",
+        _ => "unknown",
+    }
+}
+
+extern "C" fn buffer_completed(
+    ctx: *mut c_void,
+    stream: u32,
+    buffer: *mut u8,
+    _size: usize,
+    valid: usize,
+) {
+    let Some(loaded) = LOADED.get() else { return };
+    let cupti = &loaded.cupti;
+    let mut records = Vec::new();
+    if !buffer.is_null() && valid > 0 {
+        let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+        let names = names.get_or_insert_with(Names::default);
+        // SAFETY: CUPTI completed this buffer with `valid` bytes of records.
+        unsafe {
+            cupti.each_record(buffer, valid, |p| {
+                // SAFETY: p points at a record; its kind selects the layout read.
+                if let Some(r) = decode(loaded, names, p) {
+                    records.push(r);
+                }
+            })
+        };
+    }
+    let dropped = cupti.dropped(ctx, stream);
+    CUPTI_DROPPED.fetch_add(dropped as u64, Ordering::Relaxed);
+    if !buffer.is_null() {
+        POOL.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(buffer as usize);
+    }
+    for r in &records {
+        let i = match r.kind {
+            GpuKind::Kernel => 0,
+            GpuKind::Memcpy => 1,
+            GpuKind::Memset => 2,
+            GpuKind::RuntimeApi => 3,
+            GpuKind::DriverApi => 4,
+        };
+        COUNTS[i].fetch_add(1, Ordering::Relaxed);
+    }
+    metron::gpu::submit(&records);
+}
+
+/// One record as a [`GpuRecord`] (`None` for kinds Metron does not read).
+///
+/// # Safety
+/// `p` must point at a CUPTI 13 activity record.
+unsafe fn decode(loaded: &Loaded, names: &mut Names, p: *const u8) -> Option<GpuRecord> {
+    // SAFETY: p points at a record (caller).
+    let kind = unsafe { sys::record_kind(p) };
+    match kind {
+        sys::kind::CONCURRENT_KERNEL => {
+            // SAFETY: the kind says CUpti_ActivityKernel10.
+            let k: sys::ActivityKernel = unsafe { sys::read_record(p) };
+            // SAFETY: the name is CUPTI's NUL-terminated string, valid during the callback.
+            let raw = unsafe { sys::c_str(k.name) };
+            let name = names
+                .kernels
+                .entry(raw)
+                .or_insert_with_key(|raw| demangle(raw).into())
+                .clone();
+            let mut r = GpuRecord::new(GpuKind::Kernel, name);
+            r.start_ns = k.start;
+            r.end_ns = k.end;
+            r.device = k.device_id;
+            r.context = k.context_id;
+            r.stream = k.stream_id;
+            r.correlation = k.correlation_id;
+            r.grid = k.grid;
+            r.block = k.block;
+            r.registers = k.registers_per_thread;
+            r.static_shared = k.static_shared_memory;
+            r.dynamic_shared = k.dynamic_shared_memory as i32;
+            r.local_per_thread = k.local_memory_per_thread;
+            let limits =
+                device_info().and_then(|d| d.limits.get(k.device_id as usize).copied().flatten());
+            r.occupancy = limits.and_then(|l| {
+                occupancy(
+                    &l,
+                    i64::from(k.block[0]) * i64::from(k.block[1]) * i64::from(k.block[2]),
+                    k.registers_per_thread,
+                    i64::from(k.static_shared_memory) + i64::from(k.dynamic_shared_memory),
+                )
+            });
+            Some(r)
+        }
+        sys::kind::MEMCPY => {
+            // SAFETY: the kind says CUpti_ActivityMemcpy6.
+            let m: sys::ActivityMemcpy = unsafe { sys::read_record(p) };
+            let name = names
+                .copies
+                .entry(m.copy_kind)
+                .or_insert_with(|| copy_kind(m.copy_kind).into())
+                .clone();
+            let mut r = GpuRecord::new(GpuKind::Memcpy, name);
+            r.start_ns = m.start;
+            r.end_ns = m.end;
+            r.device = m.device_id;
+            r.context = m.context_id;
+            r.stream = m.stream_id;
+            r.correlation = m.correlation_id;
+            r.bytes = m.bytes;
+            Some(r)
+        }
+        sys::kind::MEMSET => {
+            // SAFETY: the kind says CUpti_ActivityMemset4.
+            let m: sys::ActivityMemset = unsafe { sys::read_record(p) };
+            let mut r = GpuRecord::new(GpuKind::Memset, "Memset".into());
+            r.start_ns = m.start;
+            r.end_ns = m.end;
+            r.device = m.device_id;
+            r.context = m.context_id;
+            r.stream = m.stream_id;
+            r.correlation = m.correlation_id;
+            r.bytes = m.bytes;
+            Some(r)
+        }
+        sys::kind::RUNTIME | sys::kind::DRIVER => {
+            // SAFETY: the kind says CUpti_ActivityAPI.
+            let a: sys::ActivityApi = unsafe { sys::read_record(p) };
+            let domain = if kind == sys::kind::RUNTIME {
+                sys::DOMAIN_RUNTIME
+            } else {
+                sys::DOMAIN_DRIVER
+            };
+            let name = names
+                .apis
+                .entry((domain, a.cbid))
+                .or_insert_with(|| {
+                    loaded
+                        .cupti
+                        .callback_name(domain, a.cbid)
+                        .map_or_else(|| format!("cbid {}", a.cbid), |n| api_name(&n))
+                        .into()
+                })
+                .clone();
+            let gk = if kind == sys::kind::RUNTIME {
+                GpuKind::RuntimeApi
+            } else {
+                GpuKind::DriverApi
+            };
+            let mut r = GpuRecord::new(gk, name);
+            r.start_ns = a.start;
+            r.end_ns = a.end;
+            r.tid = a.thread_id;
+            r.correlation = a.correlation_id;
+            r.status = a.return_value;
+            Some(r)
+        }
+        _ => None,
+    }
+}
+
+/// Flushes CUPTI's buffers through the completion callback.
+fn flush(at_end: bool) {
+    let Some(loaded) = LOADED.get() else { return };
+    let _ = loaded.cupti.flush(at_end);
+    if at_end && device_info().is_none_or(|d| d.devices.is_empty()) {
+        // No launch read them (copies only?): the driver may still answer.
+        read_device_info();
+    }
+}
+
+/// Why the backend never started (asked at the end of the run, not on a hot path).
+fn not_started() -> Status {
+    if sys::dlopen("libcuda.so.1", true).is_ok() {
+        return Status::off(
+            "the CUDA driver is loaded but CUPTI was not started: run under `metron run` \
+             (CUDA_INJECTION64_PATH) or call metron_gpu::start()"
+                .into(),
+        );
+    }
+    match load_driver() {
+        Err(e) => Status::off(e),
+        Ok(_) => Status::off("the process did not use CUDA (the driver was never loaded)".into()),
+    }
+}
+
+/// The `gpu` section of `metadata.json`.
+pub fn metadata() -> Value {
+    let mut v = status().unwrap_or_else(not_started).to_json();
+    v["records"] = json!({
+        "kernels": COUNTS[0].load(Ordering::Relaxed),
+        "memcpy": COUNTS[1].load(Ordering::Relaxed),
+        "memset": COUNTS[2].load(Ordering::Relaxed),
+        "runtime_api": COUNTS[3].load(Ordering::Relaxed),
+        "driver_api": COUNTS[4].load(Ordering::Relaxed),
+    });
+    v["cupti_dropped"] = json!(CUPTI_DROPPED.load(Ordering::Relaxed));
+    v["activity_buffers"] = json!({
+        "bytes_each": BUFFER_BYTES.load(Ordering::Relaxed),
+        "preallocated": POOL_BUFFERS,
+        "allocated": BUFFERS_ALLOCATED.load(Ordering::Relaxed),
+        "refused": BUFFERS_REFUSED.load(Ordering::Relaxed),
+    });
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn api_names_lose_their_version_suffix() {
+        assert_eq!(api_name("cudaLaunchKernel_v7000"), "cudaLaunchKernel");
+        assert_eq!(api_name("cuLaunchKernel"), "cuLaunchKernel");
+        assert_eq!(
+            api_name("cudaLaunchKernel_ptsz_v7000"),
+            "cudaLaunchKernel_ptsz"
+        );
+    }
+
+    #[test]
+    fn kernel_names_are_demangled() {
+        assert_eq!(
+            demangle("_Z5saxpyifPKfPf"),
+            "saxpy(int, float, float const*, float*)"
+        );
+        assert_eq!(demangle("plain_c_kernel"), "plain_c_kernel");
+        assert_eq!(
+            demangle("_Z1fILm2EEvSt5arrayIPcXT_EE"),
+            "void f<2ul>(std::array<char*, 2ul>)"
+        );
+    }
+
+    #[test]
+    fn occupancy_follows_the_tightest_limit() {
+        // H100: 2048 threads, 32 blocks, 64K registers, 228 KiB shared per SM, 1 KiB reserved.
+        let h100 = Limits {
+            threads_per_sm: 2048,
+            blocks_per_sm: 32,
+            registers_per_sm: 65536,
+            shared_per_sm: 233472,
+            reserved_shared_per_block: 1024,
+        };
+        assert_eq!(occupancy(&h100, 256, 16, 0), Some(1.0));
+        // 128 registers per thread: 16 warps of 256 threads → 2 blocks → 16 of 64 warps.
+        assert_eq!(occupancy(&h100, 256, 128, 0), Some(0.25));
+        // 100 KiB shared per block: 2 blocks of 8 warps.
+        assert_eq!(occupancy(&h100, 256, 16, 100 * 1024), Some(0.25));
+        assert_eq!(occupancy(&h100, 0, 16, 0), None);
+    }
+}

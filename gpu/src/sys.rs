@@ -1,0 +1,722 @@
+//! Everything unsafe: `dlopen` of the CUDA driver and CUPTI, the hand-written declarations of
+//! the few functions Metron calls, and the activity-record layouts it reads (checked against
+//! `cupti_activity.h` by `tests/gpu_headers.rs` where the headers exist).
+//!
+//! Layouts are those of CUPTI 13 (`CUPTI_API_VERSION` 130001): `CUpti_ActivityKernel10`,
+//! `CUpti_ActivityMemcpy6`, `CUpti_ActivityMemset4`, `CUpti_ActivityAPI`, `CUpti_CallbackData`.
+//! CUPTI writes each kind in its newest layout; a CUPTI older than 13 is refused at start.
+
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+
+/// `CUptiResult`.
+pub type CuptiResult = c_int;
+/// `CUresult`.
+pub type CuResult = c_int;
+/// `CUPTI_SUCCESS`.
+pub const CUPTI_SUCCESS: CuptiResult = 0;
+
+/// `CUpti_ActivityKind` values.
+pub mod kind {
+    /// `CUPTI_ACTIVITY_KIND_MEMCPY`.
+    pub const MEMCPY: i32 = 1;
+    /// `CUPTI_ACTIVITY_KIND_MEMSET`.
+    pub const MEMSET: i32 = 2;
+    /// `CUPTI_ACTIVITY_KIND_DRIVER`.
+    pub const DRIVER: i32 = 4;
+    /// `CUPTI_ACTIVITY_KIND_RUNTIME`.
+    pub const RUNTIME: i32 = 5;
+    /// `CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL`.
+    pub const CONCURRENT_KERNEL: i32 = 10;
+}
+
+/// `CUPTI_CB_DOMAIN_DRIVER_API`.
+pub const DOMAIN_DRIVER: i32 = 1;
+/// `CUPTI_CB_DOMAIN_RUNTIME_API`.
+pub const DOMAIN_RUNTIME: i32 = 2;
+
+/// Runtime API callback ids of kernel launches (`cupti_runtime_cbid.h`).
+pub const RUNTIME_LAUNCH_CBIDS: &[u32] = &[211, 214, 269, 270, 430, 431];
+/// Driver API callback ids of kernel launches (`cupti_driver_cbid.h`).
+pub const DRIVER_LAUNCH_CBIDS: &[u32] = &[307, 442, 477, 478, 652, 653];
+
+/// `CUpti_ActivityKernel10` (216 bytes), the fields Metron reads.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ActivityKernel {
+    /// `kind`.
+    pub kind: i32,
+    /// `cacheConfig`, `sharedMemoryConfig`.
+    pub _config: [u8; 2],
+    /// `registersPerThread`.
+    pub registers_per_thread: u16,
+    /// `partitionedGlobalCache*`.
+    pub _cache: [u32; 2],
+    /// `start`.
+    pub start: u64,
+    /// `end`.
+    pub end: u64,
+    /// `completed`.
+    pub completed: u64,
+    /// `deviceId`.
+    pub device_id: u32,
+    /// `contextId`.
+    pub context_id: u32,
+    /// `streamId`.
+    pub stream_id: u32,
+    /// `gridX/Y/Z`.
+    pub grid: [i32; 3],
+    /// `blockX/Y/Z`.
+    pub block: [i32; 3],
+    /// `staticSharedMemory`.
+    pub static_shared_memory: i32,
+    /// `dynamicSharedMemory`.
+    pub dynamic_shared_memory: u32,
+    /// `localMemoryPerThread`.
+    pub local_memory_per_thread: u32,
+    /// `localMemoryTotal`.
+    pub local_memory_total: u32,
+    /// `correlationId`.
+    pub correlation_id: u32,
+    /// `gridId`.
+    pub grid_id: i64,
+    /// `name`.
+    pub name: *const c_char,
+    /// The rest of the record.
+    pub _rest: [u8; 104],
+}
+
+/// `CUpti_ActivityMemcpy6` (96 bytes), the fields Metron reads.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ActivityMemcpy {
+    /// `kind`.
+    pub kind: i32,
+    /// `copyKind`, `srcKind`, `dstKind`, `flags`.
+    pub copy_kind: u8,
+    /// `srcKind`, `dstKind`, `flags`.
+    pub _kinds: [u8; 3],
+    /// `bytes`.
+    pub bytes: u64,
+    /// `start`.
+    pub start: u64,
+    /// `end`.
+    pub end: u64,
+    /// `deviceId`.
+    pub device_id: u32,
+    /// `contextId`.
+    pub context_id: u32,
+    /// `streamId`.
+    pub stream_id: u32,
+    /// `correlationId`.
+    pub correlation_id: u32,
+    /// The rest of the record.
+    pub _rest: [u8; 48],
+}
+
+/// `CUpti_ActivityMemset4` (88 bytes), the fields Metron reads.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ActivityMemset {
+    /// `kind`.
+    pub kind: i32,
+    /// `value`.
+    pub value: u32,
+    /// `bytes`.
+    pub bytes: u64,
+    /// `start`.
+    pub start: u64,
+    /// `end`.
+    pub end: u64,
+    /// `deviceId`.
+    pub device_id: u32,
+    /// `contextId`.
+    pub context_id: u32,
+    /// `streamId`.
+    pub stream_id: u32,
+    /// `correlationId`.
+    pub correlation_id: u32,
+    /// The rest of the record.
+    pub _rest: [u8; 40],
+}
+
+/// `CUpti_ActivityAPI` (40 bytes).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ActivityApi {
+    /// `kind`.
+    pub kind: i32,
+    /// `cbid`.
+    pub cbid: u32,
+    /// `start`.
+    pub start: u64,
+    /// `end`.
+    pub end: u64,
+    /// `processId`.
+    pub process_id: u32,
+    /// `threadId`.
+    pub thread_id: u32,
+    /// `correlationId`.
+    pub correlation_id: u32,
+    /// `returnValue`.
+    pub return_value: u32,
+}
+
+/// `CUpti_CallbackData` (72 bytes).
+#[repr(C)]
+pub struct CallbackData {
+    /// `callbackSite`: 0 enter, 1 exit.
+    pub callback_site: i32,
+    /// `functionName`.
+    pub function_name: *const c_char,
+    /// `functionParams`.
+    pub function_params: *const c_void,
+    /// `functionReturnValue`.
+    pub function_return_value: *mut c_void,
+    /// `symbolName`.
+    pub symbol_name: *const c_char,
+    /// `context`.
+    pub context: *mut c_void,
+    /// `contextUid`.
+    pub context_uid: u32,
+    /// `correlationData`.
+    pub correlation_data: *mut u64,
+    /// `correlationId`.
+    pub correlation_id: u32,
+}
+
+/// Buffer-requested callback.
+pub type BufferRequested = extern "C" fn(*mut *mut u8, *mut usize, *mut usize);
+/// Buffer-completed callback.
+pub type BufferCompleted = extern "C" fn(*mut c_void, u32, *mut u8, usize, usize);
+/// Callback API subscriber callback.
+pub type CallbackFn = extern "C" fn(*mut c_void, i32, u32, *const c_void);
+/// Timestamp callback.
+pub type TimestampFn = extern "C" fn() -> u64;
+
+/// The CUPTI functions Metron calls.
+#[derive(Clone, Copy)]
+pub struct Cupti {
+    /// `cuptiGetVersion`.
+    pub get_version: unsafe extern "C" fn(*mut u32) -> CuptiResult,
+    /// `cuptiGetResultString`.
+    pub get_result_string: unsafe extern "C" fn(CuptiResult, *mut *const c_char) -> CuptiResult,
+    /// `cuptiActivityEnable`.
+    pub activity_enable: unsafe extern "C" fn(i32) -> CuptiResult,
+    /// `cuptiActivityRegisterCallbacks`.
+    pub register_callbacks: unsafe extern "C" fn(BufferRequested, BufferCompleted) -> CuptiResult,
+    /// `cuptiActivityRegisterTimestampCallback`.
+    pub register_timestamp: unsafe extern "C" fn(TimestampFn) -> CuptiResult,
+    /// `cuptiActivityFlushAll`.
+    pub flush_all: unsafe extern "C" fn(u32) -> CuptiResult,
+    /// `cuptiActivityGetNextRecord`.
+    pub get_next_record: unsafe extern "C" fn(*mut u8, usize, *mut *mut u8) -> CuptiResult,
+    /// `cuptiActivityGetNumDroppedRecords`.
+    pub get_num_dropped: unsafe extern "C" fn(*mut c_void, u32, *mut usize) -> CuptiResult,
+    /// `cuptiSubscribe`.
+    pub subscribe: unsafe extern "C" fn(*mut *mut c_void, CallbackFn, *mut c_void) -> CuptiResult,
+    /// `cuptiEnableCallback`.
+    pub enable_callback: unsafe extern "C" fn(u32, *mut c_void, i32, u32) -> CuptiResult,
+    /// `cuptiGetCallbackName`.
+    pub get_callback_name: unsafe extern "C" fn(i32, u32, *mut *const c_char) -> CuptiResult,
+    /// `cuptiSetThreadIdType`.
+    pub set_thread_id_type: unsafe extern "C" fn(i32) -> CuptiResult,
+}
+
+/// The CUDA driver functions Metron calls.
+#[derive(Clone, Copy)]
+pub struct Driver {
+    /// `cuInit`.
+    pub init: unsafe extern "C" fn(u32) -> CuResult,
+    /// `cuDriverGetVersion`.
+    pub driver_get_version: unsafe extern "C" fn(*mut c_int) -> CuResult,
+    /// `cuDeviceGetCount`.
+    pub device_get_count: unsafe extern "C" fn(*mut c_int) -> CuResult,
+    /// `cuDeviceGet`.
+    pub device_get: unsafe extern "C" fn(*mut c_int, c_int) -> CuResult,
+    /// `cuDeviceGetName`.
+    pub device_get_name: unsafe extern "C" fn(*mut c_char, c_int, c_int) -> CuResult,
+    /// `cuDeviceGetAttribute`.
+    pub device_get_attribute: unsafe extern "C" fn(*mut c_int, c_int, c_int) -> CuResult,
+}
+
+/// `dlerror()` as text.
+fn dl_error() -> String {
+    // SAFETY: dlerror returns null or a NUL-terminated string owned by libc, valid until the
+    // next dl* call on this thread; it is copied at once.
+    unsafe {
+        let e = libc::dlerror();
+        if e.is_null() {
+            "unknown error".into()
+        } else {
+            CStr::from_ptr(e).to_string_lossy().into_owned()
+        }
+    }
+}
+
+/// `dlopen(name, flags)`; `Err(dlerror())` on failure.
+pub fn dlopen(name: &str, noload: bool) -> Result<*mut c_void, String> {
+    let c = CString::new(name).map_err(|_| format!("{name}: NUL in path"))?;
+    let flags = libc::RTLD_NOW | libc::RTLD_GLOBAL | if noload { libc::RTLD_NOLOAD } else { 0 };
+    // SAFETY: `c` is a valid NUL-terminated string; dlopen has no other preconditions.
+    let h = unsafe { libc::dlopen(c.as_ptr(), flags) };
+    if h.is_null() {
+        Err(dl_error())
+    } else {
+        Ok(h)
+    }
+}
+
+/// The path of the library behind `handle` (through a symbol it defines), if known.
+pub fn library_path(handle: *mut c_void, symbol: &str) -> Option<String> {
+    let c = CString::new(symbol).ok()?;
+    // SAFETY: `handle` came from a successful dlopen and is never closed; `c` is NUL-terminated.
+    let addr = unsafe { libc::dlsym(handle, c.as_ptr()) };
+    if addr.is_null() {
+        return None;
+    }
+    // SAFETY: Dl_info is plain data (pointers and integers); all-zero is a valid value.
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: `addr` is an address inside a loaded object and `info` is a valid out-pointer.
+    if unsafe { libc::dladdr(addr, &mut info) } == 0 || info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: dli_fname is a NUL-terminated string owned by the loader, copied at once.
+    Some(
+        unsafe { CStr::from_ptr(info.dli_fname) }
+            .to_string_lossy()
+            .into_owned(),
+    )
+}
+
+/// `dlsym` of `name`, as a function pointer of type `T`.
+///
+/// # Safety
+/// `T` must be an `unsafe extern "C" fn` type whose signature matches the symbol's, and
+/// `handle` must come from a successful [`dlopen`] that is never closed.
+unsafe fn sym<T: Copy>(handle: *mut c_void, name: &str) -> Result<T, String> {
+    assert_eq!(std::mem::size_of::<T>(), std::mem::size_of::<*mut c_void>());
+    let c = CString::new(name).map_err(|_| name.to_string())?;
+    // SAFETY: handle is valid (caller), `c` is NUL-terminated.
+    let p = unsafe { libc::dlsym(handle, c.as_ptr()) };
+    if p.is_null() {
+        return Err(format!("symbol {name} not found"));
+    }
+    // SAFETY: T is a function pointer type of pointer size whose signature matches (caller).
+    Ok(unsafe { std::mem::transmute_copy::<*mut c_void, T>(&p) })
+}
+
+impl Cupti {
+    /// Resolves every function from a libcupti handle.
+    pub fn load(handle: *mut c_void) -> Result<Cupti, String> {
+        // SAFETY: each type below is the C signature of the named function in cupti_activity.h
+        // / cupti_callbacks.h / cupti_result.h / cupti_version.h (CUPTI 13); the handle is a
+        // successful dlopen of libcupti that is never closed.
+        unsafe {
+            Ok(Cupti {
+                get_version: sym(handle, "cuptiGetVersion")?,
+                get_result_string: sym(handle, "cuptiGetResultString")?,
+                activity_enable: sym(handle, "cuptiActivityEnable")?,
+                register_callbacks: sym(handle, "cuptiActivityRegisterCallbacks")?,
+                register_timestamp: sym(handle, "cuptiActivityRegisterTimestampCallback")?,
+                flush_all: sym(handle, "cuptiActivityFlushAll")?,
+                get_next_record: sym(handle, "cuptiActivityGetNextRecord")?,
+                get_num_dropped: sym(handle, "cuptiActivityGetNumDroppedRecords")?,
+                subscribe: sym(handle, "cuptiSubscribe")?,
+                enable_callback: sym(handle, "cuptiEnableCallback")?,
+                get_callback_name: sym(handle, "cuptiGetCallbackName")?,
+                set_thread_id_type: sym(handle, "cuptiSetThreadIdType")?,
+            })
+        }
+    }
+
+    /// CUPTI's text for `r`.
+    pub fn result_string(&self, r: CuptiResult) -> String {
+        let mut s: *const c_char = std::ptr::null();
+        // SAFETY: a valid out-pointer; CUPTI returns a static NUL-terminated string.
+        let ok = unsafe { (self.get_result_string)(r, &mut s) } == CUPTI_SUCCESS;
+        if ok && !s.is_null() {
+            // SAFETY: non-null static string from CUPTI.
+            format!("{} ({r})", unsafe { CStr::from_ptr(s) }.to_string_lossy())
+        } else {
+            format!("CUPTI error {r}")
+        }
+    }
+
+    /// `cuptiGetVersion`.
+    pub fn version(&self) -> Option<u32> {
+        let mut v = 0u32;
+        // SAFETY: a valid out-pointer.
+        (unsafe { (self.get_version)(&mut v) } == CUPTI_SUCCESS).then_some(v)
+    }
+
+    /// `cuptiGetCallbackName(domain, cbid)`.
+    pub fn callback_name(&self, domain: i32, cbid: u32) -> Option<String> {
+        let mut s: *const c_char = std::ptr::null();
+        // SAFETY: a valid out-pointer; CUPTI returns a static NUL-terminated string.
+        let ok = unsafe { (self.get_callback_name)(domain, cbid, &mut s) } == CUPTI_SUCCESS;
+        // SAFETY: non-null static string from CUPTI.
+        (ok && !s.is_null()).then(|| unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned())
+    }
+
+    /// Calls `f` with a checked result: `Err(text)` unless it is `CUPTI_SUCCESS`.
+    pub fn check(&self, what: &str, r: CuptiResult) -> Result<(), String> {
+        if r == CUPTI_SUCCESS {
+            Ok(())
+        } else {
+            Err(format!("{what} failed: {}", self.result_string(r)))
+        }
+    }
+
+    /// `cuptiActivityFlushAll(flag)`.
+    pub fn flush(&self, forced: bool) -> CuptiResult {
+        // SAFETY: no pointers; CUPTI is initialized (the activity API was enabled).
+        unsafe { (self.flush_all)(u32::from(forced)) }
+    }
+
+    /// Walks the records of a completed buffer, calling `f(kind, record pointer)`.
+    ///
+    /// # Safety
+    /// `buffer` must be a buffer CUPTI completed, with `valid` bytes of records.
+    pub unsafe fn each_record(&self, buffer: *mut u8, valid: usize, mut f: impl FnMut(*const u8)) {
+        let mut record: *mut u8 = std::ptr::null_mut();
+        loop {
+            // SAFETY: buffer/valid as CUPTI gave them (caller); record is an in/out pointer
+            // CUPTI advances through the buffer.
+            let r = unsafe { (self.get_next_record)(buffer, valid, &mut record) };
+            if r != CUPTI_SUCCESS || record.is_null() {
+                break;
+            }
+            f(record);
+        }
+    }
+
+    /// `cuptiActivityGetNumDroppedRecords(ctx, stream)`.
+    pub fn dropped(&self, ctx: *mut c_void, stream: u32) -> usize {
+        let mut n = 0usize;
+        // SAFETY: ctx/stream are the values CUPTI passed to the completion callback; a valid
+        // out-pointer.
+        if unsafe { (self.get_num_dropped)(ctx, stream, &mut n) } == CUPTI_SUCCESS {
+            n
+        } else {
+            0
+        }
+    }
+}
+
+/// Reads the record kind and copies the record as `T` (records are 8-byte aligned).
+///
+/// # Safety
+/// `p` must point at a CUPTI activity record whose layout is `T` (checked by kind).
+pub unsafe fn read_record<T: Copy>(p: *const u8) -> T {
+    // SAFETY: p points at a record of layout T (caller); read_unaligned has no alignment need.
+    unsafe { std::ptr::read_unaligned(p.cast::<T>()) }
+}
+
+/// The kind field of the record at `p`.
+///
+/// # Safety
+/// `p` must point at a CUPTI activity record.
+pub unsafe fn record_kind(p: *const u8) -> i32 {
+    // SAFETY: every record starts with its 4-byte kind (caller).
+    unsafe { std::ptr::read_unaligned(p.cast::<i32>()) }
+}
+
+/// A C string owned by CUPTI, copied (empty when null).
+///
+/// # Safety
+/// `p` must be null or a NUL-terminated string valid for the call.
+pub unsafe fn c_str(p: *const c_char) -> String {
+    if p.is_null() {
+        String::new()
+    } else {
+        // SAFETY: non-null, NUL-terminated (caller).
+        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    }
+}
+
+/// Registers the Metron callbacks with CUPTI; API records name threads by their kernel tid
+/// (`CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM`), as Metron does.
+pub fn register(
+    c: &Cupti,
+    req: BufferRequested,
+    done: BufferCompleted,
+    ts: TimestampFn,
+) -> Result<(), String> {
+    // SAFETY: no pointers; 1 is CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM.
+    c.check("cuptiSetThreadIdType(SYSTEM)", unsafe {
+        (c.set_thread_id_type)(1)
+    })?;
+    // SAFETY: plain function pointers with the signatures CUPTI declares.
+    c.check("cuptiActivityRegisterTimestampCallback", unsafe {
+        (c.register_timestamp)(ts)
+    })?;
+    // SAFETY: as above.
+    c.check("cuptiActivityRegisterCallbacks", unsafe {
+        (c.register_callbacks)(req, done)
+    })
+}
+
+/// `cuptiActivityEnable(kind)`.
+pub fn enable(c: &Cupti, kind: i32) -> Result<(), String> {
+    // SAFETY: no pointers.
+    c.check(&format!("cuptiActivityEnable({kind})"), unsafe {
+        (c.activity_enable)(kind)
+    })
+}
+
+/// `cuptiSubscribe` plus `cuptiEnableCallback` for each `(domain, cbid)`.
+pub fn subscribe(c: &Cupti, cb: CallbackFn, ids: &[(i32, u32)]) -> Result<(), String> {
+    let mut sub: *mut c_void = std::ptr::null_mut();
+    // SAFETY: a valid out-pointer, a callback with CUPTI's signature, null user data.
+    c.check("cuptiSubscribe", unsafe {
+        (c.subscribe)(&mut sub, cb, std::ptr::null_mut())
+    })?;
+    for &(domain, cbid) in ids {
+        // SAFETY: `sub` was returned by cuptiSubscribe.
+        c.check("cuptiEnableCallback", unsafe {
+            (c.enable_callback)(1, sub, domain, cbid)
+        })?;
+    }
+    Ok(())
+}
+
+impl Driver {
+    /// Resolves every function from a libcuda handle.
+    pub fn load(handle: *mut c_void) -> Result<Driver, String> {
+        // SAFETY: each type below is the C signature of the named function in cuda.h (these
+        // have had the same signature since CUDA 2); the handle is never closed.
+        unsafe {
+            Ok(Driver {
+                init: sym(handle, "cuInit")?,
+                driver_get_version: sym(handle, "cuDriverGetVersion")?,
+                device_get_count: sym(handle, "cuDeviceGetCount")?,
+                device_get: sym(handle, "cuDeviceGet")?,
+                device_get_name: sym(handle, "cuDeviceGetName")?,
+                device_get_attribute: sym(handle, "cuDeviceGetAttribute")?,
+            })
+        }
+    }
+
+    /// `cuInit(0)`.
+    pub fn cu_init(&self) -> CuResult {
+        // SAFETY: no pointers.
+        unsafe { (self.init)(0) }
+    }
+
+    /// `cuDriverGetVersion`.
+    pub fn version(&self) -> Option<i32> {
+        let mut v = 0;
+        // SAFETY: a valid out-pointer.
+        (unsafe { (self.driver_get_version)(&mut v) } == 0).then_some(v)
+    }
+
+    /// `cuDeviceGetCount` (needs cuInit).
+    pub fn device_count(&self) -> Result<i32, CuResult> {
+        let mut n = 0;
+        // SAFETY: a valid out-pointer.
+        match unsafe { (self.device_get_count)(&mut n) } {
+            0 => Ok(n),
+            e => Err(e),
+        }
+    }
+
+    /// `cuDeviceGet` then `cuDeviceGetName`.
+    pub fn device_name(&self, ordinal: i32) -> Option<String> {
+        let mut dev = 0;
+        // SAFETY: a valid out-pointer.
+        if unsafe { (self.device_get)(&mut dev, ordinal) } != 0 {
+            return None;
+        }
+        let mut buf = [0 as c_char; 256];
+        // SAFETY: buf has room for 256 bytes including the NUL, as passed.
+        if unsafe { (self.device_get_name)(buf.as_mut_ptr(), 256, dev) } != 0 {
+            return None;
+        }
+        // SAFETY: the driver NUL-terminated the name inside buf.
+        Some(unsafe { c_str(buf.as_ptr()) })
+    }
+
+    /// `cuDeviceGetAttribute(attr)` of device `ordinal`.
+    pub fn attribute(&self, ordinal: i32, attr: c_int) -> Option<i32> {
+        let mut dev = 0;
+        // SAFETY: a valid out-pointer.
+        if unsafe { (self.device_get)(&mut dev, ordinal) } != 0 {
+            return None;
+        }
+        let mut v = 0;
+        // SAFETY: a valid out-pointer.
+        (unsafe { (self.device_get_attribute)(&mut v, attr, dev) } == 0).then_some(v)
+    }
+}
+
+/// Allocates a CUPTI activity buffer: `bytes`, 8-byte aligned, never freed (the pool keeps it).
+pub fn alloc_buffer(bytes: usize) -> *mut u8 {
+    let layout = std::alloc::Layout::from_size_align(bytes.max(8), 8).expect("valid layout");
+    // SAFETY: the layout has a non-zero size.
+    unsafe { std::alloc::alloc(layout) }
+}
+
+/// `(C struct.field, offset)` and `(C struct, size)` of every layout Metron reads, for the
+/// header check (`tests/gpu_headers.rs` compiles the same list against `cupti.h`).
+pub fn layouts() -> Vec<(&'static str, usize)> {
+    use std::mem::{offset_of, size_of};
+    vec![
+        ("sizeof CUpti_ActivityKernel10", size_of::<ActivityKernel>()),
+        (
+            "CUpti_ActivityKernel10.registersPerThread",
+            offset_of!(ActivityKernel, registers_per_thread),
+        ),
+        (
+            "CUpti_ActivityKernel10.start",
+            offset_of!(ActivityKernel, start),
+        ),
+        (
+            "CUpti_ActivityKernel10.end",
+            offset_of!(ActivityKernel, end),
+        ),
+        (
+            "CUpti_ActivityKernel10.deviceId",
+            offset_of!(ActivityKernel, device_id),
+        ),
+        (
+            "CUpti_ActivityKernel10.contextId",
+            offset_of!(ActivityKernel, context_id),
+        ),
+        (
+            "CUpti_ActivityKernel10.streamId",
+            offset_of!(ActivityKernel, stream_id),
+        ),
+        (
+            "CUpti_ActivityKernel10.gridX",
+            offset_of!(ActivityKernel, grid),
+        ),
+        (
+            "CUpti_ActivityKernel10.blockX",
+            offset_of!(ActivityKernel, block),
+        ),
+        (
+            "CUpti_ActivityKernel10.staticSharedMemory",
+            offset_of!(ActivityKernel, static_shared_memory),
+        ),
+        (
+            "CUpti_ActivityKernel10.dynamicSharedMemory",
+            offset_of!(ActivityKernel, dynamic_shared_memory),
+        ),
+        (
+            "CUpti_ActivityKernel10.localMemoryPerThread",
+            offset_of!(ActivityKernel, local_memory_per_thread),
+        ),
+        (
+            "CUpti_ActivityKernel10.correlationId",
+            offset_of!(ActivityKernel, correlation_id),
+        ),
+        (
+            "CUpti_ActivityKernel10.name",
+            offset_of!(ActivityKernel, name),
+        ),
+        ("sizeof CUpti_ActivityMemcpy6", size_of::<ActivityMemcpy>()),
+        (
+            "CUpti_ActivityMemcpy6.copyKind",
+            offset_of!(ActivityMemcpy, copy_kind),
+        ),
+        (
+            "CUpti_ActivityMemcpy6.bytes",
+            offset_of!(ActivityMemcpy, bytes),
+        ),
+        (
+            "CUpti_ActivityMemcpy6.start",
+            offset_of!(ActivityMemcpy, start),
+        ),
+        (
+            "CUpti_ActivityMemcpy6.deviceId",
+            offset_of!(ActivityMemcpy, device_id),
+        ),
+        (
+            "CUpti_ActivityMemcpy6.streamId",
+            offset_of!(ActivityMemcpy, stream_id),
+        ),
+        (
+            "CUpti_ActivityMemcpy6.correlationId",
+            offset_of!(ActivityMemcpy, correlation_id),
+        ),
+        ("sizeof CUpti_ActivityMemset4", size_of::<ActivityMemset>()),
+        (
+            "CUpti_ActivityMemset4.bytes",
+            offset_of!(ActivityMemset, bytes),
+        ),
+        (
+            "CUpti_ActivityMemset4.start",
+            offset_of!(ActivityMemset, start),
+        ),
+        (
+            "CUpti_ActivityMemset4.deviceId",
+            offset_of!(ActivityMemset, device_id),
+        ),
+        (
+            "CUpti_ActivityMemset4.streamId",
+            offset_of!(ActivityMemset, stream_id),
+        ),
+        (
+            "CUpti_ActivityMemset4.correlationId",
+            offset_of!(ActivityMemset, correlation_id),
+        ),
+        ("sizeof CUpti_ActivityAPI", size_of::<ActivityApi>()),
+        ("CUpti_ActivityAPI.cbid", offset_of!(ActivityApi, cbid)),
+        ("CUpti_ActivityAPI.start", offset_of!(ActivityApi, start)),
+        ("CUpti_ActivityAPI.end", offset_of!(ActivityApi, end)),
+        (
+            "CUpti_ActivityAPI.threadId",
+            offset_of!(ActivityApi, thread_id),
+        ),
+        (
+            "CUpti_ActivityAPI.correlationId",
+            offset_of!(ActivityApi, correlation_id),
+        ),
+        (
+            "CUpti_ActivityAPI.returnValue",
+            offset_of!(ActivityApi, return_value),
+        ),
+        ("sizeof CUpti_CallbackData", size_of::<CallbackData>()),
+        (
+            "CUpti_CallbackData.callbackSite",
+            offset_of!(CallbackData, callback_site),
+        ),
+        (
+            "CUpti_CallbackData.correlationId",
+            offset_of!(CallbackData, correlation_id),
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{offset_of, size_of};
+
+    #[test]
+    fn layouts_match_cupti_13() {
+        assert_eq!(size_of::<ActivityKernel>(), 216);
+        assert_eq!(offset_of!(ActivityKernel, registers_per_thread), 6);
+        assert_eq!(offset_of!(ActivityKernel, start), 16);
+        assert_eq!(offset_of!(ActivityKernel, device_id), 40);
+        assert_eq!(offset_of!(ActivityKernel, grid), 52);
+        assert_eq!(offset_of!(ActivityKernel, block), 64);
+        assert_eq!(offset_of!(ActivityKernel, static_shared_memory), 76);
+        assert_eq!(offset_of!(ActivityKernel, correlation_id), 92);
+        assert_eq!(offset_of!(ActivityKernel, name), 104);
+        assert_eq!(size_of::<ActivityMemcpy>(), 96);
+        assert_eq!(offset_of!(ActivityMemcpy, correlation_id), 44);
+        assert_eq!(size_of::<ActivityMemset>(), 88);
+        assert_eq!(offset_of!(ActivityMemset, correlation_id), 44);
+        assert_eq!(size_of::<ActivityApi>(), 40);
+        assert_eq!(offset_of!(ActivityApi, thread_id), 28);
+        assert_eq!(size_of::<CallbackData>(), 72);
+        assert_eq!(offset_of!(CallbackData, correlation_id), 64);
+    }
+
+    #[test]
+    fn a_missing_library_is_an_error_not_a_panic() {
+        let e = dlopen("libmetron-does-not-exist.so.9", false).unwrap_err();
+        assert!(e.contains("libmetron-does-not-exist"), "{e}");
+    }
+}

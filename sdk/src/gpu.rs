@@ -1,0 +1,268 @@
+//! GPU activity as the sinks see it: the records a GPU backend (the `metron-gpu` crate, CUPTI
+//! on NVIDIA) hands over, the devices they ran on, and the join of kernel launches with the
+//! Metron region open on the launching thread.
+//!
+//! The SDK does not load any GPU library itself. A backend calls [`set_backend`] once, then
+//! [`submit`] with decoded records from its own thread (CUPTI's buffer-completed thread): the
+//! records go to every sink's [`crate::Sink::gpu_records`] under the pipeline lock, never on an
+//! application thread. At the end of the run the SDK calls the backend's flush hook before it
+//! drains its own buffers, so the last GPU records reach the sinks before they write.
+//!
+//! **Kernel ↔ region.** At each launch (CUPTI's callback on `cudaLaunchKernel`,
+//! `cuLaunchKernel`, ...) the backend records an annotation [`LAUNCH_KEY`] with the launch's
+//! correlation id on the launching thread. The flusher resolves it to the innermost region
+//! open there (the annotation's `region`), and [`JoinSink`] keeps `correlation id → region`;
+//! the GPU sinks resolve their kernels against it when they write (at the end of the run,
+//! when every launch annotation has been seen). The trace and summary do not show these
+//! annotations.
+
+use crate::callsite::Callsite;
+use crate::sink::{Event, RunInfo, Sink, ThreadInfo};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Name of the annotation a backend records at each kernel launch (value: correlation id).
+pub const LAUNCH_KEY: &str = "metron.gpu.launch";
+
+/// What a [`GpuRecord`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GpuKind {
+    /// A kernel execution.
+    Kernel,
+    /// A memory copy.
+    Memcpy,
+    /// A memory set.
+    Memset,
+    /// A CUDA runtime API call (host side).
+    RuntimeApi,
+    /// A CUDA driver API call (host side).
+    DriverApi,
+}
+
+/// One GPU activity record, timestamps on Metron's clock (`CLOCK_MONOTONIC` ns).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GpuRecord {
+    /// What it is.
+    pub kind: GpuKind,
+    /// Start, `CLOCK_MONOTONIC` ns.
+    pub start_ns: u64,
+    /// End, `CLOCK_MONOTONIC` ns.
+    pub end_ns: u64,
+    /// Kernel name (demangled), API name, or copy kind (`HtoD`, ...).
+    pub name: Arc<str>,
+    /// Device index (kernels, copies, sets).
+    pub device: u32,
+    /// Context id.
+    pub context: u32,
+    /// Stream id (kernels, copies, sets).
+    pub stream: u32,
+    /// Correlation id: the same on an API call and the work it launched.
+    pub correlation: u32,
+    /// Host thread (API calls): kernel tid.
+    pub tid: u32,
+    /// Grid size (kernels).
+    pub grid: [i32; 3],
+    /// Block size (kernels).
+    pub block: [i32; 3],
+    /// Registers per thread (kernels).
+    pub registers: u16,
+    /// Static shared memory per block, bytes (kernels).
+    pub static_shared: i32,
+    /// Dynamic shared memory per block, bytes (kernels).
+    pub dynamic_shared: i32,
+    /// Local memory per thread, bytes (kernels).
+    pub local_per_thread: u32,
+    /// Bytes copied or set (copies, sets).
+    pub bytes: u64,
+    /// Theoretical occupancy in 0..=1 from the device limits (kernels; `None` if unknown).
+    pub occupancy: Option<f32>,
+    /// API return code (API calls).
+    pub status: u32,
+}
+
+impl GpuRecord {
+    /// A record of `kind` named `name` with every other field zero.
+    pub fn new(kind: GpuKind, name: Arc<str>) -> GpuRecord {
+        GpuRecord {
+            kind,
+            start_ns: 0,
+            end_ns: 0,
+            name,
+            device: 0,
+            context: 0,
+            stream: 0,
+            correlation: 0,
+            tid: 0,
+            grid: [0; 3],
+            block: [0; 3],
+            registers: 0,
+            static_shared: 0,
+            dynamic_shared: 0,
+            local_per_thread: 0,
+            bytes: 0,
+            occupancy: None,
+            status: 0,
+        }
+    }
+
+    /// Duration in ns.
+    pub fn duration_ns(&self) -> u64 {
+        self.end_ns.saturating_sub(self.start_ns)
+    }
+
+    /// Device work (kernel, copy, set) rather than an API call.
+    pub fn on_device(&self) -> bool {
+        matches!(
+            self.kind,
+            GpuKind::Kernel | GpuKind::Memcpy | GpuKind::Memset
+        )
+    }
+}
+
+/// A GPU as the backend found it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct GpuDevice {
+    /// Index (CUDA device ordinal).
+    pub index: u32,
+    /// Name, e.g. `NVIDIA H100 80GB HBM3`.
+    pub name: String,
+}
+
+/// What a backend tells the SDK about itself.
+pub struct Backend {
+    /// Flushes the backend's pending records through [`submit`] (called before the run ends
+    /// and on [`crate::flush`]; `at_end` is true at the end of the run).
+    pub flush: fn(at_end: bool),
+    /// Its `metadata.json` section `gpu` (status, versions, record and drop counts).
+    pub metadata: fn() -> serde_json::Value,
+}
+
+static BACKEND: OnceLock<Backend> = OnceLock::new();
+static DEVICES: Mutex<Vec<GpuDevice>> = Mutex::new(Vec::new());
+/// correlation id → (region name, thread tid), filled by [`JoinSink`].
+static JOIN: Mutex<Option<HashMap<u32, (&'static str, u32)>>> = Mutex::new(None);
+
+/// Registers the GPU backend (first call wins) and its devices; adds the join sink and the
+/// `gpu` section of `metadata.json`. Returns false if a backend was already registered.
+pub fn set_backend(backend: Backend, devices: Vec<GpuDevice>) -> bool {
+    if BACKEND.set(backend).is_err() {
+        return false;
+    }
+    *DEVICES.lock().unwrap_or_else(|e| e.into_inner()) = devices;
+    crate::metadata::add_section("gpu", || match BACKEND.get() {
+        Some(b) => (b.metadata)(),
+        None => serde_json::Value::Null,
+    });
+    crate::add_sink(Box::new(JoinSink));
+    crate::add_sink(Box::new(crate::sinks::kernels_csv::KernelsCsvSink::new()));
+    true
+}
+
+/// Replaces the device list (a backend learns it once the driver is initialized).
+pub fn set_devices(devices: Vec<GpuDevice>) {
+    *DEVICES.lock().unwrap_or_else(|e| e.into_inner()) = devices;
+}
+
+/// The devices the backend registered.
+pub fn devices() -> Vec<GpuDevice> {
+    DEVICES.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// The name of device `index` (`GPU <index>` if unknown).
+pub fn device_name(index: u32) -> String {
+    DEVICES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|d| d.index == index)
+        .map_or_else(|| format!("GPU {index}"), |d| d.name.clone())
+}
+
+/// Hands decoded records to every sink (off the application threads: the backend's own
+/// thread). Does nothing after the run ended.
+pub fn submit(records: &[GpuRecord]) {
+    if !records.is_empty() {
+        crate::runtime::deliver_gpu(records);
+    }
+}
+
+/// Asks the backend to flush its records (called by the runtime).
+pub(crate) fn flush_backend(at_end: bool) {
+    if let Some(b) = BACKEND.get() {
+        (b.flush)(at_end);
+    }
+}
+
+/// The region open on the launching thread when the work with this correlation id was
+/// launched, and that thread's tid (known once the flusher saw the launch annotation).
+pub fn region_of(correlation: u32) -> Option<(&'static str, u32)> {
+    JOIN.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()?
+        .get(&correlation)
+        .copied()
+}
+
+/// True for the launch annotation key (the trace and summary skip it).
+pub fn is_launch_key(key: &Callsite) -> bool {
+    key.name == LAUNCH_KEY
+}
+
+/// Keeps `correlation id → region` from the launch annotations.
+struct JoinSink;
+
+impl Sink for JoinSink {
+    fn name(&self) -> &str {
+        "gpu_join"
+    }
+
+    fn events(&mut self, thread: &ThreadInfo, events: &[Event<'_>]) {
+        let mut join = None;
+        for e in events {
+            if let Event::Annotation {
+                region, key, value, ..
+            } = *e
+            {
+                if !is_launch_key(key) {
+                    continue;
+                }
+                let corr = match value {
+                    crate::region::AnnotationValue::U64(v) => v as u32,
+                    crate::region::AnnotationValue::I64(v) => v as u32,
+                    _ => continue,
+                };
+                let join =
+                    join.get_or_insert_with(|| JOIN.lock().unwrap_or_else(|e| e.into_inner()));
+                let map = join.get_or_insert_with(HashMap::new);
+                map.insert(corr, (region.map_or("(no region)", |r| r.name), thread.tid));
+            }
+        }
+    }
+
+    fn finish(&mut self, _run: &RunInfo) -> std::io::Result<Vec<PathBuf>> {
+        Ok(Vec::new())
+    }
+}
+
+/// Demangles nothing, formats launch dimensions: `(x,y,z)`.
+pub fn dim3(d: [i32; 3]) -> String {
+    format!("({},{},{})", d[0], d[1], d[2])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_know_their_duration_and_place() {
+        let mut r = GpuRecord::new(GpuKind::Kernel, "k".into());
+        r.start_ns = 10;
+        r.end_ns = 25;
+        assert_eq!(r.duration_ns(), 15);
+        assert!(r.on_device());
+        assert!(!GpuRecord::new(GpuKind::RuntimeApi, "a".into()).on_device());
+        assert_eq!(dim3([1, 2, 3]), "(1,2,3)");
+    }
+}

@@ -1,0 +1,124 @@
+//! `stacks.folded`: the timer samples in Brendan Gregg's folded-stacks format, one line per
+//! distinct (thread, stack): `thread;outermost;...;innermost count`, inlined frames expanded
+//! (each inlined callee is a frame of its own). The input of flame graph tools: inferno
+//! (`inferno-flamegraph < stacks.folded > flame.svg`), `flamegraph.pl`, speedscope.
+//!
+//! The thread frame is `name-tid` (`main-4711`). Function names with `;` (Rust array types,
+//! `[u8; 4]`) have it replaced by `,` so the separator stays unambiguous; line breaks become
+//! spaces. CPU-time samples go to `stacks.folded`; when the run has only real-time samples
+//! they go there instead, and when it has both, the real-time ones go to
+//! `stacks.realtime.folded`. Backtraces taken at region starts are not samples and are left
+//! out. No samples, no file.
+
+use super::profile::{Clock, Names, SampleCollector};
+use crate::sink::{Event, RunInfo, Sink, ThreadInfo};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+/// The folded-stacks sink.
+#[derive(Default)]
+pub struct FoldedSink {
+    samples: SampleCollector,
+    report: Option<Value>,
+}
+
+impl FoldedSink {
+    /// An empty sink.
+    pub fn new() -> FoldedSink {
+        FoldedSink::default()
+    }
+}
+
+/// One frame name, safe for the format.
+fn clean(name: &str) -> String {
+    name.replace(';', ",").replace(['\n', '\r'], " ")
+}
+
+/// The folded lines of one clock's samples, sorted (equal runs give equal files).
+pub(crate) fn folded_lines(
+    threads: &BTreeMap<u64, (ThreadInfo, super::profile::StackCounts)>,
+    names: &Names,
+) -> String {
+    let mut lines: BTreeMap<String, u64> = BTreeMap::new();
+    let mut expanded = Vec::new();
+    for (info, counts) in threads.values() {
+        let thread = clean(&format!("{}-{}", info.name, info.tid)).replace(' ', "_");
+        for (stack, &n) in counts {
+            names.expand(stack, &mut expanded);
+            let mut line = thread.clone();
+            for f in expanded.iter().rev() {
+                line.push(';');
+                line.push_str(&clean(&f.function));
+            }
+            *lines.entry(line).or_default() += n;
+        }
+    }
+    let mut out = String::new();
+    for (line, n) in lines {
+        let _ = writeln!(out, "{line} {n}");
+    }
+    out
+}
+
+impl Sink for FoldedSink {
+    fn name(&self) -> &str {
+        "stacks"
+    }
+
+    fn events(&mut self, thread: &ThreadInfo, events: &[Event<'_>]) {
+        for e in events {
+            if let Event::Sample {
+                frames, trigger, ..
+            } = *e
+            {
+                if !matches!(trigger, crate::sink::SampleTrigger::RegionBegin(_)) {
+                    self.samples.add(thread, frames, trigger);
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self, run: &RunInfo) -> std::io::Result<Vec<PathBuf>> {
+        let timer = &self.samples.timer;
+        if timer.is_empty() {
+            return Ok(Vec::new());
+        }
+        let names = Names::of(
+            timer
+                .values()
+                .flat_map(|t| t.values())
+                .flat_map(|(_, c)| c.keys())
+                .map(|s| &**s),
+        );
+        let primary = if timer.contains_key(&Clock::CpuTime) {
+            Clock::CpuTime
+        } else {
+            Clock::RealTime
+        };
+        let mut files = Vec::new();
+        let mut report = serde_json::Map::new();
+        for (clock, threads) in timer {
+            let file = if *clock == primary {
+                "stacks.folded"
+            } else {
+                "stacks.realtime.folded"
+            };
+            let path = run.output_dir.join(file);
+            let text = folded_lines(threads, &names);
+            std::fs::write(&path, &text)?;
+            report.insert(
+                clock.name().into(),
+                json!({ "file": file, "distinct_stacks": text.lines().count() }),
+            );
+            files.push(path);
+        }
+        self.report = Some(Value::Object(report));
+        Ok(files)
+    }
+
+    fn metadata(&self) -> Option<Value> {
+        self.report.clone()
+    }
+}

@@ -1,0 +1,170 @@
+//! `kernels.csv`: one row per kernel dispatch, in the columns of the classic GPU profiler
+//! output (`Method, ExecutionOrder, ThreadID, GlobalWorkSize, WorkGroupSize, LocalMemSize,
+//! VGPRs, SGPRs, ScratchRegs, KernelOccupancy, Time`), then Metron's own columns.
+//!
+//! On NVIDIA: `Method` is the demangled kernel name with the device name; `LocalMemSize` is
+//! shared memory per block (static + dynamic, the LDS equivalent); `VGPRs` is registers per
+//! thread; `SGPRs` has no NVIDIA counterpart (empty); `ScratchRegs` is local memory per thread
+//! in bytes; `KernelOccupancy` is the theoretical occupancy in percent from the device limits;
+//! `Time` is the kernel's duration in ms. Written only when the run had kernels.
+
+use crate::gpu::{GpuKind, GpuRecord};
+use crate::sink::{Event, RunInfo, Sink, ThreadInfo};
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::path::PathBuf;
+
+/// The `kernels.csv` sink (added by [`crate::gpu::set_backend`]).
+#[derive(Default)]
+pub struct KernelsCsvSink {
+    kernels: Vec<GpuRecord>,
+    /// correlation id → host tid of the API call.
+    api_tid: HashMap<u32, u32>,
+    rows: usize,
+}
+
+impl KernelsCsvSink {
+    /// An empty sink.
+    pub fn new() -> KernelsCsvSink {
+        KernelsCsvSink::default()
+    }
+}
+
+/// CSV quoting: always quoted, quotes doubled.
+fn quote(s: &str) -> String {
+    format!("\"{}\"", s.replace('"', "\"\""))
+}
+
+/// The CSV text for `kernels` (with `api_tid` for the launching thread).
+pub fn render(kernels: &[GpuRecord], api_tid: &HashMap<u32, u32>, run: &RunInfo) -> String {
+    let mut sorted: Vec<&GpuRecord> = kernels.iter().collect();
+    sorted.sort_by_key(|r| (r.start_ns, r.correlation));
+    let mut out = String::new();
+    let _ = writeln!(out, "# Metron {} kernels.csv", env!("CARGO_PKG_VERSION"));
+    let _ = writeln!(out, "# Application: {} (pid {})", run.exe, run.pid);
+    let _ = writeln!(
+        out,
+        "# Time: ms; LocalMemSize: shared memory per block (bytes); VGPRs: registers per thread; \
+         ScratchRegs: local memory per thread (bytes); KernelOccupancy: theoretical, percent"
+    );
+    out.push_str(
+        "Method,ExecutionOrder,ThreadID,GlobalWorkSize,WorkGroupSize,LocalMemSize,VGPRs,SGPRs,\
+         ScratchRegs,KernelOccupancy,Time,Region,Device,Stream,CorrelationId,StartNs,EndNs\n",
+    );
+    for (i, r) in sorted.into_iter().enumerate() {
+        let joined = crate::gpu::region_of(r.correlation);
+        let tid = api_tid
+            .get(&r.correlation)
+            .copied()
+            .or(joined.map(|j| j.1))
+            .map_or(String::new(), |t| t.to_string());
+        let global = [
+            i64::from(r.grid[0]) * i64::from(r.block[0]),
+            i64::from(r.grid[1]) * i64::from(r.block[1]),
+            i64::from(r.grid[2]) * i64::from(r.block[2]),
+        ];
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},,{},{},{:.6},{},{},{},{},{},{}",
+            quote(&format!(
+                "{} [{}]",
+                r.name,
+                crate::gpu::device_name(r.device)
+            )),
+            i,
+            tid,
+            quote(&format!("{{{},{},{}}}", global[0], global[1], global[2])),
+            quote(&format!("{{{},{},{}}}", r.block[0], r.block[1], r.block[2])),
+            i64::from(r.static_shared) + i64::from(r.dynamic_shared),
+            r.registers,
+            r.local_per_thread,
+            r.occupancy
+                .map_or(String::new(), |o| format!("{:.2}", f64::from(o) * 100.0)),
+            r.duration_ns() as f64 / 1e6,
+            quote(joined.map_or("", |j| j.0)),
+            r.device,
+            r.stream,
+            r.correlation,
+            r.start_ns,
+            r.end_ns,
+        );
+    }
+    out
+}
+
+impl Sink for KernelsCsvSink {
+    fn name(&self) -> &str {
+        "kernels_csv"
+    }
+
+    fn events(&mut self, _thread: &ThreadInfo, _events: &[Event<'_>]) {}
+
+    fn gpu_records(&mut self, records: &[GpuRecord]) {
+        for r in records {
+            match r.kind {
+                GpuKind::Kernel => self.kernels.push(r.clone()),
+                GpuKind::RuntimeApi | GpuKind::DriverApi => {
+                    self.api_tid.entry(r.correlation).or_insert(r.tid);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn finish(&mut self, run: &RunInfo) -> std::io::Result<Vec<PathBuf>> {
+        if self.kernels.is_empty() {
+            return Ok(Vec::new());
+        }
+        let path = run.output_dir.join("kernels.csv");
+        std::fs::write(&path, render(&self.kernels, &self.api_tid, run))?;
+        self.rows = self.kernels.len();
+        Ok(vec![path])
+    }
+
+    fn metadata(&self) -> Option<serde_json::Value> {
+        (self.rows > 0).then(|| serde_json::json!({"file": "kernels.csv", "rows": self.rows}))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_row_per_kernel_in_start_order() {
+        let mut a = GpuRecord::new(GpuKind::Kernel, "vec_add(float const*, float*, int)".into());
+        a.start_ns = 2_000_000;
+        a.end_ns = 3_500_000;
+        a.grid = [4, 1, 1];
+        a.block = [256, 1, 1];
+        a.registers = 16;
+        a.static_shared = 1024;
+        a.occupancy = Some(0.5);
+        a.correlation = 5;
+        let mut b = a.clone();
+        b.start_ns = 1_000_000;
+        b.end_ns = 1_000_500;
+        b.correlation = 4;
+        let run = RunInfo {
+            output_dir: PathBuf::new(),
+            pid: 1,
+            exe: "x".into(),
+            argv: vec![],
+            hostname: "h".into(),
+            start_realtime_ns: 0,
+            start_ns: 0,
+            end_ns: 0,
+        };
+        let tids = HashMap::from([(5, 77)]);
+        let text = render(&[a, b], &tids, &run);
+        let rows: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert!(rows[0].starts_with("Method,ExecutionOrder,ThreadID,GlobalWorkSize"));
+        assert_eq!(rows.len(), 3);
+        assert!(rows[1].contains(",0,,"), "{}", rows[1]);
+        assert!(
+            rows[2].contains(",1,77,\"{1024,1,1}\",\"{256,1,1}\",1024,16,,0,50.00,1.500000"),
+            "{}",
+            rows[2]
+        );
+    }
+}

@@ -1,0 +1,291 @@
+//! GPU activity in the Perfetto trace (records from [`crate::gpu`]).
+//!
+//! # Layout
+//! - **One track per GPU stream**, named `GPU <dev> <device name> stream <n>`, under the
+//!   process track (uuids from [`GPU_UUID_BASE`]): kernels, copies and sets as slices. Kernel
+//!   slices carry `grid`, `block`, `registers`, `static_shared`, `dynamic_shared`,
+//!   `local_per_thread`, `occupancy`, `correlation_id` and `region` (the Metron region open on
+//!   the launching thread, when known); copies and sets carry `bytes` and `correlation_id`.
+//! - **One track per host thread and API** (`CUDA runtime API tid <n>`, `CUDA driver API tid
+//!   <n>`): the API calls, with `correlation_id` and `status`.
+//! - **Flow arrows** from each API call to the device work it launched: the call's slice has
+//!   `flow_ids = [id]`, the work's slice `terminating_flow_ids = [id]`, `id` derived from the
+//!   correlation id (only for correlation ids present on both sides).
+//!
+//! GPU records arrive late and out of order (CUPTI delivers whole buffers), so they are kept
+//! and written at the end of the run, each track's slices sorted and properly nested; names
+//! and annotation names are written inline (no interning: GPU events are few next to regions).
+
+use super::perfetto::{TraceCounts, GPU_UUID_BASE};
+use super::perfetto_encode::{annotation, event, packet, track, Encoder};
+use crate::gpu::{GpuKind, GpuRecord};
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// `TracePacket.sequence_flags`: `SEQ_NEEDS_INCREMENTAL_STATE`.
+const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
+/// `TrackEvent.name` (inline string).
+const EVENT_NAME: u32 = 23;
+/// `TrackEvent.flow_ids` (fixed64).
+const FLOW_IDS: u32 = 47;
+/// `TrackEvent.terminating_flow_ids` (fixed64).
+const TERMINATING_FLOW_IDS: u32 = 48;
+/// Flow ids: this bit plus the correlation id (apart from any other flows).
+const FLOW_BASE: u64 = 0x6770_0000_0000;
+
+/// Where a record goes.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+enum TrackKey {
+    Stream { device: u32, stream: u32 },
+    Api { tid: u32, driver: bool },
+}
+
+/// The GPU records of the run, written at its end.
+#[derive(Default)]
+pub(crate) struct GpuTracks {
+    records: Vec<GpuRecord>,
+}
+
+impl GpuTracks {
+    /// Keeps `records` for the end of the run.
+    pub(crate) fn add(&mut self, records: &[GpuRecord]) {
+        self.records.extend_from_slice(records);
+    }
+
+    /// Encodes every track and slice into `e`.
+    pub(crate) fn finish(&mut self, e: &mut Encoder, counts: &mut TraceCounts, parent: u64) {
+        if self.records.is_empty() {
+            return;
+        }
+        let records = std::mem::take(&mut self.records);
+        let device_corr: HashSet<u32> = records
+            .iter()
+            .filter(|r| r.on_device())
+            .map(|r| r.correlation)
+            .collect();
+        // One flow per correlation id: from the runtime call if there is one, else the
+        // driver call (driver calls made inside a runtime call may share its id).
+        let mut flow_source: HashMap<u32, (bool, u64, usize)> = HashMap::new();
+        for (i, r) in records.iter().enumerate() {
+            if r.on_device() || !device_corr.contains(&r.correlation) {
+                continue;
+            }
+            let key = (r.kind == GpuKind::DriverApi, r.start_ns, i);
+            let e = flow_source.entry(r.correlation).or_insert(key);
+            if key < *e {
+                *e = key;
+            }
+        }
+        let api_corr: HashSet<u32> = flow_source.keys().copied().collect();
+        let flow_from: HashSet<usize> = flow_source.values().map(|v| v.2).collect();
+        let mut tracks: BTreeMap<TrackKey, Vec<(usize, &GpuRecord)>> = BTreeMap::new();
+        for (i, r) in records.iter().enumerate() {
+            let key = match r.kind {
+                GpuKind::Kernel | GpuKind::Memcpy | GpuKind::Memset => TrackKey::Stream {
+                    device: r.device,
+                    stream: r.stream,
+                },
+                GpuKind::RuntimeApi => TrackKey::Api {
+                    tid: r.tid,
+                    driver: false,
+                },
+                GpuKind::DriverApi => TrackKey::Api {
+                    tid: r.tid,
+                    driver: true,
+                },
+            };
+            tracks.entry(key).or_default().push((i, r));
+        }
+        for (n, (key, mut slices)) in tracks.into_iter().enumerate() {
+            let uuid = GPU_UUID_BASE + n as u64;
+            let name = match key {
+                TrackKey::Stream { device, stream } => format!(
+                    "GPU {device} {} stream {stream}",
+                    crate::gpu::device_name(device)
+                ),
+                TrackKey::Api { tid, driver } => format!(
+                    "CUDA {} API tid {tid}",
+                    if driver { "driver" } else { "runtime" }
+                ),
+            };
+            slices.sort_by_key(|(_, r)| (r.start_ns, std::cmp::Reverse(r.end_ns)));
+            let first = slices.first().map_or(0, |(_, r)| r.start_ns);
+            describe(e, first, uuid, parent, &name);
+            // Properly nested on the track: a slice that starts inside an open one ends no
+            // later than it.
+            let mut open: Vec<u64> = Vec::new();
+            for (i, r) in slices {
+                while let Some(&end) = open.last() {
+                    if end > r.start_ns {
+                        break;
+                    }
+                    open.pop();
+                    slice_end(e, end, uuid, counts);
+                }
+                let end = match open.last() {
+                    Some(&outer) => r.end_ns.max(r.start_ns).min(outer),
+                    None => r.end_ns.max(r.start_ns),
+                };
+                let flow = if r.on_device() {
+                    api_corr
+                        .contains(&r.correlation)
+                        .then_some((r.correlation, true))
+                } else {
+                    flow_from.contains(&i).then_some((r.correlation, false))
+                };
+                slice_begin(e, r, uuid, flow, counts);
+                open.push(end);
+            }
+            while let Some(end) = open.pop() {
+                slice_end(e, end, uuid, counts);
+            }
+        }
+    }
+}
+
+fn describe(e: &mut Encoder, ts: u64, uuid: u64, parent: u64, name: &str) {
+    let p = e.packet(ts, SEQ_NEEDS_INCREMENTAL_STATE);
+    let t = e.open(packet::TRACK_DESCRIPTOR);
+    e.uint(track::UUID, uuid);
+    e.uint(track::PARENT_UUID, parent);
+    e.bytes(track::NAME, name.as_bytes());
+    e.close(t);
+    e.end_packet(p);
+}
+
+fn fixed64(e: &mut Encoder, field: u32, v: u64) {
+    let mut tag = u64::from(field) << 3 | 1;
+    while tag >= 0x80 {
+        e.buf.push((tag as u8) | 0x80);
+        tag >>= 7;
+    }
+    e.buf.push(tag as u8);
+    e.buf.extend_from_slice(&v.to_le_bytes());
+}
+
+fn arg_u(e: &mut Encoder, name: &str, v: u64) {
+    let a = e.open(event::DEBUG_ANNOTATIONS);
+    e.bytes(annotation::NAME, name.as_bytes());
+    e.uint(annotation::UINT_VALUE, v);
+    e.close(a);
+}
+
+fn arg_i(e: &mut Encoder, name: &str, v: i64) {
+    let a = e.open(event::DEBUG_ANNOTATIONS);
+    e.bytes(annotation::NAME, name.as_bytes());
+    e.int(annotation::INT_VALUE, v);
+    e.close(a);
+}
+
+fn arg_s(e: &mut Encoder, name: &str, v: &str) {
+    let a = e.open(event::DEBUG_ANNOTATIONS);
+    e.bytes(annotation::NAME, name.as_bytes());
+    e.bytes(annotation::STRING_VALUE, v.as_bytes());
+    e.close(a);
+}
+
+fn slice_begin(
+    e: &mut Encoder,
+    r: &GpuRecord,
+    uuid: u64,
+    flow: Option<(u32, bool)>,
+    counts: &mut TraceCounts,
+) {
+    let p = e.packet(r.start_ns, SEQ_NEEDS_INCREMENTAL_STATE);
+    let t = e.open(packet::TRACK_EVENT);
+    e.uint(event::TYPE, event::TYPE_SLICE_BEGIN);
+    e.uint(event::TRACK_UUID, uuid);
+    let name = match r.kind {
+        GpuKind::Memcpy => format!("Memcpy {}", r.name),
+        GpuKind::Memset => "Memset".to_string(),
+        _ => r.name.to_string(),
+    };
+    e.bytes(EVENT_NAME, name.as_bytes());
+    arg_u(e, "correlation_id", u64::from(r.correlation));
+    match r.kind {
+        GpuKind::Kernel => {
+            arg_s(e, "grid", &crate::gpu::dim3(r.grid));
+            arg_s(e, "block", &crate::gpu::dim3(r.block));
+            arg_u(e, "registers", u64::from(r.registers));
+            arg_i(e, "static_shared", i64::from(r.static_shared));
+            arg_i(e, "dynamic_shared", i64::from(r.dynamic_shared));
+            arg_u(e, "local_per_thread", u64::from(r.local_per_thread));
+            arg_u(e, "device", u64::from(r.device));
+            if let Some(o) = r.occupancy {
+                let a = e.open(event::DEBUG_ANNOTATIONS);
+                e.bytes(annotation::NAME, b"occupancy");
+                e.double(annotation::DOUBLE_VALUE, f64::from(o));
+                e.close(a);
+            }
+            if let Some((region, tid)) = crate::gpu::region_of(r.correlation) {
+                arg_s(e, "region", region);
+                arg_u(e, "launch_tid", u64::from(tid));
+            }
+        }
+        GpuKind::Memcpy | GpuKind::Memset => {
+            arg_u(e, "bytes", r.bytes);
+            arg_u(e, "device", u64::from(r.device));
+        }
+        GpuKind::RuntimeApi | GpuKind::DriverApi => arg_u(e, "status", u64::from(r.status)),
+    }
+    if let Some((corr, terminating)) = flow {
+        let field = if terminating {
+            TERMINATING_FLOW_IDS
+        } else {
+            FLOW_IDS
+        };
+        fixed64(e, field, FLOW_BASE | u64::from(corr));
+    }
+    e.close(t);
+    e.end_packet(p);
+    counts.slices_begun += 1;
+    counts.track_events += 1;
+}
+
+fn slice_end(e: &mut Encoder, ts: u64, uuid: u64, counts: &mut TraceCounts) {
+    let p = e.packet(ts, SEQ_NEEDS_INCREMENTAL_STATE);
+    let t = e.open(packet::TRACK_EVENT);
+    e.uint(event::TYPE, event::TYPE_SLICE_END);
+    e.uint(event::TRACK_UUID, uuid);
+    e.close(t);
+    e.end_packet(p);
+    counts.slices_ended += 1;
+    counts.track_events += 1;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(kind: GpuKind, start: u64, end: u64, corr: u32) -> GpuRecord {
+        let mut r = GpuRecord::new(kind, "k".into());
+        r.start_ns = start;
+        r.end_ns = end;
+        r.correlation = corr;
+        r.tid = 7;
+        r.stream = 3;
+        r
+    }
+
+    #[test]
+    fn every_slice_begins_and_ends_and_flows_are_written() {
+        let mut g = GpuTracks::default();
+        g.add(&[
+            rec(GpuKind::RuntimeApi, 10, 50, 1),
+            rec(GpuKind::DriverApi, 12, 20, 2),
+            rec(GpuKind::DriverApi, 14, 18, 1),
+            rec(GpuKind::Kernel, 60, 90, 1),
+            rec(GpuKind::Memcpy, 91, 95, 9),
+        ]);
+        let mut e = Encoder::default();
+        let mut counts = TraceCounts::default();
+        g.finish(&mut e, &mut counts, 1);
+        assert_eq!(counts.slices_begun, 5);
+        assert_eq!(counts.slices_ended, 5);
+        let flow = (FLOW_BASE | 1).to_le_bytes();
+        let hits = e.buf.windows(8).filter(|w| *w == flow).count();
+        assert_eq!(
+            hits, 2,
+            "one flow id on the runtime call only, one terminating on the kernel"
+        );
+    }
+}

@@ -1,0 +1,676 @@
+//! Call-stack samples in the summary: a flat profile (self and inclusive, by function and by
+//! source line) and a call tree, per sampling clock, and the backtraces taken at region starts
+//! ("called from").
+//!
+//! Samples are kept as raw address stacks, counted per (thread, stack), while the run goes;
+//! at the end each distinct address is symbolized once (the process-wide
+//! [`metron_symbols::shared`] symbolizer, whose cache the other sinks share), inlined frames
+//! expanded. Self time goes to the innermost frame (an inlined callee when there is one);
+//! inclusive time counts a function once per sample however often it recurses.
+//!
+//! The merged profile (flat profiles, call tree) covers the program's threads; samples of
+//! Metron's own threads (the flusher, which symbolizes and writes while the run goes) are
+//! kept out of it and shown in their per-thread call trees only, so Metron's work never
+//! passes for the program's.
+
+use crate::callsite::Callsite;
+use crate::sink::{SampleTrigger, ThreadInfo};
+use metron_symbols::{Frame, Symbolizer};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt::Write as _;
+
+/// Rows of the flat profiles kept in `summary.json` (and in the text, [`TEXT_ROWS`]).
+const JSON_ROWS: usize = 500;
+/// Rows of each flat profile in `summary.txt`.
+const TEXT_ROWS: usize = 25;
+/// Call-tree nodes below this share of the samples are left out of `summary.txt`.
+const TEXT_TREE_MIN_PCT: f64 = 1.0;
+/// Deepest call-tree level kept (deeper stacks are cut there).
+const MAX_TREE_DEPTH: usize = 128;
+/// Deepest call-tree level in `summary.json`: each level is two JSON nesting levels, and
+/// common parsers stop at 128 (serde_json's default); a node cut there says `"cut": true`.
+const JSON_TREE_DEPTH: usize = 48;
+/// Distinct stacks listed per region under "called from".
+const CALLED_FROM_STACKS: usize = 10;
+
+/// The sampling clocks, in the order they are reported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum Clock {
+    /// The thread's CPU time.
+    CpuTime,
+    /// Wall time.
+    RealTime,
+}
+
+impl Clock {
+    /// Name in outputs.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Clock::CpuTime => "cpu_time",
+            Clock::RealTime => "real_time",
+        }
+    }
+}
+
+/// Distinct stacks and how often each was seen.
+pub(crate) type StackCounts = HashMap<Box<[u64]>, u64>;
+
+/// Timer samples and region backtraces as they arrive (raw addresses, innermost first).
+#[derive(Default)]
+pub(crate) struct SampleCollector {
+    /// Per clock, per thread index: the thread and its stacks.
+    pub(crate) timer: BTreeMap<Clock, BTreeMap<u64, (ThreadInfo, StackCounts)>>,
+    /// Per region call site (by address): the site and the stacks at its starts.
+    regions: HashMap<usize, (&'static Callsite, StackCounts)>,
+}
+
+impl SampleCollector {
+    /// Records one `Event::Sample`.
+    pub(crate) fn add(&mut self, thread: &ThreadInfo, frames: &[u64], trigger: SampleTrigger) {
+        if frames.is_empty() {
+            return;
+        }
+        let counts = match trigger {
+            SampleTrigger::CpuTime | SampleTrigger::RealTime => {
+                let clock = if matches!(trigger, SampleTrigger::CpuTime) {
+                    Clock::CpuTime
+                } else {
+                    Clock::RealTime
+                };
+                let t = self
+                    .timer
+                    .entry(clock)
+                    .or_default()
+                    .entry(thread.index)
+                    .or_insert_with(|| (thread.clone(), StackCounts::new()));
+                t.0 = thread.clone();
+                &mut t.1
+            }
+            SampleTrigger::RegionBegin(site) => {
+                &mut self
+                    .regions
+                    .entry(site as *const Callsite as usize)
+                    .or_insert_with(|| (site, StackCounts::new()))
+                    .1
+            }
+        };
+        match counts.get_mut(frames) {
+            Some(n) => *n += 1,
+            None => {
+                counts.insert(frames.into(), 1);
+            }
+        }
+    }
+
+    /// Records the samples among `events` (of one thread).
+    pub(crate) fn events(&mut self, thread: &ThreadInfo, events: &[crate::sink::Event<'_>]) {
+        for e in events {
+            if let crate::sink::Event::Sample {
+                frames, trigger, ..
+            } = *e
+            {
+                self.add(thread, frames, trigger);
+            }
+        }
+    }
+
+    /// True when no sample arrived.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.timer.is_empty() && self.regions.is_empty()
+    }
+
+    /// Every distinct stack (timer samples and region backtraces).
+    fn stacks(&self) -> impl Iterator<Item = &[u64]> {
+        self.timer
+            .values()
+            .flat_map(|threads| threads.values())
+            .flat_map(|(_, c)| c.keys())
+            .chain(self.regions.values().flat_map(|(_, c)| c.keys()))
+            .map(|s| &**s)
+    }
+
+    /// The profiles, symbolized.
+    pub(crate) fn summarize(&self) -> ProfileSummary {
+        if self.is_empty() {
+            return ProfileSummary {
+                profiles: Vec::new(),
+                regions: Vec::new(),
+                addresses: 0,
+            };
+        }
+        let names = Names::of(self.stacks());
+        let profiles = self
+            .timer
+            .iter()
+            .map(|(clock, threads)| ClockProfile::build(*clock, threads, &names))
+            .collect();
+        let mut regions: Vec<RegionBacktraces> = self
+            .regions
+            .values()
+            .map(|(site, counts)| RegionBacktraces::build(site, counts, &names))
+            .collect();
+        regions.sort_by(|a, b| b.count.cmp(&a.count).then(a.name.cmp(b.name)));
+        ProfileSummary {
+            profiles,
+            regions,
+            addresses: names.frames.len(),
+        }
+    }
+}
+
+/// Symbolized frames of every distinct lookup address of a set of stacks.
+pub(crate) struct Names {
+    frames: HashMap<u64, Box<[Frame]>>,
+}
+
+impl Names {
+    /// Symbolizes every distinct address of `stacks` once, with the shared symbolizer.
+    pub(crate) fn of<'a>(stacks: impl Iterator<Item = &'a [u64]>) -> Names {
+        let mut frames: HashMap<u64, Box<[Frame]>> = HashMap::new();
+        let mut symbolizer = metron_symbols::shared()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        for stack in stacks {
+            for a in Symbolizer::lookup_addresses(stack) {
+                frames
+                    .entry(a)
+                    .or_insert_with(|| symbolizer.symbolize(a).into());
+            }
+        }
+        Names { frames }
+    }
+
+    /// The frames of `stack` with inlined frames expanded, innermost first.
+    pub(crate) fn expand<'a>(&'a self, stack: &[u64], out: &mut Vec<&'a Frame>) {
+        out.clear();
+        for a in Symbolizer::lookup_addresses(stack) {
+            if let Some(frames) = self.frames.get(&a) {
+                out.extend(frames.iter());
+            }
+        }
+    }
+}
+
+/// A line of a flat profile.
+#[derive(Clone, Debug, Default)]
+struct FlatRow {
+    self_count: u64,
+    inclusive: u64,
+    module: String,
+    /// For functions: where the samples fell most (file of the first frame seen).
+    file: Option<String>,
+}
+
+/// A call-tree node (root-first: children are callees).
+#[derive(Default)]
+struct TreeNode {
+    function: String,
+    module: String,
+    total: u64,
+    self_count: u64,
+    children: Vec<usize>,
+    index: HashMap<(String, String), usize>,
+}
+
+#[derive(Default)]
+struct CallTree {
+    nodes: Vec<TreeNode>,
+}
+
+impl CallTree {
+    fn new() -> CallTree {
+        CallTree {
+            nodes: vec![TreeNode::default()],
+        }
+    }
+
+    /// Adds a stack given innermost first.
+    fn add(&mut self, frames: &[&Frame], count: u64) {
+        let mut node = 0;
+        self.nodes[0].total += count;
+        for f in frames.iter().rev().take(MAX_TREE_DEPTH) {
+            let key = (f.function.clone(), f.module.to_string());
+            let next = match self.nodes[node].index.get(&key) {
+                Some(&n) => n,
+                None => {
+                    self.nodes.push(TreeNode {
+                        function: key.0.clone(),
+                        module: key.1.clone(),
+                        ..TreeNode::default()
+                    });
+                    let n = self.nodes.len() - 1;
+                    self.nodes[node].children.push(n);
+                    self.nodes[node].index.insert(key, n);
+                    n
+                }
+            };
+            node = next;
+            self.nodes[node].total += count;
+        }
+        if node != 0 {
+            self.nodes[node].self_count += count;
+        }
+    }
+
+    fn sorted_children(&self, node: usize) -> Vec<usize> {
+        let mut c = self.nodes[node].children.clone();
+        c.sort_by(|a, b| {
+            self.nodes[*b]
+                .total
+                .cmp(&self.nodes[*a].total)
+                .then_with(|| self.nodes[*a].function.cmp(&self.nodes[*b].function))
+        });
+        c
+    }
+
+    fn to_json(&self, node: usize, samples: u64, depth: usize) -> Vec<Value> {
+        self.sorted_children(node)
+            .into_iter()
+            .map(|c| {
+                let n = &self.nodes[c];
+                let cut = depth + 1 >= JSON_TREE_DEPTH && !n.children.is_empty();
+                let mut v = json!({
+                    "function": n.function,
+                    "module": n.module,
+                    "total": n.total,
+                    "total_pct": pct(n.total, samples),
+                    "self": n.self_count,
+                    "self_pct": pct(n.self_count, samples),
+                    "children": if cut { Vec::new() } else { self.to_json(c, samples, depth + 1) },
+                });
+                if cut {
+                    v["cut"] = json!(true);
+                }
+                v
+            })
+            .collect()
+    }
+
+    fn write_text(&self, out: &mut String, node: usize, depth: usize, samples: u64) {
+        for c in self.sorted_children(node) {
+            let n = &self.nodes[c];
+            if pct(n.total, samples) < TEXT_TREE_MIN_PCT {
+                continue;
+            }
+            let _ = writeln!(
+                out,
+                "| {:>7.2} | {:>7.2} | {}{}",
+                pct(n.total, samples),
+                pct(n.self_count, samples),
+                "  ".repeat(depth),
+                n.function
+            );
+            self.write_text(out, c, depth + 1, samples);
+        }
+    }
+}
+
+/// The profile of one sampling clock.
+struct ClockProfile {
+    clock: Clock,
+    samples: u64,
+    threads: Vec<(ThreadInfo, u64, CallTree)>,
+    functions: Vec<(String, FlatRow)>,
+    lines: Vec<((String, String), FlatRow)>,
+    tree: CallTree,
+}
+
+impl ClockProfile {
+    fn build(
+        clock: Clock,
+        threads: &BTreeMap<u64, (ThreadInfo, StackCounts)>,
+        names: &Names,
+    ) -> ClockProfile {
+        let mut functions: HashMap<String, FlatRow> = HashMap::new();
+        let mut lines: HashMap<(String, String), FlatRow> = HashMap::new();
+        let mut tree = CallTree::new();
+        let mut per_thread = Vec::new();
+        let mut samples = 0;
+        let mut expanded = Vec::new();
+        let mut seen_f: HashSet<&str> = HashSet::new();
+        let mut seen_l: HashSet<(String, &str)> = HashSet::new();
+        for (info, counts) in threads.values() {
+            let merged = !info.is_metron;
+            let mut thread_tree = CallTree::new();
+            let mut thread_samples = 0;
+            // Stacks in a fixed order, so equal runs give equal trees.
+            let mut stacks: Vec<(&Box<[u64]>, &u64)> = counts.iter().collect();
+            stacks.sort();
+            for (stack, &count) in stacks {
+                names.expand(stack, &mut expanded);
+                if expanded.is_empty() {
+                    continue;
+                }
+                thread_samples += count;
+                thread_tree.add(&expanded, count);
+                if !merged {
+                    continue;
+                }
+                tree.add(&expanded, count);
+                let inner = expanded[0];
+                let row = functions.entry(inner.function.clone()).or_default();
+                row.self_count += count;
+                let line = lines.entry(line_key(inner)).or_default();
+                line.self_count += count;
+                seen_f.clear();
+                seen_l.clear();
+                for f in &expanded {
+                    if seen_f.insert(&f.function) {
+                        let row = functions.entry(f.function.clone()).or_default();
+                        row.inclusive += count;
+                        if row.module.is_empty() {
+                            row.module = f.module.to_string();
+                            row.file = f.file.clone();
+                        }
+                    }
+                    let key = line_key(f);
+                    if seen_l.insert((key.0.clone(), &f.function)) {
+                        let row = lines.entry(key).or_default();
+                        row.inclusive += count;
+                        if row.module.is_empty() {
+                            row.module = f.module.to_string();
+                        }
+                    }
+                }
+            }
+            if merged {
+                samples += thread_samples;
+            }
+            per_thread.push((info.clone(), thread_samples, thread_tree));
+        }
+        let mut functions: Vec<(String, FlatRow)> = functions.into_iter().collect();
+        functions.sort_by(|a, b| {
+            (b.1.self_count, b.1.inclusive)
+                .cmp(&(a.1.self_count, a.1.inclusive))
+                .then_with(|| a.0.cmp(&b.0))
+        });
+        let mut lines: Vec<((String, String), FlatRow)> = lines.into_iter().collect();
+        lines.sort_by(|a, b| {
+            (b.1.self_count, b.1.inclusive)
+                .cmp(&(a.1.self_count, a.1.inclusive))
+                .then_with(|| a.0.cmp(&b.0))
+        });
+        ClockProfile {
+            clock,
+            samples,
+            threads: per_thread,
+            functions,
+            lines,
+            tree,
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        let s = self.samples;
+        json!({
+            "clock": self.clock.name(),
+            "samples": s,
+            "threads": self.threads.iter().map(|(t, n, _)| json!({
+                "tid": t.tid, "name": t.name, "index": t.index, "is_metron": t.is_metron,
+                "samples": n,
+            })).collect::<Vec<_>>(),
+            "functions": self.functions.iter().take(JSON_ROWS).map(|(name, r)| json!({
+                "function": name,
+                "module": r.module,
+                "file": r.file,
+                "self": r.self_count,
+                "self_pct": pct(r.self_count, s),
+                "inclusive": r.inclusive,
+                "inclusive_pct": pct(r.inclusive, s),
+            })).collect::<Vec<_>>(),
+            "functions_total": self.functions.len(),
+            "lines": self.lines.iter().take(JSON_ROWS).map(|((loc, function), r)| json!({
+                "location": loc,
+                "function": function,
+                "module": r.module,
+                "self": r.self_count,
+                "self_pct": pct(r.self_count, s),
+                "inclusive": r.inclusive,
+                "inclusive_pct": pct(r.inclusive, s),
+            })).collect::<Vec<_>>(),
+            "lines_total": self.lines.len(),
+            "call_tree": self.tree.to_json(0, s, 0),
+            "call_tree_by_thread": self.threads.iter().map(|(t, n, tree)| json!({
+                "tid": t.tid, "name": t.name, "index": t.index, "is_metron": t.is_metron,
+                "samples": n,
+                "call_tree": tree.to_json(0, *n, 0),
+            })).collect::<Vec<_>>(),
+        })
+    }
+
+    fn write_text(&self, out: &mut String) {
+        let s = self.samples;
+        let threads: Vec<String> = self
+            .threads
+            .iter()
+            .filter(|(t, _, _)| !t.is_metron)
+            .map(|(t, n, _)| format!("{} \"{}\": {}", t.tid, t.name, n))
+            .collect();
+        let own: u64 = self
+            .threads
+            .iter()
+            .filter(|(t, _, _)| t.is_metron)
+            .map(|(_, n, _)| n)
+            .sum();
+        let _ = writeln!(
+            out,
+            "\nsampled profile ({}): {} samples on {} threads ({}); {} more on Metron's own \
+             threads, left out",
+            self.clock.name(),
+            s,
+            threads.len(),
+            threads.join(", "),
+            own
+        );
+        let _ = writeln!(out, "\nby function (top {TEXT_ROWS})");
+        let _ = writeln!(
+            out,
+            "| {:>7} | {:>7} | {:>8} | {:<60} | {:<20} |",
+            "self %", "incl %", "self", "function", "module"
+        );
+        for (name, r) in self.functions.iter().take(TEXT_ROWS) {
+            let _ = writeln!(
+                out,
+                "| {:>7.2} | {:>7.2} | {:>8} | {:<60} | {:<20} |",
+                pct(r.self_count, s),
+                pct(r.inclusive, s),
+                r.self_count,
+                cut(name, 60),
+                cut(&r.module, 20)
+            );
+        }
+        let _ = writeln!(out, "\nby source line (top {TEXT_ROWS})");
+        let _ = writeln!(
+            out,
+            "| {:>7} | {:>7} | {:>8} | {:<50} | {:<40} |",
+            "self %", "incl %", "self", "location", "function"
+        );
+        for ((loc, function), r) in self.lines.iter().take(TEXT_ROWS) {
+            let _ = writeln!(
+                out,
+                "| {:>7.2} | {:>7.2} | {:>8} | {:<50} | {:<40} |",
+                pct(r.self_count, s),
+                pct(r.inclusive, s),
+                r.self_count,
+                cut_left(loc, 50),
+                cut(function, 40)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "\ncall tree, merged over threads (nodes under {TEXT_TREE_MIN_PCT} % left out)"
+        );
+        let _ = writeln!(out, "| {:>7} | {:>7} | function", "total %", "self %");
+        self.tree.write_text(out, 0, 0, s);
+    }
+}
+
+/// (`file:line`, or `?` without line tables; function) of a frame.
+fn line_key(f: &Frame) -> (String, String) {
+    (
+        f.location().unwrap_or_else(|| "?".into()),
+        f.function.clone(),
+    )
+}
+
+/// The backtraces taken at the starts of one region.
+struct RegionBacktraces {
+    name: &'static str,
+    site: &'static Callsite,
+    count: u64,
+    /// (count, frames innermost first as `function (file:line)`), most frequent first.
+    stacks: Vec<(u64, Vec<String>)>,
+}
+
+impl RegionBacktraces {
+    fn build(site: &'static Callsite, counts: &StackCounts, names: &Names) -> RegionBacktraces {
+        let mut expanded = Vec::new();
+        let mut stacks: Vec<(u64, Vec<String>)> = counts
+            .iter()
+            .map(|(stack, &n)| {
+                names.expand(stack, &mut expanded);
+                (n, expanded.iter().map(|f| describe(f)).collect())
+            })
+            .collect();
+        stacks.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        RegionBacktraces {
+            name: site.name,
+            site,
+            count: counts.values().sum(),
+            stacks,
+        }
+    }
+}
+
+/// `function (file:line)` or `function`.
+pub(crate) fn describe(f: &Frame) -> String {
+    match f.location() {
+        Some(loc) => format!("{} ({loc})", f.function),
+        None => f.function.clone(),
+    }
+}
+
+/// What the summary shows of the samples.
+pub(crate) struct ProfileSummary {
+    profiles: Vec<ClockProfile>,
+    regions: Vec<RegionBacktraces>,
+    addresses: usize,
+}
+
+impl ProfileSummary {
+    /// The `sampling` object of `summary.json` (see the README's schema).
+    pub(crate) fn to_json(&self) -> Value {
+        json!({
+            "symbolized_addresses": self.addresses,
+            "profiles": self.profiles.iter().map(ClockProfile::to_json).collect::<Vec<_>>(),
+            "region_backtraces": self.regions.iter().map(|r| json!({
+                "region": r.name,
+                "file": r.site.file,
+                "line": r.site.line,
+                "count": r.count,
+                "called_from": r.stacks.iter().take(CALLED_FROM_STACKS).map(|(n, frames)| json!({
+                    "count": n,
+                    "frames": frames,
+                })).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+        })
+    }
+
+    /// The sampled profiles and region backtraces as text (appended to `summary.txt`).
+    pub(crate) fn write_text(&self, out: &mut String) {
+        for p in &self.profiles {
+            p.write_text(out);
+        }
+        if !self.regions.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nregion backtraces (called from, innermost frame first)"
+            );
+            for r in &self.regions {
+                let _ = writeln!(
+                    out,
+                    "  {} ({}:{}), {} backtraces",
+                    r.name, r.site.file, r.site.line, r.count
+                );
+                for (n, frames) in r.stacks.iter().take(3) {
+                    let _ = writeln!(out, "    {n} x");
+                    for f in frames.iter().take(12) {
+                        let _ = writeln!(out, "      {f}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn pct(n: u64, of: u64) -> f64 {
+    if of == 0 {
+        0.0
+    } else {
+        100.0 * n as f64 / of as f64
+    }
+}
+
+/// At most `n` characters, from the start.
+fn cut(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut c: String = s.chars().take(n - 1).collect();
+        c.push('…');
+        c
+    }
+}
+
+/// At most `n` characters, keeping the end (file paths: the file name matters most).
+fn cut_left(s: &str, n: usize) -> String {
+    let len = s.chars().count();
+    if len <= n {
+        s.to_string()
+    } else {
+        let mut c = String::from("…");
+        c.extend(s.chars().skip(len - (n - 1)));
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn frame(name: String) -> Frame {
+        Frame {
+            function: name,
+            file: None,
+            line: None,
+            module: Arc::from("m"),
+            inlined: false,
+        }
+    }
+
+    #[test]
+    fn a_deep_call_tree_is_cut_so_json_parsers_read_it_back() {
+        let frames: Vec<Frame> = (0..300).map(|i| frame(format!("f{i}"))).collect();
+        let refs: Vec<&Frame> = frames.iter().collect();
+        let mut tree = CallTree::new();
+        tree.add(&refs, 3);
+        let text = serde_json::to_string(
+            &json!({ "a": { "b": [ { "call_tree": tree.to_json(0, 3, 0) } ] } }),
+        )
+        .unwrap();
+        let back: Value = serde_json::from_str(&text).expect("within serde_json's nesting limit");
+        let mut node = &back["a"]["b"][0]["call_tree"][0];
+        let mut depth = 1;
+        // Innermost first in `frames`: the tree starts at the outermost, f299.
+        assert_eq!(node["function"], "f299");
+        while node.get("cut").is_none() {
+            node = &node["children"][0];
+            depth += 1;
+        }
+        assert_eq!(depth, JSON_TREE_DEPTH);
+        assert_eq!(node["total"], 3);
+        assert_eq!(node["children"], json!([]));
+    }
+}
