@@ -81,10 +81,11 @@ impl AsyncMatcher {
     fn begin(&mut self, site: &'static Callsite, cookie: u64, begin: Half) -> Option<Matched> {
         let key = (site.id(), cookie);
         if let Some(ends) = self.orphans.get_mut(&key) {
-            // The earliest end not before this begin.
+            // The earliest end not before this begin; else the latest one (see `end`).
             if let Some(i) = (0..ends.len())
                 .filter(|&i| ends[i].ts_ns >= begin.ts_ns)
                 .min_by_key(|&i| ends[i].ts_ns)
+                .or_else(|| (0..ends.len()).max_by_key(|&i| ends[i].ts_ns))
             {
                 let end = ends.swap_remove(i);
                 if ends.is_empty() {
@@ -104,10 +105,13 @@ impl AsyncMatcher {
     fn end(&mut self, site: &'static Callsite, cookie: u64, end: Half) -> Option<Matched> {
         let key = (site.id(), cookie);
         if let Some((_, begins)) = self.open.get_mut(&key) {
-            // The latest begin not after this end.
+            // The latest begin not after this end; else the earliest one: a cookie is unique
+            // among open ranges, and two records a few ns apart converted with successive
+            // refinements of the clock calibration can come out a few ns inverted.
             if let Some(i) = (0..begins.len())
                 .filter(|&i| begins[i].ts_ns <= end.ts_ns)
                 .max_by_key(|&i| begins[i].ts_ns)
+                .or_else(|| (0..begins.len()).min_by_key(|&i| begins[i].ts_ns))
             {
                 let begin = begins.swap_remove(i);
                 if begins.is_empty() {
@@ -155,7 +159,7 @@ fn matched(
         site,
         cookie,
         begin_ns: begin.ts_ns,
-        end_ns: end.ts_ns,
+        end_ns: end.ts_ns.max(begin.ts_ns),
         begin_thread: begin.thread,
         end_thread: end.thread,
         closed_by_metron,
@@ -310,6 +314,20 @@ mod tests {
             (10, 50, 0, 1)
         );
         assert!(m.finish(100).is_empty());
+        assert_eq!(m.unmatched_ends, 0);
+    }
+
+    #[test]
+    fn an_end_a_few_ns_before_its_begin_still_matches() {
+        // Successive calibration refinements can invert two records a few ns apart.
+        let mut m = AsyncMatcher::default();
+        assert!(m.event(1, &begin(1_000_005, 7)).is_none());
+        let r = m.event(1, &end(1_000_002, 7)).expect("matched");
+        assert_eq!((r.begin_ns, r.end_ns), (1_000_005, 1_000_005));
+        assert!(m.event(1, &end(2_000_000, 8)).is_none());
+        let r = m.event(1, &begin(2_000_001, 8)).expect("matched");
+        assert_eq!(r.end_ns, 2_000_001);
+        m.finish(3_000_000);
         assert_eq!(m.unmatched_ends, 0);
     }
 
