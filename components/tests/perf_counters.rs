@@ -204,10 +204,13 @@ fn hardware_events_are_reported_or_counted() {
 
 #[test]
 fn fields_carry_the_event_names_and_unused_slots_are_nan() {
+    // Configure first: tests run in parallel, and the first use of the component would
+    // otherwise configure the process from the environment.
+    let config = config();
     let fields = PerfCounters::active_fields();
     assert_eq!(fields.len(), PerfCounters::FIELDS.len());
-    let n = config().events.len();
-    for (field, event) in fields.iter().zip(&config().events) {
+    let n = config.events.len();
+    for (field, event) in fields.iter().zip(&config.events) {
         assert_eq!(field.name, event.name);
     }
     assert_eq!(fields.last().unwrap().name, "running_fraction");
