@@ -17,8 +17,16 @@
 //! - **Kernel ↔ region**: a Callback API subscriber on the kernel-launch functions only (runtime
 //!   and driver) records the annotation [`metron::gpu::LAUNCH_KEY`] with the correlation id on
 //!   the launching thread; the flusher resolves it to the innermost open region.
+//! - **Counters** (`METRON_GPU_METRICS`, `METRON_GPU_COUNTER_MODE`): the CUPTI Range Profiler,
+//!   one range per kernel with kernel replay, bracketed by the same launch callbacks; values go
+//!   to `kernels.csv` by correlation id. See `range_profiler.rs` (logic) and `sys_profiler.rs`
+//!   (the parameter structs and calls).
 
+mod range_profiler;
 mod sys;
+// User ranges (push/pop, user replay) are declared for region mode, not driven yet.
+#[allow(dead_code)]
+mod sys_profiler;
 
 use metron::gpu::{GpuDevice, GpuKind, GpuRecord};
 use serde_json::{json, Value};
@@ -31,6 +39,19 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// for checking against `cupti.h`.
 pub fn record_layouts() -> Vec<(&'static str, usize)> {
     sys::layouts()
+}
+
+/// The Range Profiler parameter-struct layouts Metron writes: `("CStruct.field", offset)`,
+/// `("sizeof CStruct", size)` and `("STRUCT_SIZE CStruct", CStruct_STRUCT_SIZE)`, for checking
+/// against `cupti_range_profiler.h`, `cupti_profiler_host.h`, `cupti_profiler_target.h` and
+/// `cupti_target.h`.
+pub fn profiler_layouts() -> Vec<(&'static str, usize)> {
+    sys_profiler::layouts()
+}
+
+/// `METRON_GPU_METRICS` as the backend reads it (split, trimmed, deduplicated).
+pub fn parse_gpu_metrics(raw: &str) -> Vec<String> {
+    range_profiler::parse_metrics(raw)
 }
 
 /// Where CUPTI is looked for after the already-loaded copy and the soname.
@@ -377,6 +398,10 @@ fn start_inner() -> Result<Status, Status> {
         // Tracing still works; only the region join is lost.
         eprintln!("metron: GPU kernels will not be tied to regions: {e}");
     }
+    range_profiler::configure(
+        cupti,
+        status.cupti_path.as_deref().unwrap_or("libcupti.so.13"),
+    );
     status.enabled = true;
     status.reason = None;
     metron::init();
@@ -443,6 +468,13 @@ extern "C" fn on_launch(_user: *mut c_void, domain: i32, _cbid: u32, data: *cons
         let _ = IN_RUNTIME_LAUNCH.try_with(|f| f.set(enter));
     } else if IN_RUNTIME_LAUNCH.try_with(|f| f.get()).unwrap_or(false) {
         return;
+    }
+    if range_profiler::active() {
+        if enter {
+            range_profiler::before_launch(data.context, data.correlation_id, timestamp());
+        } else {
+            range_profiler::after_launch(data.correlation_id, timestamp());
+        }
     }
     if enter {
         if DEVICE_INFO.get().is_none() {
@@ -668,6 +700,14 @@ unsafe fn decode(loaded: &Loaded, names: &mut Names, p: *const u8) -> Option<Gpu
             let mut r = GpuRecord::new(GpuKind::Kernel, name);
             r.start_ns = k.start;
             r.end_ns = k.end;
+            if k.start == 0 {
+                // Kernel replay (GPU counters) zeroes the device timestamps: the launch's host
+                // span stands in (counted in metadata.json).
+                if let Some((s, e)) = range_profiler::host_span(k.correlation_id) {
+                    r.start_ns = s;
+                    r.end_ns = e;
+                }
+            }
             r.device = k.device_id;
             r.context = k.context_id;
             r.stream = k.stream_id;
@@ -793,6 +833,7 @@ pub fn metadata() -> Value {
         "driver_api": COUNTS[4].load(Ordering::Relaxed),
     });
     v["cupti_dropped"] = json!(CUPTI_DROPPED.load(Ordering::Relaxed));
+    v["counters"] = range_profiler::metadata();
     v["activity_buffers"] = json!({
         "bytes_each": BUFFER_BYTES.load(Ordering::Relaxed),
         "preallocated": POOL_BUFFERS,

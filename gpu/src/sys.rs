@@ -293,7 +293,7 @@ pub fn library_path(handle: *mut c_void, symbol: &str) -> Option<String> {
 /// # Safety
 /// `T` must be an `unsafe extern "C" fn` type whose signature matches the symbol's, and
 /// `handle` must come from a successful [`dlopen`] that is never closed.
-unsafe fn sym<T: Copy>(handle: *mut c_void, name: &str) -> Result<T, String> {
+pub(crate) unsafe fn sym<T: Copy>(handle: *mut c_void, name: &str) -> Result<T, String> {
     assert_eq!(std::mem::size_of::<T>(), std::mem::size_of::<*mut c_void>());
     let c = CString::new(name).map_err(|_| name.to_string())?;
     // SAFETY: handle is valid (caller), `c` is NUL-terminated.

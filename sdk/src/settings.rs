@@ -266,6 +266,18 @@ pub static REGISTRY: &[SettingSpec] = &[
         default: "both",
         description: "which CUDA API calls are traced as host-side slices: runtime, driver, both or none (kernel-to-region joins and flow arrows need the API of the launch)",
     },
+    SettingSpec {
+        name: "METRON_GPU_METRICS",
+        kind: Kind::Text,
+        default: "",
+        description: "comma-separated CUPTI Range Profiler metrics counted per kernel (e.g. smsp__inst_executed.sum,dram__bytes_read.sum), derived ones as name=expression; empty: no GPU counters",
+    },
+    SettingSpec {
+        name: "METRON_GPU_COUNTER_MODE",
+        kind: Kind::Choice(&["kernel", "region"]),
+        default: "kernel",
+        description: "how GPU counters are scoped: kernel (one range per kernel, kernel replay) or region (asked for; falls back to kernel with the reason in metadata.json)",
+    },
 ];
 
 /// A setting whose value was not accepted.
@@ -408,7 +420,13 @@ impl Settings {
         // METRON_FORK has one policy so far (disable); read it so a bad value is reported.
         let _ = value_of("METRON_FORK");
         // Read by the GPU backend (`metron-gpu`); checked and reported here like the rest.
-        for gpu in ["METRON_GPU", "METRON_GPU_ACTIVITY_BUFFER", "METRON_GPU_API"] {
+        for gpu in [
+            "METRON_GPU",
+            "METRON_GPU_ACTIVITY_BUFFER",
+            "METRON_GPU_API",
+            "METRON_GPU_METRICS",
+            "METRON_GPU_COUNTER_MODE",
+        ] {
             let _ = value_of(gpu);
         }
         let sampling = crate::sampling::SamplingConfig::from_values(

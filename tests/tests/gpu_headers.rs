@@ -27,6 +27,29 @@ fn cupti_include() -> Option<PathBuf> {
 
 #[test]
 fn record_layouts_match_cupti_headers() {
+    check_layouts("records", &metron_gpu::record_layouts(), &["cupti.h"]);
+}
+
+/// The Range Profiler parameter structs (GPU counters) against the profiler headers,
+/// `*_STRUCT_SIZE` macros included.
+#[test]
+fn range_profiler_layouts_match_cupti_headers() {
+    check_layouts(
+        "range_profiler",
+        &metron_gpu::profiler_layouts(),
+        &[
+            "cupti.h",
+            "cupti_target.h",
+            "cupti_profiler_target.h",
+            "cupti_profiler_host.h",
+            "cupti_range_profiler.h",
+        ],
+    );
+}
+
+/// Compiles a C program printing each `offsetof`/`sizeof`/`*_STRUCT_SIZE` of `layouts` with
+/// `headers` and compares with Metron's values.
+fn check_layouts(tag: &str, layouts: &[(&'static str, usize)], headers: &[&'static str]) {
     let Some(include) = cupti_include() else {
         println!(
             "SKIP: no cupti.h (set METRON_CUDA_ROOT, install CUDA, or run \
@@ -34,25 +57,40 @@ fn record_layouts_match_cupti_headers() {
         );
         return;
     };
-    let layouts = metron_gpu::record_layouts();
-    let mut c = String::from(
-        "#include <stdio.h>\n#include <stddef.h>\n#include <cupti.h>\nint main(void){\n",
-    );
-    for (name, _) in &layouts {
+    if let Some(missing) = headers.iter().find(|h| !include.join(h).is_file()) {
+        println!("SKIP: {missing} is not in {}", include.display());
+        return;
+    }
+    let mut c = String::from("#include <stdio.h>\n#include <stddef.h>\n");
+    for h in headers {
+        c.push_str(&format!("#include <{h}>\n"));
+    }
+    c.push_str("int main(void){\n");
+    for (name, _) in layouts {
         if let Some(ty) = name.strip_prefix("sizeof ") {
             c.push_str(&format!("printf(\"%zu\\n\", sizeof({ty}));\n"));
+        } else if let Some(ty) = name.strip_prefix("STRUCT_SIZE ") {
+            c.push_str(&format!(
+                "printf(\"%zu\\n\", (size_t)({ty}_STRUCT_SIZE));\n"
+            ));
         } else {
             let (ty, field) = name.split_once('.').expect("Struct.field");
             c.push_str(&format!("printf(\"%zu\\n\", offsetof({ty}, {field}));\n"));
         }
     }
     c.push_str("return 0;}\n");
-    let dir = std::env::temp_dir().join(format!("metron-gpu-headers-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("metron-gpu-headers-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let src = dir.join("layouts.c");
+    // cupti_profiler_host.h includes <string>: the profiler headers need C++.
+    let cpp = headers.contains(&"cupti_profiler_host.h");
+    let src = dir.join(if cpp { "layouts.cpp" } else { "layouts.c" });
     let exe = dir.join("layouts");
     std::fs::write(&src, c).unwrap();
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let cc = if cpp {
+        std::env::var("CXX").unwrap_or_else(|_| "c++".into())
+    } else {
+        std::env::var("CC").unwrap_or_else(|_| "cc".into())
+    };
     let Ok(out) = Command::new(&cc)
         .arg("-I")
         .arg(&include)
@@ -61,7 +99,7 @@ fn record_layouts_match_cupti_headers() {
         .arg(&exe)
         .output()
     else {
-        println!("SKIP: no C compiler ({cc})");
+        println!("SKIP: no C/C++ compiler ({cc})");
         return;
     };
     assert!(

@@ -23,6 +23,11 @@ fn without_a_driver_start_fails_with_the_reason_and_the_run_goes_on() {
     let dir = std::env::temp_dir().join(format!("metron-gpu-off-{}", std::process::id()));
     // SAFETY-free: environment before the runtime starts, single-threaded test binary.
     std::env::set_var("METRON_OUTPUT_PATH", &dir);
+    // GPU counters asked for: they are off with the backend, nothing panics.
+    std::env::set_var(
+        "METRON_GPU_METRICS",
+        "smsp__inst_executed.sum,dram__bytes_read.sum",
+    );
     let err = metron_gpu::start().expect_err("no driver here");
     assert!(err.contains("libcuda.so.1 not found"), "{err}");
     // A second start answers the same, without loading anything again.
@@ -41,6 +46,9 @@ fn without_a_driver_start_fails_with_the_reason_and_the_run_goes_on() {
         .unwrap()
         .contains("libcuda.so.1"));
     assert!(!report.output_dir.join("kernels.csv").exists());
+    // Counters were never configured: no `counters` section, the reason is the backend's.
+    assert!(meta["gpu"]["counters"].is_null(), "{}", meta["gpu"]);
+    println!("SKIP (GPU counters): {}", meta["gpu"]["reason"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -1,6 +1,12 @@
 //! GPU totals in `summary.txt` / `summary.json` (key `gpu`): per kernel name, per Metron
 //! region (the region open on the launching thread, see [`crate::gpu`]), per copy kind and
 //! per API function. Resolved at the end of the run, when every launch has been joined.
+//!
+//! With GPU counters (`METRON_GPU_METRICS`), `summary.json` also has `gpu.gpu_counters`: each
+//! metric summed over the profiled kernels of each launching region and of each kernel name
+//! (sums are exact for additive `.sum` metrics; ratios and percentages are not additive and
+//! are better read per kernel in `kernels.csv`). A derived metric (`name=expression`) is
+//! its expression evaluated on those sums.
 
 use super::stats::Stats;
 use crate::gpu::{GpuKind, GpuRecord};
@@ -57,6 +63,15 @@ impl GpuSummary {
         t
     }
 
+    /// `gpu_counters`: per region and per kernel name, each metric's sum over its profiled
+    /// kernels (`Null` without counters).
+    pub(crate) fn counters_json(&self) -> Value {
+        let Some(c) = super::kernels_csv::kernel_counters() else {
+            return Value::Null;
+        };
+        counters_json(&self.records, &c)
+    }
+
     pub(crate) fn to_json(&self) -> Value {
         if self.records.is_empty() {
             return Value::Null;
@@ -68,6 +83,7 @@ impl GpuSummary {
             "kernels_by_region": t.regions.iter().map(|(n, (s, _))| { let mut v = stats(s); v["region"] = json!(n); v }).collect::<Vec<_>>(),
             "copies": t.copies.iter().map(|(n, (s, b))| { let mut v = stats(s); v["name"] = json!(n); v["bytes"] = json!(b); v }).collect::<Vec<_>>(),
             "api": t.apis.iter().map(|(n, s)| { let mut v = stats(s); v["name"] = json!(n); v }).collect::<Vec<_>>(),
+            "gpu_counters": self.counters_json(),
         })
     }
 
@@ -126,5 +142,98 @@ impl GpuSummary {
             "CUDA API calls (host)",
             t.apis.iter().map(|(n, s)| (n.clone(), s, None)).collect(),
         );
+    }
+}
+
+/// Per region and per kernel name: profiled kernels and each metric's sum.
+fn counters_json(records: &[GpuRecord], c: &super::kernels_csv::KernelCounters) -> Value {
+    type Acc = BTreeMap<String, (u64, Vec<f64>)>;
+    let mut regions: Acc = BTreeMap::new();
+    let mut kernels: Acc = BTreeMap::new();
+    for r in records.iter().filter(|r| r.kind == GpuKind::Kernel) {
+        let Some(values) = c.values.get(&r.correlation) else {
+            continue;
+        };
+        let region = crate::gpu::region_of(r.correlation).map_or("(unknown)", |(name, _)| name);
+        for (map, key) in [
+            (&mut regions, region.to_string()),
+            (&mut kernels, r.name.to_string()),
+        ] {
+            let e = map
+                .entry(key)
+                .or_insert_with(|| (0, vec![0.0; c.metrics.len()]));
+            e.0 += 1;
+            for (sum, v) in e.1.iter_mut().zip(values) {
+                *sum += v;
+            }
+        }
+    }
+    let rows = |acc: &Acc, key: &str| -> Vec<Value> {
+        acc.iter()
+            .map(|(name, (n, sums))| {
+                let values: serde_json::Map<String, Value> = c
+                    .metrics
+                    .iter()
+                    .zip(sums)
+                    .map(|(m, v)| (m.clone(), json!(v)))
+                    .collect();
+                let mut values = values;
+                // Derived metrics: the expression of the sums (a ratio of totals), not a sum.
+                for (name, source) in &c.derived {
+                    let hw: std::collections::HashMap<&str, f64> = c
+                        .metrics
+                        .iter()
+                        .zip(sums)
+                        .map(|(m, v)| (m.as_str(), *v))
+                        .collect();
+                    let v = metron_metrics::Expr::parse(source)
+                        .ok()
+                        .and_then(|e| e.evaluate(&|n| hw.get(n).map(std::slice::from_ref)).ok());
+                    values.insert(name.clone(), json!(v));
+                }
+                json!({key: name, "kernels": n, "sums": values})
+            })
+            .collect()
+    };
+    json!({
+        "metrics": c.metrics,
+        "scope": "per kernel (kernel replay), summed per launching region and per kernel name",
+        "by_region": rows(&regions, "region"),
+        "by_kernel": rows(&kernels, "name"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn counters_are_summed_per_kernel_name() {
+        let mut a = GpuRecord::new(GpuKind::Kernel, "saxpy".into());
+        a.correlation = 1;
+        let mut b = a.clone();
+        b.correlation = 2;
+        let mut d = a.clone();
+        d.correlation = 3; // not profiled
+        let c = super::super::kernels_csv::KernelCounters {
+            metrics: vec![
+                "smsp__inst_executed.sum".into(),
+                "gpu__time_duration.sum".into(),
+                "ipns".into(),
+            ],
+            derived: vec![(
+                "ipns".into(),
+                "smsp__inst_executed.sum / gpu__time_duration.sum".into(),
+            )],
+            values: HashMap::from([(1, vec![10.0, 1.0, 10.0]), (2, vec![32.0, 2.0, 16.0])]),
+        };
+        let v = counters_json(&[a, b, d], &c);
+        assert_eq!(v["by_kernel"][0]["name"], "saxpy");
+        assert_eq!(v["by_kernel"][0]["kernels"], 2);
+        assert_eq!(v["by_kernel"][0]["sums"]["smsp__inst_executed.sum"], 42.0);
+        // 42 instructions in 3 ns, not 10 + 16.
+        assert_eq!(v["by_kernel"][0]["sums"]["ipns"], 14.0);
+        assert_eq!(v["by_region"][0]["region"], "(unknown)");
     }
 }

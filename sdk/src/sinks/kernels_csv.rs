@@ -7,12 +7,67 @@
 //! thread; `SGPRs` has no NVIDIA counterpart (empty); `ScratchRegs` is local memory per thread
 //! in bytes; `KernelOccupancy` is the theoretical occupancy in percent from the device limits;
 //! `Time` is the kernel's duration in ms. Written only when the run had kernels.
+//!
+//! GPU counters (`METRON_GPU_METRICS`): the backend declares the metric names
+//! ([`set_counter_metrics`]) and gives each profiled kernel its values by correlation id
+//! ([`record_kernel_counters`]); each metric becomes one more column, after `EndNs`, empty for
+//! a kernel that was not profiled.
 
 use crate::gpu::{GpuKind, GpuRecord};
 use crate::sink::{Event, RunInfo, Sink, ThreadInfo};
 use std::collections::HashMap;
 use std::fmt::Write;
 use std::path::PathBuf;
+use std::sync::Mutex;
+
+/// GPU counter values per kernel (by correlation id), in the order of `metrics`.
+#[derive(Clone, Debug, Default)]
+pub struct KernelCounters {
+    /// The metric names (one column each): the hardware metrics, then the derived ones.
+    pub metrics: Vec<String>,
+    /// The derived metrics, `(name, expression)` in the metric layer's language
+    /// (`metron_metrics::Expr`); their names are the last entries of `metrics`.
+    pub derived: Vec<(String, String)>,
+    /// correlation id → one value per metric.
+    pub values: HashMap<u32, Vec<f64>>,
+}
+
+static COUNTERS: Mutex<Option<KernelCounters>> = Mutex::new(None);
+
+/// Declares the GPU metrics counted per kernel (the extra `kernels.csv` columns): `metrics`
+/// ends with the names of `derived`.
+pub fn set_counter_metrics(metrics: Vec<String>, derived: Vec<(String, String)>) {
+    let mut c = COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
+    let c = c.get_or_insert_with(KernelCounters::default);
+    c.metrics = metrics;
+    c.derived = derived;
+}
+
+/// The counter values of the kernel launched with `correlation`.
+pub fn record_kernel_counters(correlation: u32, values: Vec<f64>) {
+    let mut c = COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
+    c.get_or_insert_with(KernelCounters::default)
+        .values
+        .insert(correlation, values);
+}
+
+/// The counters recorded so far (`None` when no metric was declared).
+pub fn kernel_counters() -> Option<KernelCounters> {
+    COUNTERS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+        .filter(|c| !c.metrics.is_empty())
+}
+
+/// A counter value as CSV text: integers without a fraction.
+pub fn counter_text(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
+}
 
 /// The `kernels.csv` sink (added by [`crate::gpu::set_backend`]).
 #[derive(Default)]
@@ -36,7 +91,12 @@ fn quote(s: &str) -> String {
 }
 
 /// The CSV text for `kernels` (with `api_tid` for the launching thread).
-pub fn render(kernels: &[GpuRecord], api_tid: &HashMap<u32, u32>, run: &RunInfo) -> String {
+pub fn render(
+    kernels: &[GpuRecord],
+    api_tid: &HashMap<u32, u32>,
+    run: &RunInfo,
+    counters: Option<&KernelCounters>,
+) -> String {
     let mut sorted: Vec<&GpuRecord> = kernels.iter().collect();
     sorted.sort_by_key(|r| (r.start_ns, r.correlation));
     let mut out = String::new();
@@ -49,8 +109,13 @@ pub fn render(kernels: &[GpuRecord], api_tid: &HashMap<u32, u32>, run: &RunInfo)
     );
     out.push_str(
         "Method,ExecutionOrder,ThreadID,GlobalWorkSize,WorkGroupSize,LocalMemSize,VGPRs,SGPRs,\
-         ScratchRegs,KernelOccupancy,Time,Region,Device,Stream,CorrelationId,StartNs,EndNs\n",
+         ScratchRegs,KernelOccupancy,Time,Region,Device,Stream,CorrelationId,StartNs,EndNs",
     );
+    for m in counters.map_or(&[][..], |c| &c.metrics[..]) {
+        out.push(',');
+        out.push_str(&quote(m));
+    }
+    out.push('\n');
     for (i, r) in sorted.into_iter().enumerate() {
         let joined = crate::gpu::region_of(r.correlation);
         let tid = api_tid
@@ -63,7 +128,7 @@ pub fn render(kernels: &[GpuRecord], api_tid: &HashMap<u32, u32>, run: &RunInfo)
             i64::from(r.grid[1]) * i64::from(r.block[1]),
             i64::from(r.grid[2]) * i64::from(r.block[2]),
         ];
-        let _ = writeln!(
+        let _ = write!(
             out,
             "{},{},{},{},{},{},{},,{},{},{:.6},{},{},{},{},{},{}",
             quote(&format!(
@@ -88,6 +153,16 @@ pub fn render(kernels: &[GpuRecord], api_tid: &HashMap<u32, u32>, run: &RunInfo)
             r.start_ns,
             r.end_ns,
         );
+        if let Some(c) = counters {
+            let values = c.values.get(&r.correlation);
+            for i in 0..c.metrics.len() {
+                out.push(',');
+                if let Some(v) = values.and_then(|v| v.get(i)) {
+                    out.push_str(&counter_text(*v));
+                }
+            }
+        }
+        out.push('\n');
     }
     out
 }
@@ -116,7 +191,15 @@ impl Sink for KernelsCsvSink {
             return Ok(Vec::new());
         }
         let path = run.output_dir.join("kernels.csv");
-        std::fs::write(&path, render(&self.kernels, &self.api_tid, run))?;
+        std::fs::write(
+            &path,
+            render(
+                &self.kernels,
+                &self.api_tid,
+                run,
+                kernel_counters().as_ref(),
+            ),
+        )?;
         self.rows = self.kernels.len();
         Ok(vec![path])
     }
@@ -156,13 +239,34 @@ mod tests {
             end_ns: 0,
         };
         let tids = HashMap::from([(5, 77)]);
-        let text = render(&[a, b], &tids, &run);
+        let text = render(&[a.clone(), b.clone()], &tids, &run, None);
         let rows: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
         assert!(rows[0].starts_with("Method,ExecutionOrder,ThreadID,GlobalWorkSize"));
         assert_eq!(rows.len(), 3);
         assert!(rows[1].contains(",0,,"), "{}", rows[1]);
         assert!(
             rows[2].contains(",1,77,\"{1024,1,1}\",\"{256,1,1}\",1024,16,,0,50.00,1.500000"),
+            "{}",
+            rows[2]
+        );
+        let counters = KernelCounters {
+            metrics: vec![
+                "smsp__inst_executed.sum".into(),
+                "dram__bytes_read.sum".into(),
+            ],
+            derived: Vec::new(),
+            values: HashMap::from([(5, vec![9961472.0, 134228992.5])]),
+        };
+        let text = render(&[a, b], &tids, &run, Some(&counters));
+        let rows: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert!(
+            rows[0].ends_with(",EndNs,\"smsp__inst_executed.sum\",\"dram__bytes_read.sum\""),
+            "{}",
+            rows[0]
+        );
+        assert!(rows[1].ends_with(",1000500,,"), "{}", rows[1]);
+        assert!(
+            rows[2].ends_with(",3500000,9961472,134228992.5"),
             "{}",
             rows[2]
         );
