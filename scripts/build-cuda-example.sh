@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds examples/cuda with CMake find_package(metron) + nvcc, on a machine with or without a
 # GPU: nvcc comes from /usr/local/cuda if present, else from NVIDIA's pip wheels
-# (../shared/tools/cuda-toolchain.sh or $METRON_CUDA_TOOLCHAIN, cached in ~/.cache/metron-cuda).
+# (../shared/tools/cuda-toolchain.sh or $METRON_CUDA_TOOLCHAIN, cached in ~/.cache/metron-cuda),
+# or $METRON_CUDA_ROOT when such a toolchain is already unpacked.
 #
 #   scripts/build-cuda-example.sh [BUILD_DIR]     (default: target/cuda-example)
 # Prints the built binary's path on its last line. Honours CARGO_TARGET_DIR.
@@ -12,6 +13,9 @@ mkdir -p "$build"
 build=$(cd "$build" && pwd)
 if [ -x /usr/local/cuda/bin/nvcc ]; then
   cuda=/usr/local/cuda
+elif [ -n "${METRON_CUDA_ROOT:-}" ] && [ -x "$METRON_CUDA_ROOT/bin/nvcc" ]; then
+  # A toolchain already unpacked (e.g. ~/.cache/metron-cuda/nvidia/cu13).
+  cuda=$METRON_CUDA_ROOT
 else
   toolchain=${METRON_CUDA_TOOLCHAIN:-$root/../shared/tools/cuda-toolchain.sh}
   [ -x "$toolchain" ] || [ -f "$toolchain" ] || { echo "no nvcc and no $toolchain" >&2; exit 3; }

@@ -17,16 +17,35 @@
 //! - **Kernel ↔ region**: a Callback API subscriber on the kernel-launch functions only (runtime
 //!   and driver) records the annotation [`metron::gpu::LAUNCH_KEY`] with the correlation id on
 //!   the launching thread; the flusher resolves it to the innermost open region.
-//! - **Counters** (`METRON_GPU_METRICS`, `METRON_GPU_COUNTER_MODE`): the CUPTI Range Profiler,
-//!   one range per kernel with kernel replay, bracketed by the same launch callbacks; values go
-//!   to `kernels.csv` by correlation id. See `range_profiler.rs` (logic) and `sys_profiler.rs`
+//! - **Counters** (`METRON_GPU_METRICS`, `METRON_GPU_COUNTER_MODE`): the CUPTI Range Profiler.
+//!   Kernel mode: one range per kernel with kernel replay, bracketed by the same launch
+//!   callbacks; values go to `kernels.csv` by correlation id. Region mode: [`GpuCounters`]
+//!   (a `metron::Component`) and the C API's regions open a user range (user replay, single
+//!   pass) per region instance. See `range_profiler.rs` (logic) and `sys_profiler.rs`
 //!   (the parameter structs and calls).
 
+mod component;
 mod range_profiler;
 mod sys;
-// User ranges (push/pop, user replay) are declared for region mode, not driven yet.
+// A few declared items (deinitialize, disable) are for the layout checks only.
 #[allow(dead_code)]
 mod sys_profiler;
+
+pub use component::{
+    c_region_begin, c_region_end, c_region_mode, region_reason, GpuCounters, MAX_GPU_FIELDS,
+};
+
+/// `METRON_GPU_COUNTER_MODE` as the backend reads it: `"kernel"` or `"region"`.
+pub fn parse_gpu_counter_mode(raw: Option<&str>) -> &'static str {
+    range_profiler::parse_mode(raw).as_str()
+}
+
+/// The mode that runs for the `requested` one (`"kernel"`/`"region"`) and a metric set of
+/// `passes` passes, and why it differs (region mode is single-pass only).
+pub fn decide_gpu_counter_mode(requested: &str, passes: usize) -> (&'static str, Option<String>) {
+    let (m, note) = range_profiler::decide(range_profiler::parse_mode(Some(requested)), passes);
+    (m.as_str(), note)
+}
 
 use metron::gpu::{GpuDevice, GpuKind, GpuRecord};
 use serde_json::{json, Value};

@@ -8,11 +8,14 @@
 //!   and `Stop` + `DecodeData` + `EvaluateToGpuValues` (launch exit): kernel replay runs every
 //!   pass inside the launch, so the values are complete at its exit and are tied to the
 //!   launch's correlation id, hence to its `kernels.csv` row and its launching region.
-//! - **Region mode** (user ranges, user replay) needs each region to repeat once per pass and
-//!   an internal CUPTI kernel distorts it while kernel tracing is on. It is not driven yet:
-//!   a request for it falls back to kernel mode, with the reason in `metadata.json` and on
-//!   stderr ([`decide`]); the per-region totals (`summary.json` `gpu_counters`) are sums over
-//!   each region's kernels, which is exact for additive (`.sum`) metrics.
+//! - **Region mode** (user range, user replay, single-pass metric sets): [`region_begin`]
+//!   (`Start`, `PushRange`) and [`region_end`] (`PopRange`, `Stop`, `DecodeData`, evaluation,
+//!   a fresh counter-data image) bracket one region instance, called by the `GpuCounters`
+//!   component and the C API's region hooks (`component.rs`). One range at a time in the
+//!   process (an inner region reads NaN). Kernel activity is disabled while a range is open:
+//!   with it on, CUPTI counts an internal `WaitNs` kernel in each user range. The launch
+//!   callbacks only set the profiler up. With N > 1 passes region mode is refused
+//!   ([`decide`]): kernel mode runs and regions read NaN with the reason.
 //! - **Timestamps.** Under kernel replay CUPTI writes kernel activity records with
 //!   `start = end = 0`. Tracing stays on (so `kernels.csv` still has every kernel), and such a
 //!   record takes the host span of its launch call (which includes every replay pass); the
@@ -25,7 +28,9 @@
 //!   Multi-threaded launches with counters were not run on a GPU.
 
 use crate::sys::Cupti;
-use crate::sys_profiler::{Names, Object, Profiler, AUTO_RANGE, KERNEL_REPLAY};
+use crate::sys_profiler::{
+    Names, Object, Profiler, AUTO_RANGE, KERNEL_REPLAY, USER_RANGE, USER_REPLAY,
+};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -141,6 +146,10 @@ pub fn parse_mode(raw: Option<&str>) -> Mode {
 }
 
 /// The mode that runs for the `requested` one and `passes`, and why it differs.
+///
+/// Region mode runs only for single-pass metric sets: with N > 1 passes each region would have
+/// to repeat N times (user replay), which Metron does not drive; it counts per kernel instead
+/// and a `GpuCounters` component reports NaN with that reason (never partial numbers).
 pub fn decide(requested: Mode, passes: usize) -> (Mode, Option<String>) {
     match requested {
         Mode::Kernel => (Mode::Kernel, None),
@@ -148,17 +157,11 @@ pub fn decide(requested: Mode, passes: usize) -> (Mode, Option<String>) {
             Mode::Kernel,
             Some(format!(
                 "region mode needs {passes} passes: each region would have to repeat {passes} \
-                 times (user replay); counting per kernel with kernel replay instead"
+                 times (user replay, not driven by Metron); counting per kernel with kernel \
+                 replay instead, GpuCounters regions read NaN"
             )),
         ),
-        Mode::Region => (
-            Mode::Kernel,
-            Some(
-                "region mode (user ranges) is not implemented in this build; counting per \
-                 kernel with kernel replay, summed per launching region"
-                    .into(),
-            ),
-        ),
+        Mode::Region => (Mode::Region, None),
     }
 }
 
@@ -172,6 +175,8 @@ struct Session {
     image: Vec<u8>,
     /// Ranges already evaluated in `image`.
     evaluated: usize,
+    /// Kernel (auto range, kernel replay) or region (user range, user replay).
+    mode: Mode,
 }
 
 #[derive(Default)]
@@ -252,6 +257,7 @@ pub fn configure(cupti: &Cupti, cupti_path: &str) {
                     .map(|(n, s, _)| (n.clone(), s.clone()))
                     .collect(),
             );
+            REGION_REQUESTED.store(requested == Mode::Region, Ordering::Relaxed);
             ACTIVE.store(true, Ordering::Release);
         }
         Err(e) => {
@@ -329,14 +335,9 @@ fn set_up(state: &mut State, ctx: *mut c_void) -> Result<(), String> {
     let size = p.counter_data_size(&cupti, object, &names, MAX_RANGES)?;
     let mut image = vec![0u8; size];
     p.counter_data_init(&cupti, object, &mut image)?;
+    let (range, replay) = range_and_replay(mode);
     p.set_config_on(
-        &cupti,
-        object,
-        &config,
-        &mut image,
-        AUTO_RANGE,
-        KERNEL_REPLAY,
-        MAX_RANGES,
+        &cupti, object, &config, &mut image, range, replay, MAX_RANGES,
     )?;
     state.info.counter_data_bytes = size;
     state.session = Some(Session {
@@ -347,6 +348,7 @@ fn set_up(state: &mut State, ctx: *mut c_void) -> Result<(), String> {
         _config: config,
         image,
         evaluated: 0,
+        mode,
     });
     SET_UP.store(true, Ordering::Release);
     Ok(())
@@ -370,6 +372,10 @@ pub fn before_launch(ctx: *mut c_void, correlation: u32, now: u64) {
         return;
     };
     let s = state.session.as_ref().expect("set up above");
+    if s.mode == Mode::Region {
+        // Region mode: ranges are opened by regions (`region_begin`), not by launches.
+        return;
+    }
     if let Err(e) = s.profiler.start_on(&cupti, s.object) {
         fail(state, e);
         return;
@@ -386,7 +392,12 @@ pub fn before_launch(ctx: *mut c_void, correlation: u32, now: u64) {
 pub fn after_launch(correlation: u32, now: u64) {
     let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
     let Some(state) = guard.as_mut() else { return };
-    if !ACTIVE.load(Ordering::Acquire) || state.session.is_none() {
+    if !ACTIVE.load(Ordering::Acquire)
+        || state
+            .session
+            .as_ref()
+            .is_none_or(|s| s.mode == Mode::Region)
+    {
         return;
     }
     {
@@ -438,6 +449,204 @@ pub fn after_launch(correlation: u32, now: u64) {
     }
 }
 
+/// The range and replay modes of `mode` for `SetConfig`.
+fn range_and_replay(mode: Mode) -> (i32, i32) {
+    match mode {
+        Mode::Kernel => (AUTO_RANGE, KERNEL_REPLAY),
+        Mode::Region => (USER_RANGE, USER_REPLAY),
+    }
+}
+
+/// The name every user range gets (values are per region instance: the name is not read).
+const USER_RANGE_NAME: &std::ffi::CStr = c"metron_region";
+
+/// A user range is open (one at a time in the process: one nesting level).
+static REGION_OPEN: AtomicBool = AtomicBool::new(false);
+static REGIONS_COUNTED: AtomicU64 = AtomicU64::new(0);
+static REGIONS_REFUSED: AtomicU64 = AtomicU64::new(0);
+static REGIONS_NESTED: AtomicU64 = AtomicU64::new(0);
+/// The values of the first [`SAMPLES`] counted regions, in order (for `metadata.json`: a
+/// check that needs no trace reader).
+static REGION_SAMPLES: Mutex<Vec<Vec<f64>>> = Mutex::new(Vec::new());
+const SAMPLES: usize = 32;
+/// Why the last region read NaN (first reason said on stderr too).
+static REGION_REASON: Mutex<Option<String>> = Mutex::new(None);
+
+/// Region mode was asked for (`METRON_GPU_COUNTER_MODE=region`) and counters are on: regions
+/// should call [`region_begin`] / [`region_end`].
+#[inline]
+pub fn region_requested() -> bool {
+    REGION_REQUESTED.load(Ordering::Relaxed) && ACTIVE.load(Ordering::Relaxed)
+}
+
+/// `METRON_GPU_COUNTER_MODE=region` with metrics, read by [`configure`].
+static REGION_REQUESTED: AtomicBool = AtomicBool::new(false);
+
+/// Why the last region (component or C region) read NaN; `None` when none did.
+pub fn region_reason() -> Option<String> {
+    REGION_REASON
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+}
+
+/// Remembers why a region reads NaN (said once on stderr per distinct reason).
+pub(crate) fn refuse(reason: String) -> String {
+    REGIONS_REFUSED.fetch_add(1, Ordering::Relaxed);
+    let mut last = REGION_REASON.lock().unwrap_or_else(|e| e.into_inner());
+    if last.as_deref() != Some(reason.as_str()) {
+        eprintln!("metron: GPU counters for this region: NaN: {reason}");
+        *last = Some(reason.clone());
+    }
+    reason
+}
+
+/// The columns regions report (hardware metrics then derived), as configured.
+pub fn region_columns() -> Vec<String> {
+    let guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
+    match guard.as_ref() {
+        Some(s) => s.spec.columns(),
+        None => parse_spec(&std::env::var("METRON_GPU_METRICS").unwrap_or_default())
+            .map(|s| s.columns())
+            .unwrap_or_default(),
+    }
+}
+
+/// Opens a user range for a region: sets the profiler up on the current context if no launch
+/// did yet, disables kernel activity (CUPTI's internal `WaitNs` kernel would be counted
+/// otherwise), `Start`, `PushRange`. `Err(reason)`: the region reads NaN (counters off, kernel
+/// mode, several passes, a region already open, or a CUPTI error).
+pub fn region_begin() -> Result<(), String> {
+    let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(state) = guard.as_mut() else {
+        return Err(
+            "GPU counters are off: no METRON_GPU_METRICS, or the GPU backend was not started \
+             (run under `metron run` or call metron_gpu::start())"
+                .into(),
+        );
+    };
+    if !ACTIVE.load(Ordering::Acquire) {
+        return Err(format!(
+            "GPU counters are off: {}",
+            state.info.error.as_deref().unwrap_or("not started")
+        ));
+    }
+    if state.info.requested != Some(Mode::Region) {
+        return Err(
+            "METRON_GPU_COUNTER_MODE is not `region`: counters are per kernel (kernels.csv)".into(),
+        );
+    }
+    if REGION_OPEN.load(Ordering::Acquire) {
+        REGIONS_NESTED.fetch_add(1, Ordering::Relaxed);
+        return Err(
+            "another GPU-counted region is open (one level of user ranges: the outer region \
+             counts this one's kernels)"
+                .into(),
+        );
+    }
+    if state.session.is_none() {
+        let ctx = crate::LOADED
+            .get()
+            .and_then(|l| l.driver.current_context())
+            .unwrap_or(std::ptr::null_mut());
+        if let Err(e) = set_up(state, ctx) {
+            if ctx.is_null() {
+                // No context yet: the first launch sets up; this region reads NaN.
+                return Err(format!("no current CUDA context yet ({e})"));
+            }
+            fail(state, e.clone());
+            return Err(e);
+        }
+    }
+    let s = state.session.as_ref().expect("set up above");
+    if s.mode != Mode::Region {
+        return Err(state.info.note.clone().unwrap_or_default());
+    }
+    let Some((cupti, _)) = *CUPTI.lock().unwrap_or_else(|e| e.into_inner()) else {
+        return Err("CUPTI not loaded".into());
+    };
+    // The WaitNs kernel CUPTI launches after each user range is counted in the range while
+    // kernel activity is on (gpu-machine notes §3): kernel records are off while a range is
+    // open (its kernels are not in kernels.csv / the trace).
+    let _ = crate::sys::disable(&cupti, crate::sys::kind::CONCURRENT_KERNEL);
+    let opened = s
+        .profiler
+        .start_on(&cupti, s.object)
+        .and_then(|_| s.profiler.push_on(&cupti, s.object, USER_RANGE_NAME));
+    if let Err(e) = opened {
+        let _ = s.profiler.stop_on(&cupti, s.object);
+        let _ = crate::sys::enable(&cupti, crate::sys::kind::CONCURRENT_KERNEL);
+        fail(state, e.clone());
+        return Err(e);
+    }
+    REGION_OPEN.store(true, Ordering::Release);
+    Ok(())
+}
+
+/// Closes the range [`region_begin`] opened: `PopRange`, `Stop`, `DecodeData`, evaluation of
+/// the range, kernel activity on again. The values: hardware metrics then derived ones.
+pub fn region_end() -> Result<Vec<f64>, String> {
+    let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(state) = guard.as_mut() else {
+        return Err("GPU counters are off".into());
+    };
+    if !REGION_OPEN.swap(false, Ordering::AcqRel) {
+        return Err("no GPU-counted region is open".into());
+    }
+    let Some((cupti, _)) = *CUPTI.lock().unwrap_or_else(|e| e.into_inner()) else {
+        return Err("CUPTI not loaded".into());
+    };
+    let Some(s) = state.session.as_mut() else {
+        return Err("the profiler is not set up".into());
+    };
+    let result = (|| -> Result<Vec<f64>, String> {
+        let p = s.profiler;
+        p.pop_on(&cupti, s.object)?;
+        let all_passes = p.stop_on(&cupti, s.object)?;
+        let dropped = p.decode_on(&cupti, s.object)?;
+        RANGES_DROPPED.fetch_add(dropped as u64, Ordering::Relaxed);
+        let n = p.ranges_in(&cupti, &s.image)?;
+        let last = match n {
+            0 => None,
+            n => Some(p.evaluate(&cupti, s.host, &s.image, n - 1, &s.names)?),
+        };
+        // Under user replay a new Start after a complete pass set writes range 0 again (seen
+        // on the H100: the second region decoded no new range): a fresh image per region.
+        p.counter_data_init(&cupti, s.object, &mut s.image)?;
+        p.set_config_on(
+            &cupti,
+            s.object,
+            &s._config,
+            &mut s.image,
+            USER_RANGE,
+            USER_REPLAY,
+            MAX_RANGES,
+        )?;
+        s.evaluated = 0;
+        if !all_passes {
+            return Err("CUPTI wants more passes of this region (user replay)".into());
+        }
+        last.ok_or_else(|| format!("no range decoded (dropped {dropped})"))
+    })();
+    let _ = crate::sys::enable(&cupti, crate::sys::kind::CONCURRENT_KERNEL);
+    match result {
+        Ok(mut values) => {
+            REGIONS_COUNTED.fetch_add(1, Ordering::Relaxed);
+            let derived = state.spec.derive(&values);
+            values.extend(derived);
+            let mut samples = REGION_SAMPLES.lock().unwrap_or_else(|e| e.into_inner());
+            if samples.len() < SAMPLES {
+                samples.push(values.clone());
+            }
+            Ok(values)
+        }
+        Err(e) => {
+            fail(state, e.clone());
+            Err(e)
+        }
+    }
+}
+
 /// The host span of a profiled launch, for a kernel record whose device timestamps CUPTI
 /// zeroed (kernel replay).
 pub fn host_span(correlation: u32) -> Option<(u64, u64)> {
@@ -475,6 +684,12 @@ pub fn metadata() -> Value {
         "kernels_profiled": PROFILED.load(Ordering::Relaxed),
         "ranges_dropped": RANGES_DROPPED.load(Ordering::Relaxed),
         "kernels_with_host_time": HOST_TIME.load(Ordering::Relaxed),
+        "regions_counted": REGIONS_COUNTED.load(Ordering::Relaxed),
+        "regions_refused": REGIONS_REFUSED.load(Ordering::Relaxed),
+        "regions_nested": REGIONS_NESTED.load(Ordering::Relaxed),
+        "region_reason": region_reason(),
+        "region_first_values": *REGION_SAMPLES.lock().unwrap_or_else(|e| e.into_inner()),
+        "region_kernel_activity": "off while a user range is open (CUPTI's internal WaitNs kernel would be counted in the range): kernels of counted regions are not in kernels.csv or the trace",
         "config_image_bytes": i.config_bytes,
         "counter_data_image_bytes": i.counter_data_bytes,
         "kernel_timestamps": "under kernel replay CUPTI zeroes kernel timestamps: such kernels carry the host span of their launch call (all passes included); use gpu__time_duration.sum for device time",
@@ -530,8 +745,8 @@ mod tests {
         let (m, note) = decide(Mode::Region, 10);
         assert_eq!(m, Mode::Kernel);
         assert!(note.unwrap().contains("repeat 10 times"));
-        let (m, note) = decide(Mode::Region, 1);
-        assert_eq!(m, Mode::Kernel);
-        assert!(note.is_some());
+        assert_eq!(decide(Mode::Region, 1), (Mode::Region, None));
+        assert_eq!(range_and_replay(Mode::Region), (USER_RANGE, USER_REPLAY));
+        assert_eq!(range_and_replay(Mode::Kernel), (AUTO_RANGE, KERNEL_REPLAY));
     }
 }

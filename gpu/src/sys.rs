@@ -202,6 +202,8 @@ pub struct Cupti {
     pub get_result_string: unsafe extern "C" fn(CuptiResult, *mut *const c_char) -> CuptiResult,
     /// `cuptiActivityEnable`.
     pub activity_enable: unsafe extern "C" fn(i32) -> CuptiResult,
+    /// `cuptiActivityDisable`.
+    pub activity_disable: unsafe extern "C" fn(i32) -> CuptiResult,
     /// `cuptiActivityRegisterCallbacks`.
     pub register_callbacks: unsafe extern "C" fn(BufferRequested, BufferCompleted) -> CuptiResult,
     /// `cuptiActivityRegisterTimestampCallback`.
@@ -237,6 +239,8 @@ pub struct Driver {
     pub device_get_name: unsafe extern "C" fn(*mut c_char, c_int, c_int) -> CuResult,
     /// `cuDeviceGetAttribute`.
     pub device_get_attribute: unsafe extern "C" fn(*mut c_int, c_int, c_int) -> CuResult,
+    /// `cuCtxGetCurrent`.
+    pub ctx_get_current: unsafe extern "C" fn(*mut *mut c_void) -> CuResult,
 }
 
 /// `dlerror()` as text.
@@ -316,6 +320,7 @@ impl Cupti {
                 get_version: sym(handle, "cuptiGetVersion")?,
                 get_result_string: sym(handle, "cuptiGetResultString")?,
                 activity_enable: sym(handle, "cuptiActivityEnable")?,
+                activity_disable: sym(handle, "cuptiActivityDisable")?,
                 register_callbacks: sym(handle, "cuptiActivityRegisterCallbacks")?,
                 register_timestamp: sym(handle, "cuptiActivityRegisterTimestampCallback")?,
                 flush_all: sym(handle, "cuptiActivityFlushAll")?,
@@ -464,6 +469,14 @@ pub fn enable(c: &Cupti, kind: i32) -> Result<(), String> {
     })
 }
 
+/// `cuptiActivityDisable(kind)`.
+pub fn disable(c: &Cupti, kind: i32) -> Result<(), String> {
+    // SAFETY: no pointers.
+    c.check(&format!("cuptiActivityDisable({kind})"), unsafe {
+        (c.activity_disable)(kind)
+    })
+}
+
 /// `cuptiSubscribe` plus `cuptiEnableCallback` for each `(domain, cbid)`.
 pub fn subscribe(c: &Cupti, cb: CallbackFn, ids: &[(i32, u32)]) -> Result<(), String> {
     let mut sub: *mut c_void = std::ptr::null_mut();
@@ -493,6 +506,7 @@ impl Driver {
                 device_get: sym(handle, "cuDeviceGet")?,
                 device_get_name: sym(handle, "cuDeviceGetName")?,
                 device_get_attribute: sym(handle, "cuDeviceGetAttribute")?,
+                ctx_get_current: sym(handle, "cuCtxGetCurrent")?,
             })
         }
     }
@@ -501,6 +515,14 @@ impl Driver {
     pub fn cu_init(&self) -> CuResult {
         // SAFETY: no pointers.
         unsafe { (self.init)(0) }
+    }
+
+    /// `cuCtxGetCurrent`: the calling thread's context (`None` when there is none).
+    pub fn current_context(&self) -> Option<*mut c_void> {
+        let mut ctx: *mut c_void = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer.
+        let r = unsafe { (self.ctx_get_current)(&mut ctx) };
+        (r == 0 && !ctx.is_null()).then_some(ctx)
     }
 
     /// `cuDriverGetVersion`.

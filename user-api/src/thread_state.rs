@@ -204,6 +204,11 @@ impl ThreadState {
             Some(slot) => {
                 *slot = open;
                 self.depth += 1;
+                // METRON_GPU_COUNTER_MODE=region: the outermost GPU-counted region opens a
+                // CUPTI user range (two relaxed loads when off).
+                if metron_gpu::c_region_mode() {
+                    metron_gpu::c_region_begin(self.depth);
+                }
                 true
             }
             None => false,
@@ -213,6 +218,11 @@ impl ThreadState {
     /// Closes the innermost region.
     #[inline(always)]
     pub(crate) fn pop(&mut self) {
+        // Region mode: the range closes and its values annotate the region (still open: the
+        // callers end it in the record buffer after this).
+        if metron_gpu::c_region_mode() {
+            metron_gpu::c_region_end(self.depth);
+        }
         self.depth = self.depth.saturating_sub(1);
     }
 
