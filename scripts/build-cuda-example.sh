@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds examples/cuda with CMake find_package(metron) + nvcc, on a machine with or without a
 # GPU: nvcc comes from /usr/local/cuda if present, else from NVIDIA's pip wheels
-# (../shared/tools/cuda-toolchain.sh or $METRON_CUDA_TOOLCHAIN, cached in ~/.cache/metron-cuda),
+# (scripts/cuda-toolchain.sh or $METRON_CUDA_TOOLCHAIN, cached in ~/.cache/metron-cuda),
 # or $METRON_CUDA_ROOT when such a toolchain is already unpacked.
 #
 #   scripts/build-cuda-example.sh [BUILD_DIR]     (default: target/cuda-example)
@@ -17,7 +17,7 @@ elif [ -n "${METRON_CUDA_ROOT:-}" ] && [ -x "$METRON_CUDA_ROOT/bin/nvcc" ]; then
   # A toolchain already unpacked (e.g. ~/.cache/metron-cuda/nvidia/cu13).
   cuda=$METRON_CUDA_ROOT
 else
-  toolchain=${METRON_CUDA_TOOLCHAIN:-$root/../shared/tools/cuda-toolchain.sh}
+  toolchain=${METRON_CUDA_TOOLCHAIN:-$root/scripts/cuda-toolchain.sh}
   [ -x "$toolchain" ] || [ -f "$toolchain" ] || { echo "no nvcc and no $toolchain" >&2; exit 3; }
   cuda=$(bash "$toolchain" | tail -n 1)
 fi

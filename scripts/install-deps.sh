@@ -39,8 +39,7 @@ fi
 # The GPU header test (tests/tests/gpu_headers.rs) checks Metron's CUPTI record layouts against
 # cupti.h from NVIDIA's `nvidia-cuda-cupti` wheel (10 MB, the GPU machine's version) and the
 # cuda.h and crt/ headers it includes (`nvidia-cuda-runtime`, `nvidia-cuda-crt`: 2 MB), headers only, unpacked into
-# ~/.cache/metron-cupti (a few seconds). The CUDA example's nvcc build is not set up here
-# (a 111 MB toolchain): tests/tests/gpu_cuda_example.rs skips unless ../shared/tools/cuda-toolchain.sh ran.
+# ~/.cache/metron-cupti (a few seconds).
 CUPTI_DIR=${XDG_CACHE_HOME:-$HOME/.cache}/metron-cupti
 if [ ! -f "$CUPTI_DIR/nvidia/cu13/include/cupti.h" ]; then
   mkdir -p "$CUPTI_DIR/wheels"
@@ -54,3 +53,8 @@ for w in glob.glob(os.path.join(d, "wheels", "nvidia_cuda_*.whl")):
         z.extractall(d, [n for n in z.namelist() if n.startswith("nvidia/cu13/include/")])
 PY
 fi
+# The CUDA example (tests/tests/gpu_cuda_example.rs builds examples/cuda with CMake and nvcc):
+# nvcc 13.0 and the CUDA runtime from NVIDIA's pip wheels (about 111 MB, once), unpacked into
+# ~/.cache/metron-cuda by scripts/cuda-toolchain.sh. No GPU is needed to compile.
+scripts_dir=$(cd "$(dirname "$0")" && pwd)
+"$scripts_dir/cuda-toolchain.sh" >/dev/null

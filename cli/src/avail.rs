@@ -31,7 +31,8 @@ Usage: metron avail [--json] [--components] [--settings] [--counters]
 
 Lists the components Metron can measure, every METRON_* setting (default, accepted values,
 description, the `metron run` flag), and the perf_event counters this machine offers (or why
-none). With no section flag, all three. --json prints one JSON object.
+none) with, per NVIDIA GPU, its name, CUPTI version and metrics (the first 20 in text, all in
+--json). With no section flag, all three. --json prints one JSON object.
 ";
 
 pub(crate) fn main(args: &[String]) -> ExitCode {
@@ -127,6 +128,7 @@ fn report(sections: &[&str]) -> Value {
                     "description": m.description, "available": m.available, "error": m.reason,
                 })).collect::<Vec<_>>(),
                 "gpu": gpu_probe.devices,
+                "gpu_metrics": gpu_metrics(&gpu_probe),
                 "gpu_unavailable_reason": gpu_probe.reason,
                 "gpu_backend": gpu_probe.to_json(),
             }),
@@ -134,6 +136,42 @@ fn report(sections: &[&str]) -> Value {
     }
     Value::Object(out)
 }
+
+/// Per GPU: name, CUPTI version and its metrics (from the CUPTI profiler host API), or why
+/// none.
+fn gpu_metrics(probe: &metron_gpu::Status) -> Vec<Value> {
+    probe
+        .devices
+        .iter()
+        .map(|d| match metron_gpu::metrics(d.index) {
+            Ok(list) => {
+                let full: usize = list.iter().map(|m| m.submetrics.len().max(1)).sum();
+                json!({
+                    "device": format!("gpu{}", d.index),
+                    "index": d.index,
+                    "name": d.name,
+                    "cupti_version": probe.cupti_version,
+                    "count": list.len(),
+                    "full_name_count": full,
+                    "metrics": list,
+                    "reason": Value::Null,
+                })
+            }
+            Err(e) => json!({
+                "device": format!("gpu{}", d.index),
+                "index": d.index,
+                "name": d.name,
+                "cupti_version": probe.cupti_version,
+                "count": 0,
+                "metrics": [],
+                "reason": e,
+            }),
+        })
+        .collect()
+}
+
+/// Metrics shown per GPU in text; `--json` has all.
+const TEXT_METRICS: usize = 20;
 
 fn text(report: &Value) -> String {
     let mut out = String::new();
@@ -246,6 +284,36 @@ fn text(report: &Value) -> String {
                         d["index"],
                         d["name"].as_str().unwrap_or("")
                     ));
+                    let Some(m) = c["gpu_metrics"]
+                        .as_array()
+                        .and_then(|all| all.iter().find(|m| m["index"] == d["index"]))
+                    else {
+                        continue;
+                    };
+                    match m["reason"].as_str() {
+                        Some(why) => out.push_str(&format!("      metrics: none: {why}\n")),
+                        None => {
+                            let list = m["metrics"].as_array().cloned().unwrap_or_default();
+                            out.push_str(&format!(
+                                "      metrics ({} base metrics, {} with submetrics; CUPTI {}; METRON_GPU_METRICS takes base + submetric, e.g. smsp__inst_executed.sum):\n",
+                                m["count"], m["full_name_count"], m["cupti_version"]
+                            ));
+                            for x in list.iter().take(TEXT_METRICS) {
+                                out.push_str(&format!(
+                                    "        {:<44} {:<10} {}\n",
+                                    x["name"].as_str().unwrap_or(""),
+                                    x["kind"].as_str().unwrap_or(""),
+                                    x["description"].as_str().unwrap_or("")
+                                ));
+                            }
+                            if list.len() > TEXT_METRICS {
+                                out.push_str(&format!(
+                                    "        … ({} more; --json for all)\n",
+                                    list.len() - TEXT_METRICS
+                                ));
+                            }
+                        }
+                    }
                 }
             }
             None => out.push_str(&format!(

@@ -25,11 +25,14 @@
 //!   (the parameter structs and calls).
 
 mod component;
+mod metric_list;
 mod range_profiler;
 mod sys;
 // A few declared items (deinitialize, disable) are for the layout checks only.
 #[allow(dead_code)]
 mod sys_profiler;
+
+pub use metric_list::{metrics, register_info, GpuMetric};
 
 pub use component::{
     c_region_begin, c_region_end, c_region_mode, region_reason, GpuCounters, MAX_GPU_FIELDS,
@@ -234,6 +237,7 @@ fn devices(driver: &sys::Driver) -> Vec<GpuDevice> {
 
 /// Looks for the driver and CUPTI and lists the GPUs (calls `cuInit`), starting nothing.
 pub fn probe() -> Status {
+    register_info();
     if let Some(s) = STATUS.lock().unwrap_or_else(|e| e.into_inner()).clone() {
         if s.enabled {
             return s;

@@ -241,6 +241,14 @@ pub struct Driver {
     pub device_get_attribute: unsafe extern "C" fn(*mut c_int, c_int, c_int) -> CuResult,
     /// `cuCtxGetCurrent`.
     pub ctx_get_current: unsafe extern "C" fn(*mut *mut c_void) -> CuResult,
+    /// `cuDevicePrimaryCtxRetain`.
+    pub primary_ctx_retain: unsafe extern "C" fn(*mut *mut c_void, c_int) -> CuResult,
+    /// `cuDevicePrimaryCtxRelease_v2`.
+    pub primary_ctx_release: unsafe extern "C" fn(c_int) -> CuResult,
+    /// `cuCtxPushCurrent_v2`.
+    pub ctx_push_current: unsafe extern "C" fn(*mut c_void) -> CuResult,
+    /// `cuCtxPopCurrent_v2`.
+    pub ctx_pop_current: unsafe extern "C" fn(*mut *mut c_void) -> CuResult,
 }
 
 /// `dlerror()` as text.
@@ -507,6 +515,10 @@ impl Driver {
                 device_get_name: sym(handle, "cuDeviceGetName")?,
                 device_get_attribute: sym(handle, "cuDeviceGetAttribute")?,
                 ctx_get_current: sym(handle, "cuCtxGetCurrent")?,
+                primary_ctx_retain: sym(handle, "cuDevicePrimaryCtxRetain")?,
+                primary_ctx_release: sym(handle, "cuDevicePrimaryCtxRelease_v2")?,
+                ctx_push_current: sym(handle, "cuCtxPushCurrent_v2")?,
+                ctx_pop_current: sym(handle, "cuCtxPopCurrent_v2")?,
             })
         }
     }
@@ -556,6 +568,43 @@ impl Driver {
         }
         // SAFETY: the driver NUL-terminated the name inside buf.
         Some(unsafe { c_str(buf.as_ptr()) })
+    }
+
+    /// Runs `f` with device `ordinal`'s primary context current on this thread (retained,
+    /// pushed, then popped and released).
+    pub fn with_primary_context<T>(
+        &self,
+        ordinal: i32,
+        f: impl FnOnce(*mut c_void) -> T,
+    ) -> Result<T, String> {
+        let mut dev = 0;
+        // SAFETY: a valid out-pointer.
+        let r = unsafe { (self.device_get)(&mut dev, ordinal) };
+        if r != 0 {
+            return Err(format!("cuDeviceGet({ordinal}) failed with CUDA error {r}"));
+        }
+        let mut ctx: *mut c_void = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer and a device handle from cuDeviceGet.
+        let r = unsafe { (self.primary_ctx_retain)(&mut ctx, dev) };
+        if r != 0 || ctx.is_null() {
+            return Err(format!(
+                "cuDevicePrimaryCtxRetain({ordinal}) failed with CUDA error {r}"
+            ));
+        }
+        // SAFETY: ctx is the retained primary context.
+        let r = unsafe { (self.ctx_push_current)(ctx) };
+        let out = if r == 0 {
+            let out = f(ctx);
+            let mut popped: *mut c_void = std::ptr::null_mut();
+            // SAFETY: a valid out-pointer; pops the context pushed above.
+            unsafe { (self.ctx_pop_current)(&mut popped) };
+            Ok(out)
+        } else {
+            Err(format!("cuCtxPushCurrent failed with CUDA error {r}"))
+        };
+        // SAFETY: releases the retain above, on the same device.
+        unsafe { (self.primary_ctx_release)(dev) };
+        out
     }
 
     /// `cuDeviceGetAttribute(attr)` of device `ordinal`.

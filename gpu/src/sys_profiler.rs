@@ -511,6 +511,75 @@ impl Params for GetCounterDataInfoParams {
     const SIZE: usize = struct_size!(GetCounterDataInfoParams, num_total_ranges);
 }
 
+/// `CUpti_Profiler_Host_GetBaseMetrics_Params`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct HostGetBaseMetricsParams {
+    /// `structSize`.
+    pub struct_size: usize,
+    /// `pPriv`.
+    pub priv_: *mut c_void,
+    /// `pHostObject`.
+    pub host: *mut c_void,
+    /// `metricType`.
+    pub metric_type: i32,
+    /// `ppMetricNames`.
+    pub metric_names: *mut *const c_char,
+    /// `numMetrics`.
+    pub num_metrics: usize,
+}
+
+impl Params for HostGetBaseMetricsParams {
+    const SIZE: usize = struct_size!(HostGetBaseMetricsParams, num_metrics);
+}
+
+/// `CUpti_Profiler_Host_GetSubMetrics_Params`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct HostGetSubMetricsParams {
+    /// `structSize`.
+    pub struct_size: usize,
+    /// `pPriv`.
+    pub priv_: *mut c_void,
+    /// `pHostObject`.
+    pub host: *mut c_void,
+    /// `metricType`.
+    pub metric_type: i32,
+    /// `pMetricName`.
+    pub metric_name: *const c_char,
+    /// `numOfSubmetrics`.
+    pub num_sub_metrics: usize,
+    /// `ppSubMetrics`.
+    pub sub_metrics: *mut *const c_char,
+}
+
+impl Params for HostGetSubMetricsParams {
+    const SIZE: usize = struct_size!(HostGetSubMetricsParams, sub_metrics);
+}
+
+/// Properties of one metric (`cuptiProfilerHostGetMetricProperties`).
+#[derive(Clone, Debug, Default)]
+pub struct MetricProperties {
+    /// `pDescription`.
+    pub description: String,
+    /// `pHwUnit`.
+    pub hw_unit: String,
+    /// `pDimUnit`.
+    pub dim_unit: String,
+    /// `metricType`.
+    pub metric_type: i32,
+}
+
+/// Copies a CUPTI-owned C string (null: empty).
+fn owned(p: *const c_char) -> String {
+    if p.is_null() {
+        return String::new();
+    }
+    // SAFETY: non-null pointers CUPTI returns in parameter structs are NUL-terminated strings
+    // owned by CUPTI (the host object), valid at least until the next call; copied at once.
+    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+}
+
 /// The Range Profiler and profiler-host functions of libcupti.
 #[derive(Clone, Copy)]
 pub struct Profiler {
@@ -530,6 +599,10 @@ pub struct Profiler {
     /// `cuptiProfilerHostGetMetricProperties`.
     pub host_get_metric_properties:
         unsafe extern "C" fn(*mut HostGetMetricPropertiesParams) -> CuptiResult,
+    /// `cuptiProfilerHostGetBaseMetrics`.
+    pub host_get_base_metrics: unsafe extern "C" fn(*mut HostGetBaseMetricsParams) -> CuptiResult,
+    /// `cuptiProfilerHostGetSubMetrics`.
+    pub host_get_sub_metrics: unsafe extern "C" fn(*mut HostGetSubMetricsParams) -> CuptiResult,
     /// `cuptiProfilerHostConfigAddMetrics`.
     pub host_config_add_metrics:
         unsafe extern "C" fn(*mut HostConfigAddMetricsParams) -> CuptiResult,
@@ -641,6 +714,8 @@ impl Profiler {
                 host_initialize: sym(handle, "cuptiProfilerHostInitialize")?,
                 host_deinitialize: sym(handle, "cuptiProfilerHostDeinitialize")?,
                 host_get_metric_properties: sym(handle, "cuptiProfilerHostGetMetricProperties")?,
+                host_get_base_metrics: sym(handle, "cuptiProfilerHostGetBaseMetrics")?,
+                host_get_sub_metrics: sym(handle, "cuptiProfilerHostGetSubMetrics")?,
                 host_config_add_metrics: sym(handle, "cuptiProfilerHostConfigAddMetrics")?,
                 host_get_config_image_size: sym(handle, "cuptiProfilerHostGetConfigImageSize")?,
                 host_get_config_image: sym(handle, "cuptiProfilerHostGetConfigImage")?,
@@ -752,6 +827,72 @@ impl Profiler {
             c,
             &mut p,
         )
+    }
+
+    /// `cuptiProfilerHostGetBaseMetrics(metric_type)`: the base metric names.
+    pub fn base_metrics(
+        &self,
+        c: &Cupti,
+        host: Object,
+        metric_type: i32,
+    ) -> Result<Vec<String>, String> {
+        let mut p = HostGetBaseMetricsParams::new();
+        p.host = host.0;
+        p.metric_type = metric_type;
+        call(
+            "cuptiProfilerHostGetBaseMetrics",
+            self.host_get_base_metrics,
+            c,
+            &mut p,
+        )?;
+        Ok(strings(p.metric_names, p.num_metrics))
+    }
+
+    /// `cuptiProfilerHostGetSubMetrics(metric_type, name)`: the submetric suffixes.
+    pub fn sub_metrics(
+        &self,
+        c: &Cupti,
+        host: Object,
+        metric_type: i32,
+        name: &str,
+    ) -> Result<Vec<String>, String> {
+        let n = CString::new(name).map_err(|_| format!("metric {name:?}: NUL in name"))?;
+        let mut p = HostGetSubMetricsParams::new();
+        p.host = host.0;
+        p.metric_type = metric_type;
+        p.metric_name = n.as_ptr();
+        call(
+            "cuptiProfilerHostGetSubMetrics",
+            self.host_get_sub_metrics,
+            c,
+            &mut p,
+        )?;
+        Ok(strings(p.sub_metrics, p.num_sub_metrics))
+    }
+
+    /// `cuptiProfilerHostGetMetricProperties`: description, units and type of `name`.
+    pub fn metric_properties(
+        &self,
+        c: &Cupti,
+        host: Object,
+        name: &str,
+    ) -> Result<MetricProperties, String> {
+        let n = CString::new(name).map_err(|_| format!("metric {name:?}: NUL in name"))?;
+        let mut p = HostGetMetricPropertiesParams::new();
+        p.host = host.0;
+        p.metric_name = n.as_ptr();
+        call(
+            &format!("cuptiProfilerHostGetMetricProperties({name})"),
+            self.host_get_metric_properties,
+            c,
+            &mut p,
+        )?;
+        Ok(MetricProperties {
+            description: owned(p.description),
+            hw_unit: owned(p.hw_unit),
+            dim_unit: owned(p.dim_unit),
+            metric_type: p.metric_type,
+        })
     }
 
     /// `cuptiProfilerHostGetMetricProperties`: `Ok(description)` when the metric exists.
@@ -995,11 +1136,85 @@ impl Profiler {
     }
 }
 
+/// Copies `n` C strings from a CUPTI-owned array (null array: none).
+fn strings(array: *mut *const c_char, n: usize) -> Vec<String> {
+    if array.is_null() {
+        return Vec::new();
+    }
+    (0..n)
+        .map(|i| {
+            // SAFETY: CUPTI returned an array of `n` string pointers owned by the host object,
+            // valid until the next call on it; `i < n`.
+            owned(unsafe { *array.add(i) })
+        })
+        .collect()
+}
+
 /// `(C struct.field, offset)`, `(sizeof C struct, size)` and `(STRUCT_SIZE C struct, the
 /// header macro's value)` of every parameter struct, for `tests/gpu_headers.rs`.
 pub fn layouts() -> Vec<(&'static str, usize)> {
     use std::mem::{offset_of, size_of};
     vec![
+        (
+            "sizeof CUpti_Profiler_Host_GetBaseMetrics_Params",
+            size_of::<HostGetBaseMetricsParams>(),
+        ),
+        (
+            "STRUCT_SIZE CUpti_Profiler_Host_GetBaseMetrics_Params",
+            HostGetBaseMetricsParams::SIZE,
+        ),
+        (
+            "CUpti_Profiler_Host_GetBaseMetrics_Params.pPriv",
+            offset_of!(HostGetBaseMetricsParams, priv_),
+        ),
+        (
+            "CUpti_Profiler_Host_GetBaseMetrics_Params.pHostObject",
+            offset_of!(HostGetBaseMetricsParams, host),
+        ),
+        (
+            "CUpti_Profiler_Host_GetBaseMetrics_Params.metricType",
+            offset_of!(HostGetBaseMetricsParams, metric_type),
+        ),
+        (
+            "CUpti_Profiler_Host_GetBaseMetrics_Params.ppMetricNames",
+            offset_of!(HostGetBaseMetricsParams, metric_names),
+        ),
+        (
+            "CUpti_Profiler_Host_GetBaseMetrics_Params.numMetrics",
+            offset_of!(HostGetBaseMetricsParams, num_metrics),
+        ),
+        (
+            "sizeof CUpti_Profiler_Host_GetSubMetrics_Params",
+            size_of::<HostGetSubMetricsParams>(),
+        ),
+        (
+            "STRUCT_SIZE CUpti_Profiler_Host_GetSubMetrics_Params",
+            HostGetSubMetricsParams::SIZE,
+        ),
+        (
+            "CUpti_Profiler_Host_GetSubMetrics_Params.pPriv",
+            offset_of!(HostGetSubMetricsParams, priv_),
+        ),
+        (
+            "CUpti_Profiler_Host_GetSubMetrics_Params.pHostObject",
+            offset_of!(HostGetSubMetricsParams, host),
+        ),
+        (
+            "CUpti_Profiler_Host_GetSubMetrics_Params.metricType",
+            offset_of!(HostGetSubMetricsParams, metric_type),
+        ),
+        (
+            "CUpti_Profiler_Host_GetSubMetrics_Params.pMetricName",
+            offset_of!(HostGetSubMetricsParams, metric_name),
+        ),
+        (
+            "CUpti_Profiler_Host_GetSubMetrics_Params.numOfSubmetrics",
+            offset_of!(HostGetSubMetricsParams, num_sub_metrics),
+        ),
+        (
+            "CUpti_Profiler_Host_GetSubMetrics_Params.ppSubMetrics",
+            offset_of!(HostGetSubMetricsParams, sub_metrics),
+        ),
         (
             "sizeof CUpti_Profiler_Initialize_Params",
             size_of::<InitializeParams>(),

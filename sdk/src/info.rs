@@ -57,10 +57,33 @@ pub struct InfoItem {
     pub reason: Option<String>,
 }
 
-/// The devices Metron knows on this machine. GPU backends add theirs when they are built in
-/// and find a device.
+/// What a GPU backend (the `metron-gpu` crate) lends [`devices`] and [`iterate`]: the SDK
+/// does not depend on it, so it registers these functions itself ([`set_gpu_provider`]).
+#[derive(Clone, Copy, Debug)]
+pub struct GpuInfoProvider {
+    /// The GPU device names on this machine (`gpu0`, ...); empty without a driver.
+    pub devices: fn() -> Vec<String>,
+    /// The items of `kind` on a GPU device; `None` when the device is not one of this
+    /// machine's.
+    pub items: fn(&str, InfoKind) -> Option<Vec<InfoItem>>,
+}
+
+static GPU_PROVIDER: std::sync::OnceLock<GpuInfoProvider> = std::sync::OnceLock::new();
+
+/// Registers the GPU backend's info functions (first call wins; false when one was already
+/// registered).
+pub fn set_gpu_provider(provider: GpuInfoProvider) -> bool {
+    GPU_PROVIDER.set(provider).is_ok()
+}
+
+/// The devices Metron knows on this machine: `cpu`, then the GPUs of a registered GPU
+/// backend (`gpu0`, ...) when a driver finds them.
 pub fn devices() -> Vec<String> {
-    vec!["cpu".to_string()]
+    let mut out = vec!["cpu".to_string()];
+    if let Some(p) = GPU_PROVIDER.get() {
+        out.extend((p.devices)());
+    }
+    out
 }
 
 /// Why [`iterate`] could not list a device.
@@ -89,12 +112,19 @@ pub fn iterate(
     kind: InfoKind,
     mut visit: impl FnMut(&InfoItem) -> ControlFlow<()>,
 ) -> Result<(), UnknownDevice> {
-    if device != "cpu" {
-        return Err(UnknownDevice {
-            device: device.to_string(),
-        });
-    }
-    for item in cpu_items(kind) {
+    let items = if device == "cpu" {
+        cpu_items(kind)
+    } else {
+        match GPU_PROVIDER.get().and_then(|p| (p.items)(device, kind)) {
+            Some(items) => items,
+            None => {
+                return Err(UnknownDevice {
+                    device: device.to_string(),
+                })
+            }
+        }
+    };
+    for item in items {
         if visit(&item).is_break() {
             break;
         }

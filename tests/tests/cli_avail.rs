@@ -58,6 +58,19 @@ fn avail_json_lists_every_registry_setting_component_and_counter_kind() {
             "{kind}: either some counters or a reason, not both or neither: {counters}"
         );
     }
+    // Per GPU: its metrics (count and list) or why none; no GPU here: an empty list and a
+    // reason for the whole backend.
+    let gpus = counters["gpu"].as_array().unwrap();
+    let gpu_metrics = counters["gpu_metrics"].as_array().unwrap();
+    assert_eq!(gpus.len(), gpu_metrics.len(), "{counters}");
+    if gpus.is_empty() {
+        assert!(counters["gpu_unavailable_reason"].is_string(), "{counters}");
+    }
+    for g in gpu_metrics {
+        let listed = g["metrics"].as_array().unwrap().len();
+        assert_eq!(g["count"].as_u64(), Some(listed as u64), "{g}");
+        assert!(listed > 0 || g["reason"].is_string(), "{g}");
+    }
 }
 
 #[test]

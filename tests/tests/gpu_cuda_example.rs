@@ -1,6 +1,6 @@
 //! examples/cuda builds with CMake `find_package(metron)` and nvcc
 //! (`scripts/build-cuda-example.sh`), with `/usr/local/cuda` or the pip toolchain of
-//! `../shared/tools/cuda-toolchain.sh` when it is already unpacked (`~/.cache/metron-cuda`);
+//! `scripts/cuda-toolchain.sh` (run by `scripts/install-deps.sh`, unpacked in `~/.cache/metron-cuda`);
 //! skips with the reason otherwise (the toolchain is a large download, so the test does not
 //! fetch it). With an NVIDIA driver present, the example also runs under `metron run` and its
 //! `kernels.csv` must list the 9 kernels, each tied to its region; without one that part is
@@ -25,7 +25,7 @@ fn cuda_example_builds_and_runs_where_it_can() {
     let Some(cuda) = toolchain() else {
         println!(
             "SKIP: no nvcc (/usr/local/cuda, or ~/.cache/metron-cuda from \
-             ../shared/tools/cuda-toolchain.sh)"
+             scripts/cuda-toolchain.sh, which scripts/install-deps.sh runs)"
         );
         return;
     };

@@ -80,3 +80,31 @@ fn metron_avail_names_the_reason() {
         "{text}"
     );
 }
+
+/// Without a driver: no GPU metrics (with the reason), `metron::info` knows only `cpu`, and a
+/// GPU device is the unknown-device error naming the devices. With one: `gpu0` is listed with
+/// its CUPTI metrics.
+#[test]
+fn gpu_metrics_and_info_devices_follow_the_driver() {
+    use metron::info::{self, InfoKind};
+    metron_gpu::register_info();
+    if driver_present() {
+        let devices = info::devices();
+        assert!(devices.iter().any(|d| d == "gpu0"), "{devices:?}");
+        let metrics = info::list("gpu0", InfoKind::Metric).unwrap();
+        assert!(!metrics.is_empty());
+        return;
+    }
+    let why = metron_gpu::metrics(0).expect_err("no driver here");
+    assert!(why.contains("libcuda.so.1"), "{why}");
+    assert_eq!(info::devices(), ["cpu"]);
+    let err = info::iterate("gpu0", InfoKind::Metric, |_| {
+        std::ops::ControlFlow::Continue(())
+    })
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("unknown device \"gpu0\"; devices on this machine: cpu"),
+        "{err}"
+    );
+}
