@@ -48,19 +48,7 @@ pub(crate) fn run(
         .unwrap_or("program")
         .to_string();
     let base = metron::expand_output_path(output_template, &exe);
-    let listing: Vec<String> = plan
-        .plan
-        .passes
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            format!(
-                "pass {}: {}",
-                i + 1,
-                p.iter().cloned().collect::<Vec<_>>().join(", ")
-            )
-        })
-        .collect();
+    let listing = metron::counters::pass_listing(&plan.plan);
     eprintln!(
         "metron run: {count} pass{} (the counters asked for need {needed}{}){}",
         if count == 1 { "" } else { "es" },

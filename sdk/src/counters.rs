@@ -198,19 +198,7 @@ fn plan_counters(
         }
     };
     if plan.passes.len() > 1 {
-        let list = plan
-            .passes
-            .iter()
-            .enumerate()
-            .map(|(i, p)| {
-                format!(
-                    "pass {}: {}",
-                    i + 1,
-                    p.iter().cloned().collect::<Vec<_>>().join(", ")
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("; ");
+        let list = pass_listing(&plan).join("; ");
         messages.push(format!(
             "the hardware counters asked for need {} passes of at most {group_size} ({group_size_source} group size{}): {list}. This run counts pass {pass} (METRON_PERF_PASS); `metron run --passes auto -- CMD` runs every pass and merges them",
             plan.passes.len(),
@@ -246,6 +234,21 @@ fn plan_counters(
         messages,
     };
     (counter_plan, counted, errors)
+}
+
+/// `pass 1: cycles, instructions`, one line per pass, for messages.
+pub fn pass_listing(plan: &Plan) -> Vec<String> {
+    plan.passes
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            format!(
+                "pass {}: {}",
+                i + 1,
+                p.iter().cloned().collect::<Vec<_>>().join(", ")
+            )
+        })
+        .collect()
 }
 
 fn names(list: &str) -> impl Iterator<Item = &str> {
