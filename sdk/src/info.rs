@@ -185,7 +185,7 @@ fn cpu_counters() -> Vec<InfoItem> {
         .chain(cache_names)
         .filter_map(|name| {
             let spec = perf::parse_event(&name).ok()?;
-            let probe = perf::probe(&spec);
+            let probe = probe_once(&spec);
             Some(InfoItem {
                 kind: InfoKind::Counter,
                 device: "cpu".into(),
@@ -227,6 +227,22 @@ fn default_description(name: &str) -> String {
     }
 }
 
+/// `perf::probe`, remembered per event for the process: listing counters and then metrics (as
+/// `metron avail --counters` does) opens each event once, not once per list and metric.
+fn probe_once(spec: &perf::events::EventSpec) -> Result<(), String> {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    type Probes = HashMap<(u32, u64, perf::events::Privilege), Result<(), String>>;
+    static PROBES: Mutex<Option<Probes>> = Mutex::new(None);
+    let key = (spec.kind, spec.config, spec.privilege);
+    let mut probes = PROBES.lock().unwrap_or_else(|e| e.into_inner());
+    probes
+        .get_or_insert_with(HashMap::new)
+        .entry(key)
+        .or_insert_with(|| perf::probe(spec))
+        .clone()
+}
+
 /// The built-in metrics plus `METRON_METRICS_FILE`; available when every counter they need
 /// opens here.
 fn cpu_metrics() -> Vec<InfoItem> {
@@ -249,7 +265,7 @@ fn cpu_metrics() -> Vec<InfoItem> {
                 .iter()
                 .filter(|c| {
                     perf::parse_event(c)
-                        .map(|spec| perf::probe(&spec).is_err())
+                        .map(|spec| probe_once(&spec).is_err())
                         .unwrap_or(true)
                 })
                 .cloned()

@@ -75,7 +75,7 @@ const CACHE_OPS: &[(&str, u64)] = &[
 ];
 
 /// Which privilege levels an event counts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Privilege {
     /// User space only (`:u`).
     User,
