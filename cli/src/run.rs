@@ -35,7 +35,9 @@ Runs <command> with Metron preloaded (LD_PRELOAD=libmetron.so, METRON_PRELOAD=1)
 needs no change: its run folder has its process, main thread and duration, plus every region
 it records through Metron, and its NVTX markers (NVTX_INJECTION64_PATH=libmetron.so, unless
 already set) and ROCTx markers, and in processes that use CUDA their kernels, copies and CUDA API
-calls through CUPTI (CUDA_INJECTION64_PATH=libmetron.so, unless already set). Child processes
+calls through CUPTI (CUDA_INJECTION64_PATH=libmetron.so, unless already set), and in processes
+that use ROCm their kernel dispatches, async copies and HSA calls (HSA_TOOLS_LIB, Metron added
+to the list). Child processes
 it starts get their own run folders; a forked child that does not exec is turned off
 (METRON_FORK). The exit status is the command's.
 
@@ -264,6 +266,27 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
             command.env("CUDA_INJECTION64_PATH", &library);
         }
     }
+    // AMD: the HSA runtime loads every library of HSA_TOOLS_LIB (space-separated) during
+    // `hsa_init` and calls its `OnLoad` with the API table (see user-api/src/amd_tools.rs);
+    // another tool already listed keeps its place, Metron is added after it.
+    let tools = match std::env::var_os("HSA_TOOLS_LIB").filter(|v| !v.is_empty()) {
+        Some(existing)
+            if existing
+                .to_string_lossy()
+                .split(' ')
+                .any(|t| Path::new(t) == library.as_path()) =>
+        {
+            existing
+        }
+        Some(existing) => {
+            let mut both = existing;
+            both.push(" ");
+            both.push(&library);
+            both
+        }
+        None => library.clone().into_os_string(),
+    };
+    command.env("HSA_TOOLS_LIB", tools);
     let mut preload = library.into_os_string();
     if let Some(existing) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
         preload.push(":");

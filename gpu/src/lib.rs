@@ -428,7 +428,14 @@ fn start_inner() -> Result<Status, Status> {
     status.enabled = true;
     status.reason = None;
     metron::init();
-    metron::gpu::set_backend(metron::gpu::Backend { flush, metadata }, Vec::new());
+    metron::gpu::set_backend(
+        metron::gpu::Backend {
+            flush,
+            metadata,
+            stream_word: "stream",
+        },
+        Vec::new(),
+    );
     Ok(status)
 }
 
@@ -695,7 +702,8 @@ extern "C" fn buffer_completed(
             GpuKind::Memcpy => 1,
             GpuKind::Memset => 2,
             GpuKind::RuntimeApi => 3,
-            GpuKind::DriverApi => 4,
+            // CUPTI never produces HSA records.
+            GpuKind::DriverApi | GpuKind::HsaApi => 4,
         };
         COUNTS[i].fetch_add(1, Ordering::Relaxed);
     }

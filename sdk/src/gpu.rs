@@ -1,5 +1,5 @@
 //! GPU activity as the sinks see it: the records a GPU backend (the `metron-gpu` crate, CUPTI
-//! on NVIDIA) hands over, the devices they ran on, and the join of kernel launches with the
+//! on NVIDIA; `metron-gpu-amd`, HSA on AMD) hands over, the devices they ran on, and the join of kernel launches with the
 //! Metron region open on the launching thread.
 //!
 //! The SDK does not load any GPU library itself. A backend calls [`set_backend`] once, then
@@ -25,6 +25,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// Name of the annotation a backend records at each kernel launch (value: correlation id).
 pub const LAUNCH_KEY: &str = "metron.gpu.launch";
 
+/// The `stream` of device work that belongs to no stream or queue (AMD's async copies run on
+/// copy engines): such records share one `copies` track per device.
+pub const NO_STREAM: u32 = u32::MAX;
+
 /// What a [`GpuRecord`] is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -39,6 +43,8 @@ pub enum GpuKind {
     RuntimeApi,
     /// A CUDA driver API call (host side).
     DriverApi,
+    /// An HSA runtime API call (host side, AMD).
+    HsaApi,
 }
 
 /// One GPU activity record, timestamps on Metron's clock (`CLOCK_MONOTONIC` ns).
@@ -66,8 +72,10 @@ pub struct GpuRecord {
     pub grid: [i32; 3],
     /// Block size (kernels).
     pub block: [i32; 3],
-    /// Registers per thread (kernels).
+    /// Registers per thread (kernels; VGPRs on AMD).
     pub registers: u16,
+    /// Scalar registers per wavefront (AMD kernels; 0 = not known).
+    pub scalar_registers: u16,
     /// Static shared memory per block, bytes (kernels).
     pub static_shared: i32,
     /// Dynamic shared memory per block, bytes (kernels).
@@ -98,6 +106,7 @@ impl GpuRecord {
             grid: [0; 3],
             block: [0; 3],
             registers: 0,
+            scalar_registers: 0,
             static_shared: 0,
             dynamic_shared: 0,
             local_per_thread: 0,
@@ -137,6 +146,9 @@ pub struct Backend {
     pub flush: fn(at_end: bool),
     /// Its `metadata.json` section `gpu` (status, versions, record and drop counts).
     pub metadata: fn() -> serde_json::Value,
+    /// What a record's `stream` is called on this backend's tracks: `stream` (CUDA) or
+    /// `queue` (HSA).
+    pub stream_word: &'static str,
 }
 
 static BACKEND: OnceLock<Backend> = OnceLock::new();
@@ -178,6 +190,11 @@ pub fn device_name(index: u32) -> String {
         .iter()
         .find(|d| d.index == index)
         .map_or_else(|| format!("GPU {index}"), |d| d.name.clone())
+}
+
+/// What the registered backend calls a record's `stream` (`stream` when none registered).
+pub fn stream_word() -> &'static str {
+    BACKEND.get().map_or("stream", |b| b.stream_word)
 }
 
 /// Hands decoded records to every sink (off the application threads: the backend's own

@@ -39,7 +39,11 @@ fn gpu_records_reach_csv_summary_metadata_and_trace() {
     std::env::set_var("METRON_OUTPUT_PATH", &dir);
     assert!(metron::init());
     assert!(metron::gpu::set_backend(
-        metron::gpu::Backend { flush, metadata },
+        metron::gpu::Backend {
+            flush,
+            metadata,
+            stream_word: "stream",
+        },
         vec![GpuDevice {
             index: 0,
             name: "Fake GPU".into()

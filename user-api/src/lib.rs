@@ -21,6 +21,7 @@
 use std::ffi::{c_char, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+mod amd_tools;
 mod boundary;
 mod checked;
 mod cuda_injection;

@@ -43,6 +43,7 @@ extern "C" fn on_load() {
         });
         if on {
             crate::cuda_injection::report_in_metadata();
+            crate::amd_tools::report_in_metadata();
             start_program_region();
         }
     });

@@ -8,6 +8,10 @@
 //! in bytes; `KernelOccupancy` is the theoretical occupancy in percent from the device limits;
 //! `Time` is the kernel's duration in ms. Written only when the run had kernels.
 //!
+//! On AMD: `LocalMemSize` is the dispatch's LDS (group segment) in bytes, `VGPRs` and `SGPRs`
+//! come from the kernel descriptor, `ScratchRegs` is the private segment per work-item in
+//! bytes, `KernelOccupancy` is empty (no occupancy model), `Stream` is the HSA queue id.
+//!
 //! GPU counters (`METRON_GPU_METRICS`): the backend declares the metric names
 //! ([`set_counter_metrics`]) and gives each profiled kernel its values by correlation id
 //! ([`record_kernel_counters`]); each metric becomes one more column, after `EndNs`, empty for
@@ -105,7 +109,7 @@ pub fn render(
     let _ = writeln!(
         out,
         "# Time: ms; LocalMemSize: shared memory per block (bytes); VGPRs: registers per thread; \
-         ScratchRegs: local memory per thread (bytes); KernelOccupancy: theoretical, percent"
+         SGPRs: scalar registers per wavefront (AMD); ScratchRegs: local memory per thread (bytes); KernelOccupancy: theoretical, percent"
     );
     out.push_str(
         "Method,ExecutionOrder,ThreadID,GlobalWorkSize,WorkGroupSize,LocalMemSize,VGPRs,SGPRs,\
@@ -130,7 +134,7 @@ pub fn render(
         ];
         let _ = write!(
             out,
-            "{},{},{},{},{},{},{},,{},{},{:.6},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{:.6},{},{},{},{},{},{}",
             quote(&format!(
                 "{} [{}]",
                 r.name,
@@ -142,6 +146,11 @@ pub fn render(
             quote(&format!("{{{},{},{}}}", r.block[0], r.block[1], r.block[2])),
             i64::from(r.static_shared) + i64::from(r.dynamic_shared),
             r.registers,
+            if r.scalar_registers == 0 {
+                String::new()
+            } else {
+                r.scalar_registers.to_string()
+            },
             r.local_per_thread,
             r.occupancy
                 .map_or(String::new(), |o| format!("{:.2}", f64::from(o) * 100.0)),
@@ -178,7 +187,7 @@ impl Sink for KernelsCsvSink {
         for r in records {
             match r.kind {
                 GpuKind::Kernel => self.kernels.push(r.clone()),
-                GpuKind::RuntimeApi | GpuKind::DriverApi => {
+                GpuKind::RuntimeApi | GpuKind::DriverApi | GpuKind::HsaApi => {
                     self.api_tid.entry(r.correlation).or_insert(r.tid);
                 }
                 _ => {}

@@ -37,6 +37,7 @@ const FLOW_BASE: u64 = 0x6770_0000_0000;
 enum TrackKey {
     Stream { device: u32, stream: u32 },
     Api { tid: u32, driver: bool },
+    HsaApi { tid: u32 },
 }
 
 /// The GPU records of the run, written at its end.
@@ -92,20 +93,26 @@ impl GpuTracks {
                     tid: r.tid,
                     driver: true,
                 },
+                GpuKind::HsaApi => TrackKey::HsaApi { tid: r.tid },
             };
             tracks.entry(key).or_default().push((i, r));
         }
         for (n, (key, mut slices)) in tracks.into_iter().enumerate() {
             let uuid = GPU_UUID_BASE + n as u64;
             let name = match key {
+                TrackKey::Stream { device, stream } if stream == crate::gpu::NO_STREAM => {
+                    format!("GPU {device} {} copies", crate::gpu::device_name(device))
+                }
                 TrackKey::Stream { device, stream } => format!(
-                    "GPU {device} {} stream {stream}",
-                    crate::gpu::device_name(device)
+                    "GPU {device} {} {} {stream}",
+                    crate::gpu::device_name(device),
+                    crate::gpu::stream_word()
                 ),
                 TrackKey::Api { tid, driver } => format!(
                     "CUDA {} API tid {tid}",
                     if driver { "driver" } else { "runtime" }
                 ),
+                TrackKey::HsaApi { tid } => format!("HSA API tid {tid}"),
             };
             slices.sort_by_key(|(_, r)| (r.start_ns, std::cmp::Reverse(r.end_ns)));
             let first = slices.first().map_or(0, |(_, r)| r.start_ns);
@@ -225,7 +232,9 @@ fn slice_begin(
             arg_u(e, "bytes", r.bytes);
             arg_u(e, "device", u64::from(r.device));
         }
-        GpuKind::RuntimeApi | GpuKind::DriverApi => arg_u(e, "status", u64::from(r.status)),
+        GpuKind::RuntimeApi | GpuKind::DriverApi | GpuKind::HsaApi => {
+            arg_u(e, "status", u64::from(r.status))
+        }
     }
     if let Some((corr, terminating)) = flow {
         let field = if terminating {

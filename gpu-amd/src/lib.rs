@@ -1,0 +1,336 @@
+//! Metron's AMD GPU backend: kernel dispatches, async copies and HSA API calls on Metron's
+//! clock, handed to Metron's sinks (Perfetto trace, `kernels.csv`, summary) through
+//! [`metron::gpu`], as the NVIDIA backend does.
+//!
+//! - **Loading**: nothing is linked. The HSA runtime loads `libmetron.so` as a tool library
+//!   (`HSA_TOOLS_LIB`, set by `metron run`) and calls its `OnLoad` with the runtime's API table
+//!   ([`on_load`]). Metron copies the entries it needs, checks each against the size the
+//!   runtime filled in, and replaces `hsa_queue_create`, `hsa_queue_destroy`,
+//!   `hsa_executable_freeze`, `hsa_memory_copy` and `hsa_amd_memory_async_copy` with its own.
+//!   Without ROCm the runtime never calls `OnLoad`; `metron avail` and `metadata.json` say why
+//!   ([`probe`]).
+//! - **Dispatches** (`intercept.rs`): queues are created with
+//!   `hsa_amd_queue_intercept_create`, with dispatch timestamps on; each kernel dispatch packet
+//!   gets a completion signal of Metron's from a preallocated pool, whose async handler reads
+//!   the dispatch's start and end, converts them to the system domain, queues the record and
+//!   then completes the application's own signal.
+//! - **Names and resources** (`kernels.rs`, `descriptor.rs`): at `hsa_executable_freeze`, the
+//!   kernel symbols give name → kernel object; the kernel descriptor (through the loader
+//!   extension's host copy) gives static LDS, scratch, VGPRs and SGPRs.
+//! - **Clock** (`clock.rs`): the runtime's system timestamps paired with `CLOCK_MONOTONIC`.
+//! - **Delivery** (`records.rs`): a lock-free record queue, drained every 10 ms by the
+//!   `metron-hsa` thread and at every flush.
+//! - **ROCprofiler-SDK** (`rocprofiler_sdk.rs`): when the SDK is installed and loads Metron as
+//!   a tool (`rocprofiler_configure`), it does the tracing and HSA interception stays off.
+
+mod clock;
+mod descriptor;
+mod intercept;
+mod kernels;
+mod records;
+mod rocprofiler_sdk;
+mod sys;
+mod sys_hooks;
+mod sys_sdk;
+#[allow(dead_code)]
+mod sys_tables;
+
+pub use descriptor::{decode as decode_kernel_descriptor, KernelInfo};
+pub use rocprofiler_sdk::configure as rocprofiler_configure;
+
+use metron::gpu::GpuDevice;
+use serde_json::{json, Value};
+use std::ffi::c_char;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Mutex;
+
+/// Which AMD tracing path a process uses (at most one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Path {
+    /// The HSA tools interface (`OnLoad`).
+    HsaIntercept = 1,
+    /// ROCprofiler-SDK (`rocprofiler_configure`).
+    RocprofilerSdk = 2,
+}
+
+static CLAIMED: AtomicU8 = AtomicU8::new(0);
+
+/// Makes `path` the process's AMD tracing path; `Err` with the path already chosen.
+pub fn claim(path: Path) -> Result<(), Path> {
+    match CLAIMED.compare_exchange(0, path as u8, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => Ok(()),
+        Err(x) if x == path as u8 => Ok(()),
+        Err(1) => Err(Path::HsaIntercept),
+        Err(_) => Err(Path::RocprofilerSdk),
+    }
+}
+
+/// What the backend found and did.
+#[derive(Clone, Debug, Default)]
+pub struct Status {
+    /// Tracing is on.
+    pub enabled: bool,
+    /// Why it is off (`None` when on).
+    pub reason: Option<String>,
+    /// The runtime's version as `OnLoad` gave it.
+    pub runtime_version: Option<u64>,
+    /// The HSA runtime library, when found.
+    pub runtime_library: Option<String>,
+    /// `/dev/kfd` exists (the AMD GPU kernel driver).
+    pub kfd: bool,
+    /// The GPUs.
+    pub devices: Vec<GpuDevice>,
+    /// GPU architectures, by device index.
+    pub architectures: Vec<String>,
+    /// Tool libraries the runtime said failed to load before Metron.
+    pub failed_tools: Vec<String>,
+}
+
+impl Status {
+    fn off(reason: String) -> Status {
+        let mut s = probe();
+        s.enabled = false;
+        s.reason = Some(reason);
+        s
+    }
+
+    /// As JSON (for `metron avail` and `metadata.json`).
+    pub fn to_json(&self) -> Value {
+        let counts = &intercept::COUNTS;
+        let (signals, in_flight) = intercept::pool_usage();
+        let [dispatches, copies, api_calls] = records::delivered();
+        json!({
+            "backend": "hsa",
+            "enabled": self.enabled,
+            "reason": self.reason,
+            "hsa_runtime": self.runtime_library,
+            "hsa_runtime_version": self.runtime_version,
+            "kfd": self.kfd,
+            "devices": self.devices,
+            "architectures": self.architectures,
+            "failed_tools": self.failed_tools,
+            "queues_intercepted": counts.queues.load(Ordering::Relaxed),
+            "queues_not_intercepted": counts.queues_not_intercepted.load(Ordering::Relaxed),
+            "dispatches_seen": counts.dispatches.load(Ordering::Relaxed),
+            "copies_seen": counts.copies.load(Ordering::Relaxed),
+            "records": {"kernels": dispatches, "copies": copies, "api_calls": api_calls},
+            "dropped_queue_full": records::dropped(),
+            "untimed_no_free_signal": counts.untimed_no_signal.load(Ordering::Relaxed),
+            "untimed_no_timestamp": counts.untimed_no_timestamp.load(Ordering::Relaxed),
+            "completion_signals": signals,
+            "in_flight": in_flight,
+            "kernels_known": kernels::count(),
+        })
+    }
+}
+
+/// Where the HSA runtime is looked for (probe only: the runtime loads Metron, not the other
+/// way round).
+pub const HSA_RUNTIME: &str = "libhsa-runtime64.so.1";
+
+/// What is installed, without loading anything that starts threads: the HSA runtime library
+/// and the AMD GPU driver (`/dev/kfd`).
+pub fn probe() -> Status {
+    let runtime_library = sys::library_present(HSA_RUNTIME).then(|| HSA_RUNTIME.to_string());
+    let kfd = std::path::Path::new("/dev/kfd").exists();
+    let reason = match (&runtime_library, kfd) {
+        (None, _) => format!("{HSA_RUNTIME} not found: ROCm is not installed"),
+        (Some(_), false) => "no /dev/kfd: no AMD GPU driver (the HSA runtime is installed \
+                             but cannot start)"
+            .into(),
+        (Some(_), true) => "the HSA runtime did not load Metron (HSA_TOOLS_LIB not set to \
+                            libmetron.so, or the process never initialised HSA)"
+            .into(),
+    };
+    Status {
+        reason: Some(reason),
+        runtime_library,
+        kfd,
+        ..Status::default()
+    }
+}
+
+static STATUS: Mutex<Option<Status>> = Mutex::new(None);
+
+/// What the backend did in this process (`None` before `OnLoad`).
+pub fn status() -> Option<Status> {
+    STATUS.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+fn set_status(s: Status) {
+    *STATUS.lock().unwrap_or_else(|e| e.into_inner()) = Some(s);
+}
+
+/// The `gpu` section of `metadata.json` when the HSA runtime loaded Metron (else the probe's
+/// reason).
+pub fn metadata() -> Value {
+    status().unwrap_or_else(probe).to_json()
+}
+
+fn env_bool(name: &str, default: bool) -> bool {
+    match std::env::var(name).map(|v| v.trim().to_ascii_lowercase()) {
+        Ok(v) if ["0", "false", "no", "off"].contains(&v.as_str()) => false,
+        Ok(v) if ["1", "true", "yes", "on"].contains(&v.as_str()) => true,
+        _ => default,
+    }
+}
+
+fn env_count(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
+
+/// `OnLoad`: takes over the runtime's table entries. Returns why it stays off.
+///
+/// # Safety
+/// `table` is the runtime's `HsaApiTable` (or null), alive and not yet used by the application;
+/// `failed_tool_names` holds `failed_tool_count` C strings (or is null).
+pub unsafe fn on_load(
+    table: *mut std::ffi::c_void,
+    runtime_version: u64,
+    failed_tool_count: u64,
+    failed_tool_names: *const *const c_char,
+) -> Result<(), String> {
+    let failed: Vec<String> = (0..failed_tool_count as usize)
+        .filter(|_| !failed_tool_names.is_null())
+        // SAFETY: the runtime passes `failed_tool_count` C strings (caller's contract).
+        .filter_map(|i| unsafe { sys::c_str(*failed_tool_names.add(i)) })
+        .collect();
+    let table = table.cast::<sys::HsaApiTable>();
+    // SAFETY: the caller's contract.
+    let result = unsafe { start(table, runtime_version) };
+    let mut status = match &result {
+        Ok(s) => s.clone(),
+        Err(why) => Status::off(why.clone()),
+    };
+    status.failed_tools = failed;
+    status.runtime_version = Some(runtime_version);
+    set_status(status);
+    result.map(|_| ())
+}
+
+/// # Safety
+/// As [`on_load`].
+unsafe fn start(table: *mut sys::HsaApiTable, _runtime_version: u64) -> Result<Status, String> {
+    if !env_bool("METRON_GPU", true) {
+        return Err("METRON_GPU is off".into());
+    }
+    if let Err(other) = claim(Path::HsaIntercept) {
+        return Err(format!(
+            "{other:?} already traces this process; HSA interception stays off"
+        ));
+    }
+    sys::check_table(table)?;
+    // SAFETY: check_table passed; the caller's contract.
+    let rt = intercept::set_runtime(unsafe { sys::read_runtime(table) }?);
+    let frequency = rt
+        .system_u64(sys::SYSTEM_INFO_TIMESTAMP_FREQUENCY)
+        .filter(|&f| f > 0)
+        .ok_or("the runtime gives no system timestamp frequency")?;
+    calibrate().ok_or("the runtime's system timestamp cannot be read")?;
+    let agents = intercept::agents(rt);
+    let gpus: Vec<&intercept::Agent> = agents.iter().filter(|a| a.gpu).collect();
+    let devices: Vec<GpuDevice> = gpus
+        .iter()
+        .map(|a| GpuDevice {
+            index: a.device,
+            name: a.name.clone(),
+        })
+        .collect();
+    records::init(env_count("METRON_GPU_AMD_RECORDS", 1 << 16));
+    intercept::set_pool_size(env_count("METRON_GPU_AMD_SIGNALS", 1024));
+    intercept::set_launch_key(metron::intern(
+        metron::gpu::LAUNCH_KEY,
+        metron::CallsiteKind::AnnotationKey,
+    ));
+    intercept::set_api_records(
+        std::env::var("METRON_GPU_API").map_or(true, |v| v.trim() != "none"),
+    );
+    let copies = rt.async_copy.is_some() && rt.enable_copy_profiling();
+    let wrappers = sys::Wrappers {
+        queue_create: sys_hooks::queue_create,
+        queue_destroy: sys_hooks::queue_destroy,
+        executable_freeze: sys_hooks::executable_freeze,
+        memory_copy: sys_hooks::memory_copy,
+        async_copy: sys_hooks::async_copy,
+    };
+    // SAFETY: check_table passed; OnLoad runs before the application uses the table.
+    unsafe { sys::install(table, &wrappers, copies) };
+    intercept::set_tracing(true);
+    metron::gpu::set_backend(
+        metron::gpu::Backend {
+            flush,
+            metadata,
+            stream_word: "queue",
+        },
+        devices.clone(),
+    );
+    records::start_drain(records::DrainContext { calibrate });
+    let _ = frequency;
+    Ok(Status {
+        enabled: true,
+        reason: None,
+        runtime_library: Some(HSA_RUNTIME.into()),
+        kfd: std::path::Path::new("/dev/kfd").exists(),
+        devices,
+        architectures: gpus.iter().map(|a| a.arch.clone()).collect(),
+        ..Status::default()
+    })
+}
+
+/// Pairs the runtime's system clock with `CLOCK_MONOTONIC` now.
+fn calibrate() -> Option<clock::Calibration> {
+    let rt = intercept::runtime()?;
+    let frequency = rt.system_u64(sys::SYSTEM_INFO_TIMESTAMP_FREQUENCY)?;
+    clock::Calibration::measure(frequency, || rt.system_u64(sys::SYSTEM_INFO_TIMESTAMP))
+}
+
+/// The SDK's flush hook: delivers what completed; at the end of the run, first waits (up to
+/// 1 s) for dispatches and copies still in flight.
+fn flush(at_end: bool) {
+    if at_end {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+        while intercept::pool_usage().1 > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        records::stop();
+    } else {
+        records::drain();
+    }
+}
+
+/// Learns the kernels of a frozen executable (names and descriptors).
+fn learn_kernels(rt: &sys::Runtime, executable: sys::Handle) {
+    let loader = rt.loader();
+    let symbols = rt
+        .kernel_symbols(executable)
+        .into_iter()
+        .map(|(name, object)| {
+            let bytes = loader.as_ref().and_then(|l| l.host_bytes::<64>(object));
+            (name, object, bytes)
+        })
+        .collect();
+    kernels::add(symbols, &intercept::first_gpu_arch());
+}
+
+/// `OnUnload`: the runtime is shutting down; deliver what completed.
+pub fn on_unload() {
+    if intercept::tracing() {
+        records::drain();
+    }
+}
+
+/// The layouts Metron assumes, `("C.field", offset)` / `("sizeof C", size)`, for checking
+/// against `hsa.h`, `hsa_api_trace.h` and `hsa_ven_amd_loader.h`.
+pub fn layouts() -> Vec<(&'static str, usize)> {
+    let mut all = sys::layouts();
+    all.extend(sys_tables::table_layouts());
+    all
+}
+
+/// The constants Metron assumes, `("NAME", value)`, for the same check.
+pub fn constants() -> Vec<(&'static str, u64)> {
+    sys::constants()
+}

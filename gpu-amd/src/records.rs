@@ -1,0 +1,325 @@
+//! Finished records on their way to Metron's sinks. Application threads (API calls) and the
+//! runtime's signal thread (completed dispatches and copies) push fixed-size [`RawRecord`]s
+//! into one preallocated lock-free queue; a drain thread (`metron-hsa`, every 10 ms, and the
+//! SDK's flush) pops them, pairs the clocks, resolves kernel names and devices, and hands
+//! [`GpuRecord`]s to [`metron::gpu::submit`]. A full queue drops the record and counts it.
+
+use crate::clock::Calibration;
+use crate::kernels;
+use crossbeam_queue::ArrayQueue;
+use metron::gpu::{GpuKind, GpuRecord};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+/// The HSA calls Metron wraps and records as `HSA API` slices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ApiCall {
+    /// `hsa_queue_create`.
+    QueueCreate,
+    /// `hsa_queue_destroy`.
+    QueueDestroy,
+    /// `hsa_executable_freeze`.
+    ExecutableFreeze,
+    /// `hsa_memory_copy`.
+    MemoryCopy,
+    /// `hsa_amd_memory_async_copy`.
+    AsyncCopy,
+}
+
+impl ApiCall {
+    /// The C function's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ApiCall::QueueCreate => "hsa_queue_create",
+            ApiCall::QueueDestroy => "hsa_queue_destroy",
+            ApiCall::ExecutableFreeze => "hsa_executable_freeze",
+            ApiCall::MemoryCopy => "hsa_memory_copy",
+            ApiCall::AsyncCopy => "hsa_amd_memory_async_copy",
+        }
+    }
+}
+
+/// Direction of a copy, from the agents' device types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CopyKind {
+    /// Host to device.
+    HtoD,
+    /// Device to host.
+    DtoH,
+    /// Device to device.
+    DtoD,
+    /// Host to host (or unknown agents).
+    HtoH,
+}
+
+impl CopyKind {
+    /// From "is the source a GPU" and "is the destination a GPU".
+    pub fn of(src_gpu: bool, dst_gpu: bool) -> CopyKind {
+        match (src_gpu, dst_gpu) {
+            (false, true) => CopyKind::HtoD,
+            (true, false) => CopyKind::DtoH,
+            (true, true) => CopyKind::DtoD,
+            (false, false) => CopyKind::HtoH,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            CopyKind::HtoD => "HtoD",
+            CopyKind::DtoH => "DtoH",
+            CopyKind::DtoD => "DtoD",
+            CopyKind::HtoH => "HtoH",
+        }
+    }
+}
+
+/// What a raw record is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RawKind {
+    /// A kernel dispatch: times are system ticks.
+    Dispatch,
+    /// An async copy: times are system ticks.
+    Copy(CopyKind),
+    /// A host API call: times are `CLOCK_MONOTONIC` ns.
+    Api(ApiCall),
+}
+
+/// One finished record, as the producers know it (no strings, no allocation).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RawRecord {
+    pub kind: RawKind,
+    pub start: u64,
+    pub end: u64,
+    /// Device index (dispatches, copies).
+    pub device: u32,
+    /// HSA queue id (dispatches).
+    pub queue: u64,
+    pub kernel_object: u64,
+    pub correlation: u32,
+    /// Calling thread (API calls).
+    pub tid: u32,
+    pub grid: [u32; 3],
+    pub workgroup: [u16; 3],
+    /// The dispatch's group segment (LDS) bytes.
+    pub group_segment: u32,
+    /// The dispatch's private segment (scratch) bytes per work-item.
+    pub private_segment: u32,
+    /// Bytes copied.
+    pub bytes: u64,
+    /// API return status.
+    pub status: i32,
+}
+
+impl RawRecord {
+    /// A record of `kind` with every other field zero.
+    pub fn new(kind: RawKind) -> RawRecord {
+        RawRecord {
+            kind,
+            start: 0,
+            end: 0,
+            device: 0,
+            queue: 0,
+            kernel_object: 0,
+            correlation: 0,
+            tid: 0,
+            grid: [0; 3],
+            workgroup: [0; 3],
+            group_segment: 0,
+            private_segment: 0,
+            bytes: 0,
+            status: 0,
+        }
+    }
+}
+
+static RING: OnceLock<ArrayQueue<RawRecord>> = OnceLock::new();
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+static DELIVERED: [AtomicU64; 3] = [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)];
+static DRAIN_LOCK: Mutex<()> = Mutex::new(());
+static STOP: AtomicBool = AtomicBool::new(false);
+
+/// Allocates the queue (`capacity` records); later calls keep the first.
+pub fn init(capacity: usize) {
+    let _ = RING.get_or_init(|| ArrayQueue::new(capacity.max(16)));
+}
+
+/// Queues a finished record; counts it as dropped when the queue is full or not made.
+/// Lock-free, no allocation.
+pub fn push(record: RawRecord) {
+    match RING.get() {
+        Some(ring) if ring.push(record).is_ok() => {}
+        _ => {
+            DROPPED.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Records lost because the queue was full.
+pub fn dropped() -> u64 {
+    DROPPED.load(Ordering::Relaxed)
+}
+
+/// Records delivered: (dispatches, copies, API calls).
+pub fn delivered() -> [u64; 3] {
+    [0, 1, 2].map(|i| DELIVERED[i].load(Ordering::Relaxed))
+}
+
+/// What the drain needs from the backend: the clock pairing and each device index.
+pub struct DrainContext {
+    /// Pairs the runtime's system clock with `CLOCK_MONOTONIC` now.
+    pub calibrate: fn() -> Option<Calibration>,
+}
+
+static CONTEXT: OnceLock<DrainContext> = OnceLock::new();
+
+/// Starts the drain thread (once).
+pub fn start_drain(context: DrainContext) {
+    if CONTEXT.set(context).is_err() {
+        return;
+    }
+    let _ = std::thread::Builder::new()
+        .name("metron-hsa".into())
+        .spawn(|| {
+            while !STOP.load(Ordering::Acquire) {
+                std::thread::sleep(Duration::from_millis(10));
+                drain();
+            }
+        });
+}
+
+/// Converts and delivers everything queued so far (the drain thread, and the SDK's flush).
+pub fn drain() {
+    let Some(ring) = RING.get() else {
+        return;
+    };
+    let _one = DRAIN_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if ring.is_empty() {
+        return;
+    }
+    let calibration = CONTEXT.get().and_then(|c| (c.calibrate)());
+    let mut batch = Vec::with_capacity(ring.len());
+    while let Some(raw) = ring.pop() {
+        batch.push(convert(&raw, calibration.as_ref()));
+    }
+    metron::gpu::submit(&batch);
+}
+
+/// Stops the drain thread after a last drain (the end of the run).
+pub fn stop() {
+    STOP.store(true, Ordering::Release);
+    drain();
+}
+
+/// A raw record as the sinks see it.
+pub fn convert(raw: &RawRecord, calibration: Option<&Calibration>) -> GpuRecord {
+    let to_ns = |ticks: u64| calibration.map_or(0, |c| c.to_monotonic(ticks));
+    match raw.kind {
+        RawKind::Dispatch => {
+            DELIVERED[0].fetch_add(1, Ordering::Relaxed);
+            let kernel = kernels::get(raw.kernel_object);
+            let name: Arc<str> = match &kernel {
+                Some(k) => k.name.clone(),
+                None => format!("kernel@{:#x}", raw.kernel_object).into(),
+            };
+            let info = kernel.map(|k| k.info).unwrap_or_default();
+            let mut r = GpuRecord::new(GpuKind::Kernel, name);
+            r.start_ns = to_ns(raw.start);
+            r.end_ns = to_ns(raw.end);
+            r.device = raw.device;
+            r.stream = raw.queue as u32;
+            r.correlation = raw.correlation;
+            // AQL gives the grid in work-items; Metron's records (CUDA's) count blocks.
+            for d in 0..3 {
+                let wg = u32::from(raw.workgroup[d].max(1));
+                r.block[d] = i32::from(raw.workgroup[d]);
+                r.grid[d] = raw.grid[d].div_ceil(wg) as i32;
+            }
+            r.registers = info.vgprs;
+            r.scalar_registers = info.sgprs;
+            r.static_shared = info.static_lds.min(raw.group_segment) as i32;
+            r.dynamic_shared = raw.group_segment.saturating_sub(info.static_lds) as i32;
+            r.local_per_thread = raw.private_segment;
+            r
+        }
+        RawKind::Copy(kind) => {
+            DELIVERED[1].fetch_add(1, Ordering::Relaxed);
+            let mut r = GpuRecord::new(GpuKind::Memcpy, kind.name().into());
+            r.start_ns = to_ns(raw.start);
+            r.end_ns = to_ns(raw.end);
+            r.device = raw.device;
+            r.stream = metron::gpu::NO_STREAM;
+            r.correlation = raw.correlation;
+            r.bytes = raw.bytes;
+            r
+        }
+        RawKind::Api(call) => {
+            DELIVERED[2].fetch_add(1, Ordering::Relaxed);
+            let mut r = GpuRecord::new(GpuKind::HsaApi, call.name().into());
+            r.start_ns = raw.start;
+            r.end_ns = raw.end;
+            r.tid = raw.tid;
+            r.correlation = raw.correlation;
+            r.status = raw.status as u32;
+            r
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dispatches_become_kernel_records_in_blocks_on_the_monotonic_clock() {
+        let mut raw = RawRecord::new(RawKind::Dispatch);
+        raw.start = 1_000;
+        raw.end = 1_500;
+        raw.grid = [1000, 64, 1];
+        raw.workgroup = [256, 16, 1];
+        raw.group_segment = 8192;
+        raw.private_segment = 32;
+        raw.queue = 3;
+        raw.correlation = 7;
+        raw.kernel_object = 0xdead_0000;
+        let c = Calibration {
+            system: 1_000,
+            monotonic_ns: 50_000,
+            frequency: 100_000_000,
+            window_ns: 0,
+        };
+        let r = convert(&raw, Some(&c));
+        assert_eq!((r.start_ns, r.end_ns), (50_000, 55_000));
+        assert_eq!(
+            r.grid,
+            [4, 4, 1],
+            "1000 work-items in groups of 256 → 4 groups"
+        );
+        assert_eq!(r.block, [256, 16, 1]);
+        assert_eq!(
+            &*r.name, "kernel@0xdead0000",
+            "an unknown kernel object is named by address"
+        );
+        assert_eq!((r.stream, r.correlation, r.local_per_thread), (3, 7, 32));
+        assert_eq!(r.static_shared + r.dynamic_shared, 8192);
+    }
+
+    #[test]
+    fn copies_and_api_calls_keep_their_kind() {
+        let mut copy = RawRecord::new(RawKind::Copy(CopyKind::of(false, true)));
+        copy.bytes = 4096;
+        let r = convert(&copy, None);
+        assert_eq!((r.kind, &*r.name, r.bytes), (GpuKind::Memcpy, "HtoD", 4096));
+        let mut api = RawRecord::new(RawKind::Api(ApiCall::QueueCreate));
+        api.start = 10;
+        api.end = 20;
+        api.tid = 42;
+        let r = convert(&api, None);
+        assert_eq!(
+            (r.kind, &*r.name, r.start_ns, r.tid),
+            (GpuKind::HsaApi, "hsa_queue_create", 10, 42)
+        );
+        assert_eq!(CopyKind::of(true, false), CopyKind::DtoH);
+        assert_eq!(CopyKind::of(true, true), CopyKind::DtoD);
+    }
+}

@@ -1,0 +1,1 @@
+//! ROCprofiler-SDK C types (placeholder until written).
