@@ -16,6 +16,24 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     echo "scripts/install-deps.sh: missing ${need_apt[*]}; install them (apt-get install ${need_apt[*]})" >&2
   fi
 fi
+# The HIP example test (tests/tests/gpu_hip_example.rs, skipped without hipcc): Debian's ROCm
+# hipcc and HIP/HSA runtimes (bookworm and later), to compile examples/cuda/vector_ops.cu for an
+# AMD GPU (gfx90a); no GPU is needed to compile. Not fatal where the distribution lacks them,
+# and nothing to do where ROCm is installed in /opt/rocm.
+need_hip=()
+if [ ! -x /opt/rocm/bin/hipcc ]; then
+  command -v hipcc >/dev/null || need_hip+=(hipcc)
+  [ -f /usr/include/hip/hip_runtime.h ] || need_hip+=(libamdhip64-dev)
+  [ -f /usr/include/hsa/hsa.h ] || need_hip+=(libhsa-runtime-dev)
+fi
+if [ ${#need_hip[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_hip[@]}" >/dev/null; } ||
+      echo "scripts/install-deps.sh: could not install ${need_hip[*]}; the HIP example test will skip" >&2
+  else
+    echo "scripts/install-deps.sh: missing ${need_hip[*]} (apt-get install ${need_hip[*]}); the HIP example test will skip" >&2
+  fi
+fi
 # The Perfetto trace tests decode trace.pftrace with the official protos of the `perfetto`
 # PyPI package (tests/perfetto/validate_trace.py). perfetto-sdk-sys builds with g++ (above).
 if ! python3 -c "import perfetto.protos.perfetto.trace.perfetto_trace_pb2" >/dev/null 2>&1; then

@@ -131,6 +131,7 @@ fn report(sections: &[&str]) -> Value {
                 "gpu_metrics": gpu_metrics(&gpu_probe),
                 "gpu_unavailable_reason": gpu_probe.reason,
                 "gpu_backend": gpu_probe.to_json(),
+                "gpu_amd": metron_gpu_amd::probe().to_json(),
             }),
         );
     }
@@ -321,6 +322,11 @@ fn text(report: &Value) -> String {
                 c["gpu_unavailable_reason"].as_str().unwrap_or("")
             )),
         }
+        let amd = &c["gpu_amd"];
+        out.push_str(&format!(
+            "  gpu (AMD, HSA tools interface): {}\n",
+            amd["reason"].as_str().unwrap_or("available")
+        ));
     }
     out
 }

@@ -1,7 +1,9 @@
-/* One source for CUDA (nvcc) and HIP (hipcc): the few runtime calls the example uses. */
+/* One source for CUDA (nvcc) and HIP (hipcc): the few runtime calls the example uses.
+ * HIP when compiled as HIP (clang's __HIP__: hipcc, or CMake's HIP language) or with
+ * -DMETRON_EXAMPLE_HIP; CUDA otherwise. */
 #ifndef METRON_EXAMPLE_GPU_COMPAT_H
 #define METRON_EXAMPLE_GPU_COMPAT_H
-#if defined(__HIP_PLATFORM_AMD__) || defined(METRON_EXAMPLE_HIP)
+#if defined(__HIP__) || defined(__HIP_PLATFORM_AMD__) || defined(METRON_EXAMPLE_HIP)
 #include <hip/hip_runtime.h>
 #define gpuError_t hipError_t
 #define gpuSuccess hipSuccess

@@ -252,7 +252,19 @@ pub static REGISTRY: &[SettingSpec] = &[
         name: "METRON_GPU",
         kind: Kind::Bool,
         default: "true",
-        description: "trace NVIDIA GPU work through CUPTI (kernels, copies, sets, API calls) in processes that use CUDA; off when no driver or CUPTI is found (metadata.json says why)",
+        description: "trace GPU work: NVIDIA through CUPTI (kernels, copies, sets, API calls) in processes that use CUDA, AMD through the HSA tools interface (dispatches, async copies, HSA calls) in processes that use ROCm; off when no driver is found (metadata.json says why)",
+    },
+    SettingSpec {
+        name: "METRON_GPU_AMD_SIGNALS",
+        kind: Kind::Text,
+        default: "1024",
+        description: "AMD: completion signals made once for timing dispatches and copies (the most that can be in flight timed); a dispatch submitted while all are in use runs untimed and is counted in metadata.json",
+    },
+    SettingSpec {
+        name: "METRON_GPU_AMD_RECORDS",
+        kind: Kind::Text,
+        default: "65536",
+        description: "AMD: finished records held between drains (every 10 ms); a record that finds the queue full is dropped and counted",
     },
     SettingSpec {
         name: "METRON_GPU_ACTIVITY_BUFFER",
@@ -264,7 +276,7 @@ pub static REGISTRY: &[SettingSpec] = &[
         name: "METRON_GPU_API",
         kind: Kind::Choice(&["runtime", "driver", "both", "none"]),
         default: "both",
-        description: "which CUDA API calls are traced as host-side slices: runtime, driver, both or none (kernel-to-region joins and flow arrows need the API of the launch)",
+        description: "which CUDA API calls are traced as host-side slices: runtime, driver, both or none (kernel-to-region joins and flow arrows need the API of the launch); on AMD, none turns off the HSA API slices",
     },
     SettingSpec {
         name: "METRON_GPU_METRICS",
@@ -426,6 +438,8 @@ impl Settings {
             "METRON_GPU_API",
             "METRON_GPU_METRICS",
             "METRON_GPU_COUNTER_MODE",
+            "METRON_GPU_AMD_SIGNALS",
+            "METRON_GPU_AMD_RECORDS",
         ] {
             let _ = value_of(gpu);
         }

@@ -71,6 +71,19 @@ fn avail_json_lists_every_registry_setting_component_and_counter_kind() {
         assert_eq!(g["count"].as_u64(), Some(listed as u64), "{g}");
         assert!(listed > 0 || g["reason"].is_string(), "{g}");
     }
+    // AMD: what is installed (the HSA runtime library, /dev/kfd) and why a run would not be
+    // traced; the runtime itself is never started by avail.
+    let amd = &counters["gpu_amd"];
+    assert_eq!(amd["backend"], "hsa", "{amd}");
+    assert_eq!(amd["kfd"], std::path::Path::new("/dev/kfd").exists(), "{amd}");
+    let reason = amd["reason"].as_str().unwrap();
+    match amd["hsa_runtime"].as_str() {
+        None => assert!(reason.contains("ROCm is not installed"), "{reason}"),
+        Some(_) if !std::path::Path::new("/dev/kfd").exists() => {
+            assert!(reason.contains("no /dev/kfd"), "{reason}")
+        }
+        Some(_) => assert!(reason.contains("HSA_TOOLS_LIB"), "{reason}"),
+    }
 }
 
 #[test]
