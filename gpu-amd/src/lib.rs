@@ -30,12 +30,21 @@ mod kernels;
 mod records;
 mod rocprofiler_sdk;
 mod sys;
+#[allow(dead_code)]
+mod sys_fake_runtime;
 mod sys_hooks;
 mod sys_sdk;
 #[allow(dead_code)]
 mod sys_tables;
 
 pub use descriptor::{decode as decode_kernel_descriptor, KernelInfo};
+
+/// An in-process stand-in for the HSA runtime, for Metron's benchmarks and allocation test
+/// (not for tools: it answers for one fake GPU).
+#[doc(hidden)]
+pub mod fake_runtime {
+    pub use crate::sys_fake_runtime::{dispatch, install};
+}
 pub use rocprofiler_sdk::configure as rocprofiler_configure;
 
 use metron::gpu::GpuDevice;

@@ -155,3 +155,43 @@ fn a_hundred_thousand_rounds_of_every_record_kind_allocate_nothing_after_the_fir
     assert_eq!(metadata["records"]["written"], 11 * rounds);
     assert_eq!(metadata["records"]["dropped"], 0);
 }
+
+scenario! {
+    fn scenario_amd_dispatch() {
+        metron_gpu_amd::fake_runtime::install().expect("the fake HSA runtime installs");
+        let _region = metron::scope!("dispatching");
+        let first = allocations_during(|| {
+            metron_gpu_amd::fake_runtime::dispatch();
+        });
+        let dispatches = allocations_during(|| {
+            for _ in 0..ROUNDS {
+                std::hint::black_box(metron_gpu_amd::fake_runtime::dispatch());
+            }
+        });
+        let written = metron_gpu_amd::fake_runtime::dispatch();
+        emit_data(&json!({ "first": first, "dispatches": dispatches, "written": written }));
+    }
+}
+
+/// The AMD dispatch path (Metron's intercept handler and its completion handler, against the
+/// in-process stand-in runtime) allocates nothing: the signal pool and the record queue are
+/// made once, at the queue's creation and at `OnLoad`.
+#[test]
+fn amd_dispatch_interception_and_completion_allocate_nothing() {
+    let run = Scenario::new("scenario_amd_dispatch")
+        .env("METRON_BUFFER_SIZE", "64M")
+        .env("METRON_FLUSH_INTERVAL", "0")
+        .env("METRON_GPU_AMD_RECORDS", "1000000")
+        .run();
+    let data = run.data();
+    assert_eq!(
+        data["written"],
+        ROUNDS + 2,
+        "every packet reached the writer"
+    );
+    assert_eq!(data["dispatches"], 0, "allocations in {ROUNDS} dispatches");
+    let gpu = &run.metadata()["gpu"];
+    assert_eq!(gpu["backend"], "hsa", "{gpu}");
+    assert_eq!(gpu["untimed_no_free_signal"], 0, "{gpu}");
+    assert_eq!(gpu["records"]["kernels"], ROUNDS + 2, "{gpu}");
+}

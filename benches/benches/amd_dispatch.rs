@@ -1,0 +1,28 @@
+//! Criterion bench of Metron's cost per AMD kernel dispatch, against an in-process stand-in
+//! for the HSA runtime (`metron_gpu_amd::fake_runtime`, whose entries do nothing): one packet
+//! through Metron's intercept handler (a signal from the pool, the slot filled, the launch
+//! annotation, the packet copied to the writer) and its completion handler (times read and
+//! converted, the record queued, the application's signal completed, the slot freed).
+//! The runtime's own cost (ROCr's interception and signal handling) is not in it.
+
+use criterion::{criterion_group, criterion_main, Criterion};
+
+fn dispatch(c: &mut Criterion) {
+    std::env::set_var(
+        "METRON_OUTPUT_PATH",
+        std::env::temp_dir().join("metron-bench-amd"),
+    );
+    std::env::set_var("METRON_TRACE", "false");
+    metron::init();
+    if let Err(why) = metron_gpu_amd::fake_runtime::install() {
+        println!("SKIPPED amd_dispatch: {why}");
+        return;
+    }
+    let _outer = metron::scope!("bench");
+    c.bench_function("amd_dispatch(intercept+completion)", |b| {
+        b.iter(|| std::hint::black_box(metron_gpu_amd::fake_runtime::dispatch()))
+    });
+}
+
+criterion_group!(benches, dispatch);
+criterion_main!(benches);
