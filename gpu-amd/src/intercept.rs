@@ -165,6 +165,8 @@ struct Slot {
     workgroup: AtomicU64,
     /// Group segment | private segment << 32 (dispatches); bytes (copies).
     sizes: AtomicU64,
+    /// The counter profile of the dispatch (`u32::MAX`: not counted).
+    counter: AtomicU32,
 }
 
 impl Slot {
@@ -181,6 +183,7 @@ impl Slot {
             grid: [const { AtomicU32::new(0) }; 3],
             workgroup: AtomicU64::new(0),
             sizes: AtomicU64::new(0),
+            counter: AtomicU32::new(u32::MAX),
         }
     }
 }
@@ -289,27 +292,70 @@ pub fn packets_written(queue_slot: usize, packets: &[DispatchPacket], writer: Pa
         return;
     }
     const CHUNK: usize = 32;
-    let mut copy = [DispatchPacket::default(); CHUNK];
+    // A counted dispatch becomes three packets: start, dispatch, stop.
+    let mut copy = [DispatchPacket::default(); 3 * CHUNK];
+    let counters = crate::counters::get();
     for chunk in packets.chunks(CHUNK) {
-        for (i, p) in chunk.iter().enumerate() {
-            copy[i] = *p;
+        let mut n = 0;
+        for p in chunk {
             if sys::packet_type(p.header) != sys::PACKET_TYPE_KERNEL_DISPATCH {
+                copy[n] = *p;
+                n += 1;
                 continue;
             }
             COUNTS.dispatches.fetch_add(1, Ordering::Relaxed);
-            if let Some(signal) = take_slot_for_dispatch(rt, pool, queue_slot, p) {
-                copy[i].completion_signal = signal;
+            let device = QUEUE_DEVICE[queue_slot].load(Ordering::Relaxed) as usize;
+            let gpu = counters.and_then(|c| c.gpus.get(device));
+            let counted = gpu.and_then(|g| {
+                let i = g.free.pop();
+                if i.is_none() {
+                    crate::counters::uncounted();
+                }
+                i.map(|i| (i, &g.slots[i as usize]))
+            });
+            let mut dispatch = *p;
+            match take_slot_for_dispatch(
+                rt,
+                pool,
+                queue_slot,
+                p,
+                counted.map(|c| (c.0, c.1.signal)),
+            ) {
+                Some(signal) => {
+                    dispatch.completion_signal = signal;
+                    if let Some((_, slot)) = counted {
+                        copy[n] = slot.start;
+                        n += 1;
+                        copy[n] = dispatch;
+                        let mut stop = slot.stop;
+                        stop.completion_signal = slot.signal;
+                        copy[n + 1] = stop;
+                        n += 2;
+                        continue;
+                    }
+                }
+                None => {
+                    if let (Some(g), Some((i, _))) = (gpu, counted) {
+                        let _ = g.free.push(i);
+                    }
+                }
             }
+            copy[n] = dispatch;
+            n += 1;
         }
-        sys::write_packets(writer, &copy[..chunk.len()]);
+        sys::write_packets(writer, &copy[..n]);
     }
 }
 
+/// A signal of Metron's for the dispatch `p` (its slot filled), or `None` when it goes untimed.
+/// With `counter` (the profile's index and its stop packet's signal), the completion handler
+/// runs on the stop packet's signal, once the counters are written.
 fn take_slot_for_dispatch(
     rt: &Runtime,
     pool: &Pool,
     queue_slot: usize,
     p: &DispatchPacket,
+    counter: Option<(u32, Handle)>,
 ) -> Option<Handle> {
     let Some(index) = pool.free.pop() else {
         COUNTS.untimed_no_signal.fetch_add(1, Ordering::Relaxed);
@@ -342,9 +388,12 @@ fn take_slot_for_dispatch(
         u64::from(p.group_segment_size) | u64::from(p.private_segment_size) << 32,
         Ordering::Relaxed,
     );
+    slot.counter
+        .store(counter.map_or(u32::MAX, |c| c.0), Ordering::Relaxed);
     slot.correlation.store(correlation, Ordering::Release);
     let signal = slot.signal.load(Ordering::Relaxed);
-    if !rt.on_signal_below_one(signal, crate::sys_hooks::on_completion, index as usize) {
+    let wait_on = counter.map_or(signal, |c| c.1);
+    if !rt.on_signal_below_one(wait_on, crate::sys_hooks::on_completion, index as usize) {
         let _ = pool.free.push(index);
         COUNTS.untimed_no_signal.fetch_add(1, Ordering::Relaxed);
         return None;
@@ -382,6 +431,7 @@ pub fn copy_submitted(
     let correlation = NEXT_CORRELATION.fetch_add(1, Ordering::Relaxed);
     slot.original.store(completion, Ordering::Relaxed);
     slot.kind.store(1 + kind as u8, Ordering::Relaxed);
+    slot.counter.store(u32::MAX, Ordering::Relaxed);
     slot.device.store(device, Ordering::Relaxed);
     slot.sizes.store(bytes as u64, Ordering::Relaxed);
     slot.correlation.store(correlation, Ordering::Release);
@@ -404,6 +454,23 @@ pub fn copy_refused(rt: &Runtime, signal: Handle) {
     {
         rt.store_signal(signal, 1);
         let _ = pool.free.push(index as u32);
+    }
+}
+
+/// The counters of a counted dispatch (its stop packet completed): into the record, then the
+/// profile is free again.
+fn read_counters(rt: &Runtime, slot: &Slot, counter: u32, r: &mut RawRecord) {
+    let Some(c) = crate::counters::get() else {
+        return;
+    };
+    let device = slot.device.load(Ordering::Relaxed);
+    if let Some((values, n)) = c.read(device, counter) {
+        r.counters = values;
+        r.counter_count = n as u8;
+    }
+    if let Some(g) = c.gpus.get(device as usize) {
+        rt.store_signal(g.slots[counter as usize].signal, 1);
+        let _ = g.free.push(counter);
     }
 }
 
@@ -445,6 +512,10 @@ pub fn completed(slot_index: usize) {
         let sizes = slot.sizes.load(Ordering::Relaxed);
         r.group_segment = sizes as u32;
         r.private_segment = (sizes >> 32) as u32;
+        let counter = slot.counter.load(Ordering::Relaxed);
+        if counter != u32::MAX {
+            read_counters(rt, slot, counter, &mut r);
+        }
         r
     } else {
         let copy = match kind - 1 {

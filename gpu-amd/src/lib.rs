@@ -24,12 +24,14 @@
 //!   a tool (`rocprofiler_configure`), it does the tracing and HSA interception stays off.
 
 mod clock;
+mod counters;
 mod descriptor;
 mod intercept;
 mod kernels;
 mod records;
 mod rocprofiler_sdk;
 mod sys;
+mod sys_aqlprofile;
 #[allow(dead_code)]
 mod sys_fake_runtime;
 mod sys_hooks;
@@ -64,6 +66,38 @@ pub enum Path {
 
 static CLAIMED: AtomicU8 = AtomicU8::new(0);
 
+/// `METRON_GPU_AMD_BACKEND`: which path may trace (`auto`: the first to start, except that
+/// `OnLoad` steps aside when ROCprofiler-SDK is already loaded in the process).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Preference {
+    /// Either; ROCprofiler-SDK when it is loaded before `OnLoad`.
+    Auto,
+    /// Only the HSA tools interface.
+    Hsa,
+    /// Only ROCprofiler-SDK.
+    RocprofilerSdk,
+}
+
+/// The `METRON_GPU_AMD_BACKEND` setting (`auto` for anything else, as the registry reports).
+pub fn preference() -> Preference {
+    match std::env::var("METRON_GPU_AMD_BACKEND")
+        .map(|v| v.trim().to_ascii_lowercase())
+        .as_deref()
+    {
+        Ok("hsa") => Preference::Hsa,
+        Ok("rocprofiler-sdk") => Preference::RocprofilerSdk,
+        _ => Preference::Auto,
+    }
+}
+
+/// The ROCprofiler-SDK library names looked for (already loaded only: Metron never loads it).
+pub const ROCPROFILER_SDK: &[&str] = &["librocprofiler-sdk.so.1", "librocprofiler-sdk.so"];
+
+/// Whether ROCprofiler-SDK is loaded in this process now.
+pub fn rocprofiler_sdk_loaded() -> bool {
+    ROCPROFILER_SDK.iter().any(|l| sys::library_loaded(l))
+}
+
 /// Makes `path` the process's AMD tracing path; `Err` with the path already chosen.
 pub fn claim(path: Path) -> Result<(), Path> {
     match CLAIMED.compare_exchange(0, path as u8, Ordering::AcqRel, Ordering::Acquire) {
@@ -71,6 +105,20 @@ pub fn claim(path: Path) -> Result<(), Path> {
         Err(x) if x == path as u8 => Ok(()),
         Err(1) => Err(Path::HsaIntercept),
         Err(_) => Err(Path::RocprofilerSdk),
+    }
+}
+
+/// Gives the claim of `path` up (its start failed), so the other path may still trace.
+pub(crate) fn unclaim(path: Path) {
+    let _ = CLAIMED.compare_exchange(path as u8, 0, Ordering::AcqRel, Ordering::Acquire);
+}
+
+/// The path that claimed the process, if any.
+fn claimed() -> Option<Path> {
+    match CLAIMED.load(Ordering::Acquire) {
+        1 => Some(Path::HsaIntercept),
+        2 => Some(Path::RocprofilerSdk),
+        _ => None,
     }
 }
 
@@ -129,6 +177,7 @@ impl Status {
             "completion_signals": signals,
             "in_flight": in_flight,
             "kernels_known": kernels::count(),
+            "counters": counters::metadata(),
         })
     }
 }
@@ -173,6 +222,9 @@ fn set_status(s: Status) {
 /// The `gpu` section of `metadata.json` when the HSA runtime loaded Metron (else the probe's
 /// reason).
 pub fn metadata() -> Value {
+    if claimed() == Some(Path::RocprofilerSdk) {
+        return rocprofiler_sdk::metadata();
+    }
     status().unwrap_or_else(probe).to_json()
 }
 
@@ -182,6 +234,13 @@ fn env_bool(name: &str, default: bool) -> bool {
         Ok(v) if ["1", "true", "yes", "on"].contains(&v.as_str()) => true,
         _ => default,
     }
+}
+
+fn env_size(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| metron::settings::parse_size(v.trim()))
+        .unwrap_or(default)
 }
 
 fn env_count(name: &str, default: usize) -> usize {
@@ -226,14 +285,35 @@ unsafe fn start(table: *mut sys::HsaApiTable, _runtime_version: u64) -> Result<S
     if !env_bool("METRON_GPU", true) {
         return Err("METRON_GPU is off".into());
     }
+    match preference() {
+        Preference::RocprofilerSdk => {
+            return Err("METRON_GPU_AMD_BACKEND=rocprofiler-sdk: HSA interception stays off".into())
+        }
+        Preference::Auto if rocprofiler_sdk_loaded() => {
+            return Err(
+                "ROCprofiler-SDK is loaded in this process: it traces (through \
+                        rocprofiler_configure), HSA interception stays off"
+                    .into(),
+            )
+        }
+        _ => {}
+    }
     if let Err(other) = claim(Path::HsaIntercept) {
         return Err(format!(
             "{other:?} already traces this process; HSA interception stays off"
         ));
     }
-    sys::check_table(table)?;
-    // SAFETY: check_table passed; the caller's contract.
-    let rt = intercept::set_runtime(unsafe { sys::read_runtime(table) }?);
+    let checked = sys::check_table(table).and_then(|()| {
+        // SAFETY: check_table passed; the caller's contract.
+        unsafe { sys::read_runtime(table) }
+    });
+    let rt = match checked {
+        Ok(rt) => intercept::set_runtime(rt),
+        Err(why) => {
+            unclaim(Path::HsaIntercept);
+            return Err(why);
+        }
+    };
     let frequency = rt
         .system_u64(sys::SYSTEM_INFO_TIMESTAMP_FREQUENCY)
         .filter(|&f| f > 0)
@@ -258,6 +338,12 @@ unsafe fn start(table: *mut sys::HsaApiTable, _runtime_version: u64) -> Result<S
         std::env::var("METRON_GPU_API").map_or(true, |v| v.trim() != "none"),
     );
     let copies = rt.async_copy.is_some() && rt.enable_copy_profiling();
+    let metrics = std::env::var("METRON_GPU_METRICS").unwrap_or_default();
+    if !metron_metrics::split_list(&metrics).is_empty() {
+        // SAFETY: check_table passed; the AMD table is read before Metron replaces entries.
+        let pools = unsafe { sys_aqlprofile::read_pool_calls((*table).amd_ext) };
+        counters::setup(rt, pools, agents, &metrics);
+    }
     let wrappers = sys::Wrappers {
         queue_create: sys_hooks::queue_create,
         queue_destroy: sys_hooks::queue_destroy,
@@ -335,11 +421,14 @@ pub fn on_unload() {
 /// against `hsa.h`, `hsa_api_trace.h` and `hsa_ven_amd_loader.h`.
 pub fn layouts() -> Vec<(&'static str, usize)> {
     let mut all = sys::layouts();
+    all.extend(sys_aqlprofile::layouts());
     all.extend(sys_tables::table_layouts());
     all
 }
 
 /// The constants Metron assumes, `("NAME", value)`, for the same check.
 pub fn constants() -> Vec<(&'static str, u64)> {
-    sys::constants()
+    let mut all = sys::constants();
+    all.extend(sys_aqlprofile::constants());
+    all
 }

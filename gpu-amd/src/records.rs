@@ -109,6 +109,9 @@ pub struct RawRecord {
     pub bytes: u64,
     /// API return status.
     pub status: i32,
+    /// Counter values of a counted dispatch (the first `counter_count`).
+    pub counters: [u64; crate::counters::MAX_COUNTERS],
+    pub counter_count: u8,
 }
 
 impl RawRecord {
@@ -129,6 +132,8 @@ impl RawRecord {
             private_segment: 0,
             bytes: 0,
             status: 0,
+            counters: [0; crate::counters::MAX_COUNTERS],
+            counter_count: 0,
         }
     }
 }
@@ -240,6 +245,17 @@ pub fn convert(raw: &RawRecord, calibration: Option<&Calibration>) -> GpuRecord 
             r.static_shared = info.static_lds.min(raw.group_segment) as i32;
             r.dynamic_shared = raw.group_segment.saturating_sub(info.static_lds) as i32;
             r.local_per_thread = raw.private_segment;
+            if raw.counter_count > 0 {
+                if let Some(c) = crate::counters::get() {
+                    let mut values: Vec<f64> = raw.counters[..usize::from(raw.counter_count)]
+                        .iter()
+                        .map(|&v| v as f64)
+                        .collect();
+                    let derived = c.list.derive(&values);
+                    values.extend(derived);
+                    metron::sinks::kernels_csv::record_kernel_counters(raw.correlation, values);
+                }
+            }
             r
         }
         RawKind::Copy(kind) => {

@@ -1,13 +1,763 @@
-//! ROCprofiler-SDK tool (placeholder until written).
+//! Metron as a ROCprofiler-SDK tool. Where the SDK is installed it finds
+//! `rocprofiler_configure` in `libmetron.so` and Metron lets it do the tracing, with the SDK's
+//! buffered services; the HSA interception (`OnLoad`) then stays off for the process.
+//!
+//! - **Configure** ([`configure`]): claims the SDK path ([`crate::claim`]; declines with null
+//!   when `OnLoad` already traces, or `METRON_GPU` is off) and returns the tool's
+//!   configuration.
+//! - **Initialize** (the SDK calls it once every tool is configured): one context; one buffer
+//!   (`METRON_GPU_AMD_BUFFER_BYTES`, default 4 MiB; flushed at 7/8 full; policy
+//!   `METRON_GPU_AMD_BUFFER_POLICY` = `lossless` (default) or `discard`, the SDK's drop count
+//!   kept for `metadata.json`) on a callback thread of Metron's own where the SDK has them;
+//!   buffer tracing of `KERNEL_DISPATCH` and `MEMORY_COPY`; callback tracing of `CODE_OBJECT`
+//!   (kernel symbols: name, static LDS, scratch, VGPRs, SGPRs) and of the `KERNEL_DISPATCH`
+//!   enqueue, which runs on the launching thread: there Metron records the launch annotation
+//!   ([`metron::gpu::LAUNCH_KEY`]) with the dispatch's correlation id, which joins the kernel
+//!   with the region open at its launch. Then the context starts.
+//! - **Records** ([`on_buffer`], on the SDK's callback thread): kernel dispatches and copies
+//!   become [`GpuRecord`]s for [`metron::gpu::submit`]. The SDK's timestamps are ns on its own
+//!   clock (`rocprofiler_get_timestamp`, `CLOCK_BOOTTIME` in the SDK's sources): each batch
+//!   pairs that clock with `CLOCK_MONOTONIC` ([`crate::clock::Calibration`]) and converts.
+//! - **Flush**: Metron's flush hook calls `rocprofiler_flush_buffer`; the SDK's finalize (at
+//!   exit) flushes too, and no SDK function is called after it.
+//! - **Counters** (`METRON_GPU_METRICS`: the SDK's counter names, comma-separated, and derived
+//!   metrics written `name=expression` in the metric layer's language): the dispatch counting
+//!   service on the same buffer, one counter configuration per GPU; each dispatch's values
+//!   (summed over the counter's instances) become its `kernels.csv` columns, then the derived
+//!   ones evaluated on them. A counter the GPU does not offer reads NaN and is listed in
+//!   `metadata.json` (`not_traced`); the SDK's own derived counters can be named directly.
 
+use crate::clock::Calibration;
+use crate::sys_sdk::{self as sdk, Agent, Callback, Dispatch, KernelSymbol, MemoryCopy, Record};
+use metron::gpu::{GpuDevice, GpuKind, GpuRecord};
+use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
-/// `rocprofiler_configure` (placeholder: declines, so the HSA path is used).
+/// What the SDK path found and did (for `metadata.json`).
+#[derive(Clone, Debug, Default)]
+struct State {
+    /// Tracing is on.
+    enabled: bool,
+    /// Why it is off, or what is missing.
+    reason: Option<String>,
+    /// `rocprofiler_configure`'s `version`: `10000 * major + 100 * minor + patch`.
+    version: u32,
+    /// `rocprofiler_configure`'s `runtime_version`.
+    runtime_version: Option<String>,
+    /// `rocprofiler_configure`'s `priority` (tools configured before Metron).
+    priority: u32,
+    buffer_bytes: usize,
+    watermark: usize,
+    policy: &'static str,
+    own_callback_thread: bool,
+    /// Services that could not be configured (the rest still traces).
+    missing: Vec<String>,
+}
+
+static STATE: Mutex<Option<State>> = Mutex::new(None);
+
+fn update(f: impl FnOnce(&mut State)) {
+    let mut s = STATE.lock().unwrap_or_else(|e| e.into_inner());
+    f(s.get_or_insert_with(State::default));
+}
+
+/// The buffer, once made.
+static BUFFER: OnceLock<sdk::BufferId> = OnceLock::new();
+/// Set by the SDK's finalize: no SDK function may be called after it.
+static FINALIZED: AtomicBool = AtomicBool::new(false);
+static LAUNCH_KEY_ID: AtomicU32 = AtomicU32::new(0);
+static DROPPED: AtomicU64 = AtomicU64::new(0);
+static KERNEL_RECORDS: AtomicU64 = AtomicU64::new(0);
+static COPY_RECORDS: AtomicU64 = AtomicU64::new(0);
+static UNKNOWN_KERNELS: AtomicU64 = AtomicU64::new(0);
+static UNRECOGNIZED_CALLBACKS: AtomicU64 = AtomicU64::new(0);
+static LAUNCHES: AtomicU64 = AtomicU64::new(0);
+
+/// `rocprofiler_configure`: the tool's configuration, or null to decline.
 pub fn configure(
-    _version: u32,
-    _runtime_version: *const c_char,
-    _priority: u32,
-    _client_id: *mut c_void,
+    version: u32,
+    runtime_version: *const c_char,
+    priority: u32,
+    client_id: *mut c_void,
 ) -> *mut c_void {
-    std::ptr::null_mut()
+    let runtime_version = sdk::runtime_version(runtime_version);
+    update(|s| {
+        s.version = version;
+        s.runtime_version = runtime_version;
+        s.priority = priority;
+    });
+    if !crate::env_bool("METRON_GPU", true) {
+        update(|s| s.reason = Some("METRON_GPU is off".into()));
+        return std::ptr::null_mut();
+    }
+    if crate::preference() == crate::Preference::Hsa {
+        update(|s| {
+            s.reason = Some("METRON_GPU_AMD_BACKEND=hsa: ROCprofiler-SDK is not used".into())
+        });
+        return std::ptr::null_mut();
+    }
+    if let Err(other) = crate::claim(crate::Path::RocprofilerSdk) {
+        update(|s| {
+            s.reason = Some(format!(
+                "{other:?} already traces this process; ROCprofiler-SDK is not used"
+            ))
+        });
+        return std::ptr::null_mut();
+    }
+    sdk::name_client(client_id);
+    sdk::configure_result()
+}
+
+/// The tool's initialize (the SDK calls it once): 0 when tracing, -1 to have the SDK drop
+/// Metron's contexts.
+pub(crate) fn initialize() -> i32 {
+    match start() {
+        Ok(()) => {
+            update(|s| {
+                s.enabled = true;
+                s.reason = None;
+            });
+            0
+        }
+        Err(why) => {
+            eprintln!("metron: AMD GPU tracing (ROCprofiler-SDK) is off: {why}");
+            update(|s| s.reason = Some(why));
+            crate::unclaim(crate::Path::RocprofilerSdk);
+            -1
+        }
+    }
+}
+
+/// What `METRON_GPU_AMD_BUFFER_POLICY` asks for: the SDK's policy and its name.
+fn policy(setting: Option<&str>) -> (i32, &'static str) {
+    match setting.map(|v| v.trim().to_ascii_lowercase()) {
+        Some(v) if v == "discard" => (sdk::BUFFER_POLICY_DISCARD, "discard"),
+        _ => (sdk::BUFFER_POLICY_LOSSLESS, "lossless"),
+    }
+}
+
+/// The buffer's size and watermark (7/8 of it) for `METRON_GPU_AMD_BUFFER_BYTES`.
+fn buffer_sizes(bytes: usize) -> (usize, usize) {
+    let size = bytes.max(4096);
+    (size, size - size / 8)
+}
+
+fn start() -> Result<(), String> {
+    let api = sdk::set_api(sdk::Api::load()?);
+    if !metron::init() {
+        return Err("Metron is off (METRON_ENABLED=0 or not started)".into());
+    }
+    calibrate().ok_or("rocprofiler_get_timestamp gives no time")?;
+    let agents = AGENTS.get_or_init(|| api.agents().unwrap_or_default());
+    let devices = devices_of(agents);
+    LAUNCH_KEY_ID.store(
+        metron::intern(metron::gpu::LAUNCH_KEY, metron::CallsiteKind::AnnotationKey),
+        Ordering::Release,
+    );
+
+    let context = api.create_context()?;
+    let (size, watermark) = buffer_sizes(crate::env_size("METRON_GPU_AMD_BUFFER_BYTES", 4 << 20));
+    let (policy, policy_name) = policy(
+        std::env::var("METRON_GPU_AMD_BUFFER_POLICY")
+            .ok()
+            .as_deref(),
+    );
+    let buffer = api.create_buffer(context, size, watermark, policy)?;
+    let _ = BUFFER.set(buffer);
+    let own_thread = api.own_callback_thread(buffer);
+    update(|s| {
+        s.buffer_bytes = size;
+        s.watermark = watermark;
+        s.policy = policy_name;
+        s.own_callback_thread = own_thread;
+    });
+
+    api.configure_buffer_tracing(context, sdk::BUFFER_TRACING_KERNEL_DISPATCH, &[], buffer)?;
+    api.configure_callback_tracing(
+        context,
+        sdk::CALLBACK_TRACING_CODE_OBJECT,
+        &[sdk::CODE_OBJECT_DEVICE_KERNEL_SYMBOL_REGISTER],
+    )?;
+    let mut missing = Vec::new();
+    if let Err(why) =
+        api.configure_buffer_tracing(context, sdk::BUFFER_TRACING_MEMORY_COPY, &[], buffer)
+    {
+        missing.push(format!("memory copies: {why}"));
+    }
+    if let Err(why) = api.configure_callback_tracing(
+        context,
+        sdk::CALLBACK_TRACING_KERNEL_DISPATCH,
+        &[sdk::KERNEL_DISPATCH_ENQUEUE],
+    ) {
+        missing.push(format!("kernel ↔ region join: {why}"));
+    }
+    if let Ok(raw) = std::env::var("METRON_GPU_METRICS") {
+        if !raw.trim().is_empty() {
+            setup_counters(api, context, buffer, agents, &raw, &mut missing);
+        }
+    }
+    update(|s| s.missing = missing);
+
+    metron::gpu::set_backend(
+        metron::gpu::Backend {
+            flush,
+            metadata,
+            stream_word: "queue",
+        },
+        devices,
+    );
+    api.start_context(context)
+}
+
+static AGENTS: OnceLock<Vec<Agent>> = OnceLock::new();
+
+/// The GPUs as Metron's devices (index: the SDK's index among GPUs).
+fn devices_of(agents: &[Agent]) -> Vec<GpuDevice> {
+    agents
+        .iter()
+        .filter(|a| a.gpu)
+        .map(|a| GpuDevice {
+            index: a.type_index,
+            name: if a.product.is_empty() {
+                a.arch.clone()
+            } else {
+                a.product.clone()
+            },
+        })
+        .collect()
+}
+
+/// The device index of an agent (0 when unknown), and whether it is a GPU.
+fn device_of(agents: &[Agent], id: u64) -> (u32, bool) {
+    agents
+        .iter()
+        .find(|a| a.id == id)
+        .map_or((0, false), |a| (a.type_index, a.gpu))
+}
+
+/// Pairs the SDK's clock with `CLOCK_MONOTONIC` now.
+fn calibrate() -> Option<Calibration> {
+    let api = sdk::api()?;
+    Calibration::measure(1_000_000_000, || api.timestamp())
+}
+
+/// The tool's finalize (the SDK's exit handler): delivers what is buffered, then never calls
+/// the SDK again.
+pub(crate) fn finalize() {
+    if let (Some(api), Some(buffer)) = (sdk::api(), BUFFER.get()) {
+        if !FINALIZED.swap(true, Ordering::AcqRel) {
+            let _ = api.flush_buffer(*buffer);
+        }
+    }
+}
+
+/// Metron's flush hook: the SDK delivers its buffer (to [`on_buffer`]) before this returns.
+fn flush(_at_end: bool) {
+    if FINALIZED.load(Ordering::Acquire) {
+        return;
+    }
+    if let (Some(api), Some(buffer)) = (sdk::api(), BUFFER.get()) {
+        let _ = api.flush_buffer(*buffer);
+    }
+}
+
+/// The counters Metron asked the SDK for.
+#[derive(Debug)]
+struct Counting {
+    /// `METRON_GPU_METRICS`: the counters (`list.hardware`, the first `kernels.csv` columns, in
+    /// its order) and the derived metrics evaluated on them.
+    list: metron_metrics::MetricList,
+    /// SDK counter id → index in `list.hardware`.
+    index: HashMap<u64, usize>,
+    /// Agent id → counter configuration.
+    configs: HashMap<u64, u64>,
+}
+
+static COUNTING: OnceLock<Counting> = OnceLock::new();
+
+/// Sets up the dispatch counting service for `raw` (`METRON_GPU_METRICS`); what cannot be
+/// counted goes to `missing`.
+fn setup_counters(
+    api: &sdk::Api,
+    context: sdk::ContextId,
+    buffer: sdk::BufferId,
+    agents: &[Agent],
+    raw: &str,
+    missing: &mut Vec<String>,
+) {
+    let list = match metron_metrics::MetricList::parse(raw) {
+        Ok(list) => list,
+        Err(why) => {
+            missing.push(format!("GPU counters: {why}"));
+            return;
+        }
+    };
+    let mut counting = Counting {
+        list,
+        index: HashMap::new(),
+        configs: HashMap::new(),
+    };
+    let wanted = counting.list.hardware.clone();
+    for agent in agents.iter().filter(|a| a.gpu) {
+        let offered = match api.agent_counters(agent.id) {
+            Ok(o) => o,
+            Err(why) => {
+                missing.push(format!("GPU counters on {}: {why}", agent.arch));
+                continue;
+            }
+        };
+        let mut ids = Vec::new();
+        for (index, name) in wanted.iter().enumerate() {
+            match offered.iter().find(|(_, n)| n == name) {
+                Some(&(id, _)) => {
+                    counting.index.insert(id, index);
+                    ids.push(id);
+                }
+                None => missing.push(format!("{name}: not a counter of {}", agent.arch)),
+            }
+        }
+        if ids.is_empty() {
+            continue;
+        }
+        match api.create_counter_config(agent.id, &ids) {
+            Ok(config) => {
+                counting.configs.insert(agent.id, config);
+            }
+            Err(why) => missing.push(format!("GPU counters on {}: {why}", agent.arch)),
+        }
+    }
+    if counting.configs.is_empty() {
+        return;
+    }
+    if let Err(why) = api.configure_dispatch_counting(context, buffer) {
+        missing.push(format!("GPU counters: {why}"));
+        return;
+    }
+    let derived = counting
+        .list
+        .derived
+        .iter()
+        .map(|(n, source, _)| (n.clone(), source.clone()))
+        .collect();
+    metron::sinks::kernels_csv::set_counter_metrics(counting.list.columns(), derived);
+    let _ = COUNTING.set(counting);
+}
+
+/// The counter configuration for a dispatch on `agent` (the launching thread, before the
+/// enqueue): `None` leaves the dispatch uncounted.
+pub(crate) fn counter_config_for(agent: u64) -> Option<u64> {
+    COUNTING.get()?.configs.get(&agent).copied()
+}
+
+/// Counter values waiting for their dispatch's correlation id, and the ids known: by dispatch.
+#[derive(Default)]
+struct CounterValues {
+    correlation: HashMap<u64, u32>,
+    values: HashMap<u64, Vec<f64>>,
+}
+
+static COUNTER_VALUES: Mutex<Option<CounterValues>> = Mutex::new(None);
+static COUNTER_RECORDS: AtomicU64 = AtomicU64::new(0);
+
+/// Adds a batch's counter records to each dispatch's sums and hands every dispatch whose
+/// correlation id is known to `kernels.csv` (again after each batch that adds to it).
+fn take_counters(records: &[Record]) {
+    let Some(counting) = COUNTING.get() else {
+        return;
+    };
+    let api = sdk::api();
+    let mut guard = COUNTER_VALUES.lock().unwrap_or_else(|e| e.into_inner());
+    let state = guard.get_or_insert_with(CounterValues::default);
+    let mut touched = Vec::new();
+    for r in records {
+        match *r {
+            Record::Dispatch(d) => {
+                state
+                    .correlation
+                    .insert(d.dispatch_id, d.correlation as u32);
+                touched.push(d.dispatch_id);
+            }
+            Record::CounterHeader {
+                dispatch_id,
+                correlation,
+            } => {
+                state.correlation.insert(dispatch_id, correlation as u32);
+                touched.push(dispatch_id);
+            }
+            Record::CounterValue {
+                instance,
+                value,
+                dispatch_id,
+            } => {
+                COUNTER_RECORDS.fetch_add(1, Ordering::Relaxed);
+                let Some(&i) = api
+                    .and_then(|a| a.record_counter_id(instance))
+                    .and_then(|id| counting.index.get(&id))
+                else {
+                    continue;
+                };
+                let sums = state
+                    .values
+                    .entry(dispatch_id)
+                    .or_insert_with(|| vec![f64::NAN; counting.list.hardware.len()]);
+                sums[i] = if sums[i].is_nan() {
+                    value
+                } else {
+                    sums[i] + value
+                };
+                touched.push(dispatch_id);
+            }
+            _ => {}
+        }
+    }
+    touched.sort_unstable();
+    touched.dedup();
+    for dispatch in touched {
+        if let (Some(&corr), Some(values)) = (
+            state.correlation.get(&dispatch),
+            state.values.get(&dispatch),
+        ) {
+            let mut row = values.clone();
+            row.extend(counting.list.derive(values));
+            metron::sinks::kernels_csv::record_kernel_counters(corr, row);
+        }
+    }
+}
+
+/// A kernel as its code object describes it.
+#[derive(Clone, Debug)]
+struct Kernel {
+    name: Arc<str>,
+    static_lds: u32,
+    vgprs: u16,
+    sgprs: u16,
+}
+
+impl Kernel {
+    fn of(symbol: &KernelSymbol) -> Kernel {
+        Kernel {
+            name: crate::kernels::display_name(&symbol.name).into(),
+            static_lds: symbol.group_segment,
+            vgprs: u16::try_from(symbol.arch_vgprs).unwrap_or(u16::MAX),
+            sgprs: u16::try_from(symbol.sgprs).unwrap_or(u16::MAX),
+        }
+    }
+}
+
+/// Kernels by the SDK's kernel id (filled at code object load, read by the buffer thread).
+static KERNELS: Mutex<Option<HashMap<u64, Kernel>>> = Mutex::new(None);
+
+/// A callback-tracing record (code object loads; kernel enqueues, on the launching thread).
+pub(crate) fn on_callback(what: Callback) {
+    match what {
+        Callback::Enqueue { correlation } => {
+            LAUNCHES.fetch_add(1, Ordering::Relaxed);
+            metron::by_id::annotate(
+                LAUNCH_KEY_ID.load(Ordering::Relaxed),
+                metron::AnnotationValue::U64(u64::from(correlation as u32)),
+            );
+        }
+        Callback::KernelSymbol(symbol) => {
+            let kernel = Kernel::of(&symbol);
+            KERNELS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get_or_insert_with(HashMap::new)
+                .insert(symbol.kernel_id, kernel);
+        }
+        Callback::Unrecognized => {
+            UNRECOGNIZED_CALLBACKS.fetch_add(1, Ordering::Relaxed);
+        }
+        Callback::Ignored => {}
+    }
+}
+
+/// Queue handles → small numbers, in the order Metron first saw them (for the trace's tracks).
+static QUEUES: Mutex<Option<HashMap<u64, u32>>> = Mutex::new(None);
+
+fn queue_number(handle: u64) -> u32 {
+    let mut q = QUEUES.lock().unwrap_or_else(|e| e.into_inner());
+    let map = q.get_or_insert_with(HashMap::new);
+    let next = map.len() as u32;
+    *map.entry(handle).or_insert(next)
+}
+
+/// A batch of buffered records (the SDK's callback thread).
+pub(crate) fn on_buffer(records: &[Record], drop_count: u64) {
+    DROPPED.fetch_add(drop_count, Ordering::Relaxed);
+    if records.is_empty() {
+        return;
+    }
+    take_counters(records);
+    let Some(calibration) = calibrate() else {
+        return;
+    };
+    let agents = AGENTS.get().map_or(&[][..], Vec::as_slice);
+    let kernels = KERNELS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let kernels = kernels.unwrap_or_default();
+    let batch: Vec<GpuRecord> = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Dispatch(d) => {
+                KERNEL_RECORDS.fetch_add(1, Ordering::Relaxed);
+                let kernel = kernels.get(&d.kernel_id);
+                if kernel.is_none() {
+                    UNKNOWN_KERNELS.fetch_add(1, Ordering::Relaxed);
+                }
+                let device = device_of(agents, d.agent).0;
+                Some(kernel_record(
+                    d,
+                    kernel,
+                    &calibration,
+                    device,
+                    queue_number(d.queue),
+                ))
+            }
+            Record::Copy(c) => {
+                COPY_RECORDS.fetch_add(1, Ordering::Relaxed);
+                let (src, src_gpu) = device_of(agents, c.src_agent);
+                let (dst, dst_gpu) = device_of(agents, c.dst_agent);
+                let device = if dst_gpu || !src_gpu { dst } else { src };
+                Some(copy_record(c, &calibration, device))
+            }
+            Record::CounterHeader { .. } | Record::CounterValue { .. } | Record::Other => None,
+        })
+        .collect();
+    metron::gpu::submit(&batch);
+}
+
+/// A kernel dispatch record as the sinks see it (times on `CLOCK_MONOTONIC`; the grid in
+/// work-groups, as Metron's records count it).
+fn kernel_record(
+    d: &Dispatch,
+    kernel: Option<&Kernel>,
+    calibration: &Calibration,
+    device: u32,
+    stream: u32,
+) -> GpuRecord {
+    let name: Arc<str> = match kernel {
+        Some(k) => k.name.clone(),
+        None => format!("kernel#{}", d.kernel_id).into(),
+    };
+    let mut r = GpuRecord::new(GpuKind::Kernel, name);
+    r.start_ns = calibration.to_monotonic(d.start);
+    r.end_ns = calibration.to_monotonic(d.end);
+    r.device = device;
+    r.stream = stream;
+    r.correlation = d.correlation as u32;
+    r.tid = d.thread as u32;
+    for i in 0..3 {
+        let wg = d.workgroup[i].max(1);
+        r.block[i] = i32::try_from(d.workgroup[i]).unwrap_or(i32::MAX);
+        r.grid[i] = i32::try_from(d.grid[i].div_ceil(wg)).unwrap_or(i32::MAX);
+    }
+    let static_lds = kernel.map_or(0, |k| k.static_lds);
+    r.static_shared = static_lds.min(d.group_segment) as i32;
+    r.dynamic_shared = d.group_segment.saturating_sub(static_lds) as i32;
+    r.local_per_thread = d.private_segment;
+    r.registers = kernel.map_or(0, |k| k.vgprs);
+    r.scalar_registers = kernel.map_or(0, |k| k.sgprs);
+    r
+}
+
+/// The name of a copy direction (`rocprofiler_memory_copy_operation_t`).
+fn copy_name(direction: i32) -> &'static str {
+    match direction {
+        sdk::MEMORY_COPY_HOST_TO_DEVICE => "HtoD",
+        sdk::MEMORY_COPY_DEVICE_TO_HOST => "DtoH",
+        sdk::MEMORY_COPY_DEVICE_TO_DEVICE => "DtoD",
+        sdk::MEMORY_COPY_HOST_TO_HOST => "HtoH",
+        _ => "Copy",
+    }
+}
+
+/// A memory copy record as the sinks see it.
+fn copy_record(c: &MemoryCopy, calibration: &Calibration, device: u32) -> GpuRecord {
+    let mut r = GpuRecord::new(GpuKind::Memcpy, copy_name(c.direction).into());
+    r.start_ns = calibration.to_monotonic(c.start);
+    r.end_ns = calibration.to_monotonic(c.end);
+    r.device = device;
+    r.stream = metron::gpu::NO_STREAM;
+    r.correlation = c.correlation as u32;
+    r.tid = c.thread as u32;
+    r.bytes = c.bytes;
+    r
+}
+
+/// The `gpu` section of `metadata.json` (the backend's metadata hook; also what the `gpu_amd`
+/// section could show when this path was claimed).
+pub(crate) fn metadata() -> Value {
+    let s = STATE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+        .unwrap_or_default();
+    let agents = AGENTS.get().map_or(&[][..], Vec::as_slice);
+    let kernels_known = KERNELS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .map_or(0, HashMap::len);
+    json!({
+        "backend": "rocprofiler-sdk",
+        "enabled": s.enabled,
+        "reason": s.reason,
+        "sdk_version": format!("{}.{}.{}", s.version / 10000, s.version / 100 % 100, s.version % 100),
+        "sdk_runtime_version": s.runtime_version,
+        "tool_priority": s.priority,
+        "client_handle": sdk::client_handle(),
+        "devices": devices_of(agents),
+        "architectures": agents.iter().filter(|a| a.gpu).map(|a| a.arch.clone()).collect::<Vec<_>>(),
+        "buffer": {
+            "bytes": s.buffer_bytes,
+            "watermark": s.watermark,
+            "policy": s.policy,
+            "own_callback_thread": s.own_callback_thread,
+        },
+        "not_traced": s.missing,
+        "records": {
+            "kernels": KERNEL_RECORDS.load(Ordering::Relaxed),
+            "copies": COPY_RECORDS.load(Ordering::Relaxed),
+        },
+        "dropped": DROPPED.load(Ordering::Relaxed),
+        "counters": COUNTING.get().map(|c| json!({
+            "metrics": c.list.columns(),
+            "configured_gpus": c.configs.len(),
+            "records": COUNTER_RECORDS.load(Ordering::Relaxed),
+        })),
+        "launches_seen": LAUNCHES.load(Ordering::Relaxed),
+        "kernels_known": kernels_known,
+        "kernels_unknown": UNKNOWN_KERNELS.load(Ordering::Relaxed),
+        "unrecognized_callback_records": UNRECOGNIZED_CALLBACKS.load(Ordering::Relaxed),
+        "hsa_interception": crate::intercept::tracing(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn calibration() -> Calibration {
+        // The SDK's clock read 9_000_000_000 ns when CLOCK_MONOTONIC read 1_000_000 ns.
+        Calibration {
+            system: 9_000_000_000,
+            monotonic_ns: 1_000_000,
+            frequency: 1_000_000_000,
+            window_ns: 0,
+        }
+    }
+
+    fn symbol() -> KernelSymbol {
+        KernelSymbol {
+            kernel_id: 3,
+            name: "_Z10vector_addPKfS0_Pfi".into(),
+            group_segment: 1024,
+            private_segment: 16,
+            sgprs: 24,
+            arch_vgprs: 32,
+            accum_vgprs: 8,
+        }
+    }
+
+    #[test]
+    fn dispatches_become_kernels_on_the_monotonic_clock_in_work_groups() {
+        let d = Dispatch {
+            correlation: (7 << 32) | 41,
+            thread: 1234,
+            start: 9_000_500_000,
+            end: 9_000_750_000,
+            agent: 0x2000,
+            queue: 0xdead,
+            kernel_id: 3,
+            dispatch_id: 1,
+            private_segment: 16,
+            group_segment: 4096,
+            workgroup: [256, 1, 1],
+            grid: [1000, 4, 1],
+        };
+        let k = Kernel::of(&symbol());
+        let r = kernel_record(&d, Some(&k), &calibration(), 1, 2);
+        assert_eq!((r.start_ns, r.end_ns), (1_500_000, 1_750_000));
+        assert_eq!(
+            &*r.name,
+            "vector_add(float const*, float const*, float*, int)"
+        );
+        assert_eq!(
+            r.grid,
+            [4, 4, 1],
+            "1000 work-items in groups of 256 → 4 groups"
+        );
+        assert_eq!(r.block, [256, 1, 1]);
+        assert_eq!((r.static_shared, r.dynamic_shared), (1024, 3072));
+        assert_eq!(
+            (r.registers, r.scalar_registers, r.local_per_thread),
+            (32, 24, 16)
+        );
+        assert_eq!((r.device, r.stream, r.correlation, r.tid), (1, 2, 41, 1234));
+        let unknown = kernel_record(&d, None, &calibration(), 0, 0);
+        assert_eq!(&*unknown.name, "kernel#3");
+        assert_eq!((unknown.static_shared, unknown.dynamic_shared), (0, 4096));
+    }
+
+    #[test]
+    fn times_before_the_pairing_convert_too() {
+        let c = MemoryCopy {
+            correlation: 9,
+            thread: 5,
+            direction: sdk::MEMORY_COPY_DEVICE_TO_HOST,
+            start: 8_999_999_000,
+            end: 9_000_001_000,
+            src_agent: 0x2000,
+            dst_agent: 0x1000,
+            bytes: 1 << 20,
+        };
+        let r = copy_record(&c, &calibration(), 0);
+        assert_eq!(
+            (r.kind, &*r.name, r.bytes),
+            (GpuKind::Memcpy, "DtoH", 1 << 20)
+        );
+        assert_eq!((r.start_ns, r.end_ns), (999_000, 1_001_000));
+        assert_eq!(copy_name(sdk::MEMORY_COPY_HOST_TO_DEVICE), "HtoD");
+        assert_eq!(copy_name(sdk::MEMORY_COPY_DEVICE_TO_DEVICE), "DtoD");
+        assert_eq!(copy_name(0), "Copy");
+    }
+
+    #[test]
+    fn buffer_settings_and_devices() {
+        assert_eq!(policy(None), (sdk::BUFFER_POLICY_LOSSLESS, "lossless"));
+        assert_eq!(
+            policy(Some(" Discard ")),
+            (sdk::BUFFER_POLICY_DISCARD, "discard")
+        );
+        assert_eq!(buffer_sizes(4 << 20), (4 << 20, (4 << 20) - (1 << 19)));
+        assert_eq!(buffer_sizes(10), (4096, 3584));
+        let agents = [
+            Agent {
+                id: 0x1000,
+                gpu: false,
+                type_index: 0,
+                arch: "cpu".into(),
+                product: "EPYC".into(),
+            },
+            Agent {
+                id: 0x2000,
+                gpu: true,
+                type_index: 0,
+                arch: "gfx90a".into(),
+                product: String::new(),
+            },
+        ];
+        assert_eq!(
+            devices_of(&agents),
+            [GpuDevice {
+                index: 0,
+                name: "gfx90a".into()
+            }]
+        );
+        assert_eq!(device_of(&agents, 0x2000), (0, true));
+        assert_eq!(device_of(&agents, 0x3000), (0, false));
+    }
 }

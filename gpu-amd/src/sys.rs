@@ -688,6 +688,22 @@ pub unsafe fn c_str(p: *const c_char) -> Option<String> {
     Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
 }
 
+/// Whether a library is already loaded in this process (`dlopen` with `RTLD_NOLOAD`).
+pub fn library_loaded(name: &str) -> bool {
+    let Ok(c) = std::ffi::CString::new(name) else {
+        return false;
+    };
+    // SAFETY: a valid C string; RTLD_NOLOAD loads nothing; the handle is closed again.
+    unsafe {
+        let h = libc::dlopen(c.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD);
+        if h.is_null() {
+            return false;
+        }
+        libc::dlclose(h);
+        true
+    }
+}
+
 /// Whether a library is loadable (for `metron avail`): `dlopen` with `RTLD_NOLOAD` first (the
 /// application's copy), else a lazy load that is closed again.
 pub fn library_present(name: &str) -> bool {

@@ -60,81 +60,16 @@ impl Mode {
 }
 
 /// `METRON_GPU_METRICS`: names split on commas, trimmed, empty ones and repeats dropped.
-pub fn parse_metrics(raw: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for m in raw.split(',').map(str::trim).filter(|m| !m.is_empty()) {
-        if !out.iter().any(|o| o == m) {
-            out.push(m.to_string());
-        }
-    }
-    out
-}
+pub use metron_metrics::split_list as parse_metrics;
 
 /// What `METRON_GPU_METRICS` asks for: CUPTI metrics, and derived metrics written
 /// `name=expression` in the metric layer's language (`metron_metrics::Expr`, e.g.
 /// `ipc=smsp__inst_executed.sum/sm__cycles_elapsed.max`), whose references are counted too.
-#[derive(Debug)]
-pub struct Spec {
-    /// The CUPTI metrics to count (listed, then referenced by derived ones), no repeats.
-    pub hardware: Vec<String>,
-    /// `(name, expression source, parsed)`.
-    pub derived: Vec<(String, String, metron_metrics::Expr)>,
-}
-
-impl Spec {
-    /// Every column name: hardware metrics, then derived ones.
-    pub fn columns(&self) -> Vec<String> {
-        let mut c = self.hardware.clone();
-        c.extend(self.derived.iter().map(|d| d.0.clone()));
-        c
-    }
-
-    /// The derived values for one range's hardware values (NaN when an expression fails, e.g.
-    /// a division by zero).
-    pub fn derive(&self, hardware: &[f64]) -> Vec<f64> {
-        self.derived
-            .iter()
-            .map(|(_, _, e)| {
-                e.evaluate(&|n| {
-                    self.hardware
-                        .iter()
-                        .position(|h| h == n)
-                        .and_then(|i| hardware.get(i))
-                        .map(std::slice::from_ref)
-                })
-                .unwrap_or(f64::NAN)
-            })
-            .collect()
-    }
-}
+pub use metron_metrics::MetricList as Spec;
 
 /// Parses `METRON_GPU_METRICS` (`Err` names the entry whose expression does not parse).
 pub fn parse_spec(raw: &str) -> Result<Spec, String> {
-    let mut spec = Spec {
-        hardware: Vec::new(),
-        derived: Vec::new(),
-    };
-    let add = |hw: &mut Vec<String>, m: &str| {
-        if !hw.iter().any(|o| o == m) {
-            hw.push(m.to_string());
-        }
-    };
-    for entry in parse_metrics(raw) {
-        match entry.split_once('=') {
-            None => add(&mut spec.hardware, &entry),
-            Some((name, source)) => {
-                let (name, source) = (name.trim(), source.trim());
-                let expr = metron_metrics::Expr::parse(source)
-                    .map_err(|e| format!("derived GPU metric {name}={source}: {e}"))?;
-                for r in expr.names() {
-                    add(&mut spec.hardware, r);
-                }
-                spec.derived
-                    .push((name.to_string(), source.to_string(), expr));
-            }
-        }
-    }
-    Ok(spec)
+    Spec::parse(raw)
 }
 
 /// `METRON_GPU_COUNTER_MODE` (`kernel` for anything else, as the settings registry reports).

@@ -72,12 +72,15 @@
 //! default one).
 
 mod expr;
+mod list;
 pub mod passes;
 mod set;
 
 pub use expr::{
     close_names, BinOp, EvalError, Expr, Node, ParseError, ParseErrorKind, Pos, Reduction, Spanned,
 };
+pub use list::{split_list, MetricList};
 pub use set::{
-    Arch, Counter, Location, Metric, MetricSet, MetricsError, DEFAULT_CPU_FILE, DEFAULT_CPU_XML,
+    Arch, Counter, Location, Metric, MetricSet, MetricsError, DEFAULT_AMD_GPU_FILE,
+    DEFAULT_AMD_GPU_XML, DEFAULT_CPU_FILE, DEFAULT_CPU_XML,
 };

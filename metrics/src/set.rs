@@ -12,6 +12,13 @@ pub const DEFAULT_CPU_XML: &str = include_str!("../data/cpu.xml");
 /// The file name used in error messages for [`DEFAULT_CPU_XML`].
 pub const DEFAULT_CPU_FILE: &str = "cpu.xml";
 
+/// The default AMD GPU counter file (AQLprofile blocks and counter ids per GFX architecture),
+/// embedded in the crate.
+pub const DEFAULT_AMD_GPU_XML: &str = include_str!("../data/amd_gpu.xml");
+
+/// The file name used in error messages for [`DEFAULT_AMD_GPU_XML`].
+pub const DEFAULT_AMD_GPU_FILE: &str = "amd_gpu.xml";
+
 /// Where a definition or reference is in a metric file.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Location {
@@ -722,5 +729,25 @@ fn read_metric_file(path: &Path) -> Result<(String, String), MetricsError> {
             file,
             message: e.to_string(),
         }),
+    }
+}
+
+#[cfg(test)]
+mod amd_gpu_file {
+    use super::*;
+
+    #[test]
+    fn the_default_amd_gpu_file_loads_with_its_architectures_and_metrics() {
+        let set = MetricSet::from_xml(DEFAULT_AMD_GPU_FILE, DEFAULT_AMD_GPU_XML).unwrap();
+        for arch in ["gfx9", "gfx908", "gfx90a"] {
+            let a = set.arch(arch).unwrap_or_else(|| panic!("{arch}"));
+            assert_eq!(a.counters["SQ_WAVES"].event, 4, "{arch}");
+            assert_eq!(a.counters["SQ_WAVES"].block, "SQ");
+        }
+        assert_eq!(
+            set.arch("gfx90a").unwrap().counters["SQ_INSTS_SALU"].event,
+            56
+        );
+        assert!(set.metric("GPU_BUSY").is_some());
     }
 }

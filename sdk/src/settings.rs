@@ -261,6 +261,24 @@ pub static REGISTRY: &[SettingSpec] = &[
         description: "AMD: completion signals made once for timing dispatches and copies (the most that can be in flight timed); a dispatch submitted while all are in use runs untimed and is counted in metadata.json",
     },
     SettingSpec {
+        name: "METRON_GPU_AMD_BACKEND",
+        kind: Kind::Choice(&["auto", "hsa", "rocprofiler-sdk"]),
+        default: "auto",
+        description: "AMD: which interface traces: hsa (the HSA tools interface, OnLoad), rocprofiler-sdk (rocprofiler_configure, where ROCprofiler-SDK is installed), or auto (the first to start; OnLoad steps aside when ROCprofiler-SDK is already loaded)",
+    },
+    SettingSpec {
+        name: "METRON_GPU_AMD_BUFFER_BYTES",
+        kind: Kind::Size,
+        default: "4M",
+        description: "AMD, ROCprofiler-SDK: size of the SDK buffer Metron's records are delivered from (delivered at 7/8 full and at every flush)",
+    },
+    SettingSpec {
+        name: "METRON_GPU_AMD_BUFFER_POLICY",
+        kind: Kind::Choice(&["lossless", "discard"]),
+        default: "lossless",
+        description: "AMD, ROCprofiler-SDK: when the buffer is full, lossless makes the SDK wait for delivery, discard drops records (counted in metadata.json)",
+    },
+    SettingSpec {
         name: "METRON_GPU_AMD_RECORDS",
         kind: Kind::Text,
         default: "65536",
@@ -440,6 +458,9 @@ impl Settings {
             "METRON_GPU_COUNTER_MODE",
             "METRON_GPU_AMD_SIGNALS",
             "METRON_GPU_AMD_RECORDS",
+            "METRON_GPU_AMD_BACKEND",
+            "METRON_GPU_AMD_BUFFER_BYTES",
+            "METRON_GPU_AMD_BUFFER_POLICY",
         ] {
             let _ = value_of(gpu);
         }
@@ -565,7 +586,9 @@ fn parse(kind: Kind, raw: &str) -> Option<Value> {
     }
 }
 
-fn parse_size(raw: &str) -> Option<usize> {
+/// A size as the registry's `Size` settings accept it: bytes with an optional `K`, `M` or `G`
+/// suffix (powers of 1024; `KB`/`KiB` spellings too).
+pub fn parse_size(raw: &str) -> Option<usize> {
     let upper = raw.to_ascii_uppercase();
     let trimmed = upper.trim_end_matches("IB").trim_end_matches('B');
     let (digits, scale) = match trimmed.chars().last()? {

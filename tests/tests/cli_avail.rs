@@ -75,7 +75,11 @@ fn avail_json_lists_every_registry_setting_component_and_counter_kind() {
     // traced; the runtime itself is never started by avail.
     let amd = &counters["gpu_amd"];
     assert_eq!(amd["backend"], "hsa", "{amd}");
-    assert_eq!(amd["kfd"], std::path::Path::new("/dev/kfd").exists(), "{amd}");
+    assert_eq!(
+        amd["kfd"],
+        std::path::Path::new("/dev/kfd").exists(),
+        "{amd}"
+    );
     let reason = amd["reason"].as_str().unwrap();
     match amd["hsa_runtime"].as_str() {
         None => assert!(reason.contains("ROCm is not installed"), "{reason}"),

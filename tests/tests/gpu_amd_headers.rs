@@ -1,6 +1,6 @@
 //! The HSA layouts and constants Metron assumes (`metron_gpu_amd::layouts`, `constants`) against
 //! the real ROCm headers: a C++ program compiled with `hsa_api_trace.h` (which is C++:
-//! `decltype`), `hsa.h`, `hsa_ext_amd.h` and `hsa_ven_amd_loader.h` prints every `offsetof`,
+//! `decltype`), `hsa.h`, `hsa_ext_amd.h`, `hsa_ven_amd_loader.h` and `hsa_ven_amd_aqlprofile.h` prints every `offsetof`,
 //! `sizeof` and enum value, and each must equal Metron's. Headers: `$METRON_HSA_INCLUDE`, else
 //! `/opt/rocm/include/hsa`, else `/usr/include/hsa` (Debian's `libhsa-runtime-dev`, which
 //! `scripts/install-deps.sh` installs). Skips with the reason when none is there.
@@ -35,7 +35,7 @@ fn hsa_layouts_and_constants_match_the_rocm_headers() {
     let mut c = String::from(
         "#define AMD_INTERNAL_BUILD 1\n#include <stdio.h>\n#include <stddef.h>\n\
          #include <hsa.h>\n#include <hsa_ext_amd.h>\n#include <hsa_api_trace.h>\n\
-         #include <hsa_ven_amd_loader.h>\nint main(void){\n",
+         #include <hsa_ven_amd_loader.h>\n#include <hsa_ven_amd_aqlprofile.h>\nint main(void){\n",
     );
     for (name, _) in &layouts {
         if let Some(ty) = name.strip_prefix("sizeof ") {

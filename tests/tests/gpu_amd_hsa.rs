@@ -388,3 +388,127 @@ fn the_real_runtime_without_a_gpu_is_reported_not_fatal() {
         );
     }
 }
+
+/// Counters per dispatch through AQLprofile: the double counts what a start..stop window saw
+/// (waves from the grid, VALU per wave per kernel, busy ticks) and returns each value split in
+/// two samples, which Metron must add; derived metrics from the counter file and inline.
+#[test]
+fn aqlprofile_counters_per_dispatch_with_derived_metrics() {
+    let dir = temp_dir("amd-hsa-counters");
+    let Some(exe) = build(&dir) else { return };
+    let metrics =
+        "SQ_WAVES,SQ_INSTS_VALU,GRBM_GUI_ACTIVE,VALU_PER_WAVE,busy=100*GRBM_GUI_ACTIVE/GRBM_COUNT";
+    let out = metron_run(&exe, &dir, "normal", &[("METRON_GPU_METRICS", metrics)]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("metron: AMD GPU counters: SQ_WAVES, SQ_INSTS_VALU, GRBM_GUI_ACTIVE, GRBM_COUNT, VALU_PER_WAVE, busy on gfx90a"),
+        "{stderr}"
+    );
+    assert!(
+        printed(&out)["profile_buffers_shared"] > 0,
+        "profile buffers made GPU-accessible"
+    );
+    let run = dir.join("run");
+    let rows = csv_rows(&run.join("kernels.csv"));
+    let got: Vec<Vec<&str>> = rows
+        .iter()
+        .map(|r| {
+            [
+                "SQ_WAVES",
+                "SQ_INSTS_VALU",
+                "GRBM_GUI_ACTIVE",
+                "GRBM_COUNT",
+                "VALU_PER_WAVE",
+            ]
+            .iter()
+            .map(|k| r[*k].as_str())
+            .collect()
+        })
+        .collect();
+    // vector_add: 4096 groups of 256 = 4 waves each; matmul: 1024 and 256 groups of 16x16;
+    // reduce_sum: 64 groups of 1024 = 16 waves each. VALU per wave 12 / 40 / 20; busy ticks =
+    // the kernel's duration in agent ticks, GRBM_COUNT 100 more.
+    assert_eq!(
+        got,
+        vec![
+            vec!["16384", "196608", "1000", "1100", "12"],
+            vec!["4096", "163840", "3000", "3100", "40"],
+            vec!["1024", "40960", "3000", "3100", "40"],
+            vec!["1024", "20480", "500", "600", "20"],
+        ]
+    );
+    let busy: f64 = rows[0]["busy"].parse().unwrap();
+    assert!((busy - 100.0 * 1000.0 / 1100.0).abs() < 1e-9, "{busy}");
+    // Counting does not change the times.
+    let durations: Vec<u64> = rows
+        .iter()
+        .map(|r| r["EndNs"].parse::<u64>().unwrap() - r["StartNs"].parse::<u64>().unwrap())
+        .collect();
+    assert_eq!(durations, [20_000, 60_000, 60_000, 10_000]);
+    let counters = &read_json(&run, "metadata.json")["gpu"]["counters"];
+    assert_eq!(counters["kernels_counted"], 4, "{counters}");
+    assert_eq!(counters["error"], Value::Null);
+    // Per region in the summary: sums of each counter over the region's kernels.
+    let summary = read_json(&run, "summary.json");
+    let by_region = summary["gpu"]["gpu_counters"]["by_region"]
+        .as_array()
+        .unwrap();
+    let matmul = by_region
+        .iter()
+        .find(|r| r["region"] == "matmul_step")
+        .expect("matmul_step");
+    assert_eq!(matmul["kernels"], 2);
+    assert_eq!(matmul["sums"]["SQ_WAVES"], 5120.0, "4096 + 1024");
+    assert_eq!(
+        matmul["sums"]["VALU_PER_WAVE"], 40.0,
+        "a ratio of the region's totals"
+    );
+}
+
+/// Bad counter requests are refused with what is accepted, and tracing carries on uncounted.
+#[test]
+fn unknown_or_refused_counters_turn_counting_off_with_the_reason() {
+    let dir = temp_dir("amd-hsa-counters-bad");
+    let Some(exe) = build(&dir) else { return };
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str);
+    let cases: [Case<'_>; 3] = [
+        (
+            "SQ_WAVES,TCC_HITS",
+            &[],
+            "unknown AMD GPU counter TCC_HITS for gfx90a; gfx90a has: GRBM_COUNT, GRBM_GUI_ACTIVE",
+        ),
+        (
+            "SQ_INSTS_SMEM",
+            &[],
+            "AMD Instinct MI210 (double) (gfx90a) does not count SQ_INSTS_SMEM: AQLprofile rejects block 6 counter 57",
+        ),
+        (
+            "SQ_WAVES",
+            &[("DOUBLE_NO_AQLPROFILE", "1")],
+            "the runtime offers no AQLprofile extension",
+        ),
+    ];
+    for (i, (metrics, extra, reason)) in cases.iter().enumerate() {
+        let case = dir.join(format!("case{i}"));
+        std::fs::create_dir_all(&case).unwrap();
+        let mut env = vec![("METRON_GPU_METRICS", *metrics)];
+        env.extend_from_slice(extra);
+        let out = metron_run(&exe, &case, "normal", &env);
+        assert_eq!(printed(&out)["done"], 1);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("metron: AMD GPU counters are off: "),
+            "{stderr}"
+        );
+        assert!(stderr.contains(reason), "{metrics}: {stderr}");
+        let run = case.join("run");
+        let rows = csv_rows(&run.join("kernels.csv"));
+        assert_eq!(rows.len(), 4, "{metrics}: dispatches are still traced");
+        assert!(!rows[0].contains_key("SQ_WAVES"), "no counter columns");
+        let counters = &read_json(&run, "metadata.json")["gpu"]["counters"];
+        assert!(
+            counters["error"].as_str().unwrap().contains(reason),
+            "{counters}"
+        );
+    }
+}

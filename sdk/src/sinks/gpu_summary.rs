@@ -197,7 +197,7 @@ fn counters_json(records: &[GpuRecord], c: &super::kernels_csv::KernelCounters) 
     };
     json!({
         "metrics": c.metrics,
-        "scope": "per kernel (kernel replay), summed per launching region and per kernel name",
+        "scope": "per kernel, summed per launching region and per kernel name",
         "by_region": rows(&regions, "region"),
         "by_kernel": rows(&kernels, "name"),
     })

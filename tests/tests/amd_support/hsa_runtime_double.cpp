@@ -20,6 +20,7 @@
 #include <hsa_ext_amd.h>
 #include <hsa_api_trace.h>
 #include <hsa_ven_amd_loader.h>
+#include <hsa_ven_amd_aqlprofile.h>
 
 #include <atomic>
 #include <chrono>
@@ -101,13 +102,32 @@ struct Kernel {
   uint64_t device_address;
   uint32_t lds, scratch, rsrc1;
   uint64_t ticks;
+  uint64_t valu_per_wave;  // what the double's SQ "counts"
   unsigned char host_copy[64];
 };
 Kernel g_kernels[] = {
-    {"_Z10vector_addPKfS0_Pfi.kd", 0x7f0000001000ull, 0, 0, 3 | (1 << 6), 1000, {}},
-    {"_Z12matmul_tiledPKfS0_Pfi.kd", 0x7f0000001100ull, 8192, 0, 7 | (2 << 6), 3000, {}},
-    {"reduce_sum.kd", 0x7f0000001200ull, 1024, 16, 1, 500, {}},
+    {"_Z10vector_addPKfS0_Pfi.kd", 0x7f0000001000ull, 0, 0, 3 | (1 << 6), 1000, 12, {}},
+    {"_Z12matmul_tiledPKfS0_Pfi.kd", 0x7f0000001100ull, 8192, 0, 7 | (2 << 6), 3000, 40, {}},
+    {"reduce_sum.kd", 0x7f0000001200ull, 1024, 16, 1, 500, 20, {}},
 };
+
+// AQLprofile: gfx90a counters the double knows (block SQ = 6, GRBM = 3) and counts:
+// SQ_WAVES (4), SQ_INSTS_VALU (26), SQ_INSTS_SALU (56), GRBM_COUNT (0), GRBM_GUI_ACTIVE (2).
+// A start packet arms the profile it carries; each dispatch until its stop packet adds to the
+// counts; the stop packet writes them into the profile's output buffer, one uint64_t per event.
+// As on the hardware, the packets point at the profile's command buffer, which says what to
+// count and where the results go.
+const uint16_t kStartMark = 0x5354, kStopMark = 0x5350;
+struct Commands {
+  void* output;
+  uint32_t count;
+  hsa_ven_amd_aqlprofile_event_t events[16];
+};
+struct Counting {
+  const Commands* commands = nullptr;
+  uint64_t values[16] = {};
+} g_counting;
+std::atomic<int> g_allowed_buffers{0};
 const char* kVariable = "table_of_constants";
 
 bool cond_met(hsa_signal_condition_t c, int64_t v, int64_t cmp) {
@@ -158,6 +178,46 @@ uint64_t kernel_ticks(uint64_t object) {
   return 100;
 }
 
+uint64_t kernel_valu(uint64_t object) {
+  for (auto& k : g_kernels)
+    if (k.device_address == object) return k.valu_per_wave;
+  return 1;
+}
+
+void count_dispatch(const hsa_kernel_dispatch_packet_t& p, uint64_t ticks) {
+  const Commands* prof = g_counting.commands;
+  if (!prof) return;
+  auto groups = [](uint32_t g, uint16_t w) { return (g + w - 1) / w; };
+  uint64_t wg = uint64_t(groups(p.grid_size_x, p.workgroup_size_x)) *
+                groups(p.grid_size_y, p.workgroup_size_y) * groups(p.grid_size_z, p.workgroup_size_z);
+  uint64_t items = uint64_t(p.workgroup_size_x) * p.workgroup_size_y * p.workgroup_size_z;
+  uint64_t waves = wg * ((items + 63) / 64);
+  for (uint32_t i = 0; i < prof->count; i++) {
+    const hsa_ven_amd_aqlprofile_event_t& e = prof->events[i];
+    uint64_t v = 0;
+    if (e.block_name == HSA_VEN_AMD_AQLPROFILE_BLOCK_NAME_SQ && e.counter_id == 4) v = waves;
+    if (e.block_name == HSA_VEN_AMD_AQLPROFILE_BLOCK_NAME_SQ && e.counter_id == 26)
+      v = waves * kernel_valu(p.kernel_object);
+    if (e.block_name == HSA_VEN_AMD_AQLPROFILE_BLOCK_NAME_SQ && e.counter_id == 56) v = waves * 5;
+    if (e.block_name == HSA_VEN_AMD_AQLPROFILE_BLOCK_NAME_GRBM && e.counter_id == 0) v = ticks + 100;
+    if (e.block_name == HSA_VEN_AMD_AQLPROFILE_BLOCK_NAME_GRBM && e.counter_id == 2) v = ticks;
+    g_counting.values[i] += v;
+  }
+}
+
+void vendor_packet(const hsa_kernel_dispatch_packet_t& raw) {
+  auto& p = reinterpret_cast<const hsa_ext_amd_aql_pm4_packet_t&>(raw);
+  const Commands* cmd;
+  std::memcpy(&cmd, &p.pm4_command[1], sizeof cmd);
+  if (p.pm4_command[0] == kStartMark) {
+    g_counting.commands = cmd;
+    std::memset(g_counting.values, 0, sizeof g_counting.values);
+  } else if (p.pm4_command[0] == kStopMark && g_counting.commands == cmd) {
+    std::memcpy(cmd->output, g_counting.values, 8 * cmd->count);
+    g_counting.commands = nullptr;
+  }
+}
+
 // The "GPU": executes work in order, one item at a time.
 void gpu_loop() {
   uint64_t last_end = 0;
@@ -198,6 +258,9 @@ void gpu_loop() {
         s->end = end_tick;
         s->timed = true;
       }
+      count_dispatch(w.packet, end_tick - start_tick);
+    } else if (type == HSA_PACKET_TYPE_VENDOR_SPECIFIC) {
+      vendor_packet(w.packet);
     }
     complete(w.packet.completion_signal);
   }
@@ -457,8 +520,105 @@ hsa_status_t d_query_host_address(const void* device, const void** host) {
   return HSA_STATUS_ERROR_INVALID_ARGUMENT;
 }
 
+hsa_status_t aql_validate(hsa_agent_t, const hsa_ven_amd_aqlprofile_event_t* e, bool* ok) {
+  bool sq = e->block_name == HSA_VEN_AMD_AQLPROFILE_BLOCK_NAME_SQ &&
+            (e->counter_id == 4 || e->counter_id == 26 || e->counter_id == 56);
+  bool grbm = e->block_name == HSA_VEN_AMD_AQLPROFILE_BLOCK_NAME_GRBM &&
+              (e->counter_id == 0 || e->counter_id == 2);
+  *ok = (sq || grbm) && e->block_index == 0;
+  return HSA_STATUS_SUCCESS;
+}
+
+hsa_status_t aql_get_info(const hsa_ven_amd_aqlprofile_profile_t* p,
+                          hsa_ven_amd_aqlprofile_info_type_t attribute, void* value) {
+  switch (attribute) {
+    case HSA_VEN_AMD_AQLPROFILE_INFO_COMMAND_BUFFER_SIZE: *static_cast<uint32_t*>(value) = 256; return HSA_STATUS_SUCCESS;
+    case HSA_VEN_AMD_AQLPROFILE_INFO_PMC_DATA_SIZE: *static_cast<uint32_t*>(value) = 8 * p->event_count; return HSA_STATUS_SUCCESS;
+    default: return HSA_STATUS_ERROR;
+  }
+}
+
+hsa_status_t aql_packet(const hsa_ven_amd_aqlprofile_profile_t* p, hsa_ext_amd_aql_pm4_packet_t* out,
+                        uint16_t mark) {
+  if (!p->command_buffer.ptr || p->command_buffer.size < sizeof(Commands) || !p->output_buffer.ptr ||
+      p->output_buffer.size < 8 * p->event_count || p->event_count > 16)
+    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  Commands* cmd = static_cast<Commands*>(p->command_buffer.ptr);
+  cmd->output = p->output_buffer.ptr;
+  cmd->count = p->event_count;
+  std::memcpy(cmd->events, p->events, p->event_count * sizeof *p->events);
+  std::memset(out, 0, sizeof *out);
+  out->header = HSA_PACKET_TYPE_VENDOR_SPECIFIC << HSA_PACKET_HEADER_TYPE;
+  out->pm4_command[0] = mark;
+  std::memcpy(&out->pm4_command[1], &cmd, sizeof cmd);
+  return HSA_STATUS_SUCCESS;
+}
+hsa_status_t aql_start(hsa_ven_amd_aqlprofile_profile_t* p, hsa_ext_amd_aql_pm4_packet_t* out) {
+  return aql_packet(p, out, kStartMark);
+}
+hsa_status_t aql_stop(const hsa_ven_amd_aqlprofile_profile_t* p, hsa_ext_amd_aql_pm4_packet_t* out) {
+  return aql_packet(p, out, kStopMark);
+}
+
+// Each event's value comes back as two samples (two "instances"), which a tool must add.
+hsa_status_t aql_iterate(const hsa_ven_amd_aqlprofile_profile_t* p,
+                         hsa_ven_amd_aqlprofile_data_callback_t callback, void* data) {
+  const uint64_t* out = static_cast<const uint64_t*>(p->output_buffer.ptr);
+  for (uint32_t i = 0; i < p->event_count; i++) {
+    for (uint32_t sample = 0; sample < 2; sample++) {
+      hsa_ven_amd_aqlprofile_info_data_t info;
+      std::memset(&info, 0, sizeof info);
+      info.sample_id = sample;
+      info.pmc_data.event = p->events[i];
+      info.pmc_data.result = sample == 0 ? out[i] / 2 : out[i] - out[i] / 2;
+      hsa_status_t s = callback(HSA_VEN_AMD_AQLPROFILE_INFO_PMC_DATA, &info, data);
+      if (s != HSA_STATUS_SUCCESS) return s;
+    }
+  }
+  return HSA_STATUS_SUCCESS;
+}
+
+// One host memory pool (kernarg, fine-grained) on the CPU agent.
+const uint64_t kPool = 0x500;
+hsa_status_t d_iterate_pools(hsa_agent_t agent, hsa_status_t (*cb)(hsa_amd_memory_pool_t, void*),
+                             void* data) {
+  if (agent.handle != kCpu) return HSA_STATUS_SUCCESS;
+  hsa_status_t s = cb(hsa_amd_memory_pool_t{kPool}, data);
+  return s == HSA_STATUS_INFO_BREAK ? HSA_STATUS_SUCCESS : s;
+}
+hsa_status_t d_pool_info(hsa_amd_memory_pool_t, hsa_amd_memory_pool_info_t attribute, void* value) {
+  switch (attribute) {
+    case HSA_AMD_MEMORY_POOL_INFO_SEGMENT: *static_cast<hsa_amd_segment_t*>(value) = HSA_AMD_SEGMENT_GLOBAL; return HSA_STATUS_SUCCESS;
+    case HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS:
+      *static_cast<uint32_t*>(value) = HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT | HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED;
+      return HSA_STATUS_SUCCESS;
+    case HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED: *static_cast<bool*>(value) = true; return HSA_STATUS_SUCCESS;
+    default: return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  }
+}
+hsa_status_t d_pool_allocate(hsa_amd_memory_pool_t pool, size_t size, uint32_t, void** ptr) {
+  if (pool.handle != kPool) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  *ptr = std::calloc(1, size);
+  return HSA_STATUS_SUCCESS;
+}
+hsa_status_t d_allow_access(uint32_t n, const hsa_agent_t* agents, const uint32_t*, const void*) {
+  if (n == 1 && agents[0].handle != kCpu) g_allowed_buffers++;
+  return HSA_STATUS_SUCCESS;
+}
+
 hsa_status_t d_major_extension_table(uint16_t extension, uint16_t major, size_t size,
                                      void* table) {
+  if (extension == HSA_EXTENSION_AMD_AQLPROFILE && major == 1 && !std::getenv("DOUBLE_NO_AQLPROFILE")) {
+    hsa_ven_amd_aqlprofile_1_00_pfn_t t;
+    std::memset(&t, 0, sizeof t);
+    t.hsa_ven_amd_aqlprofile_validate_event = aql_validate;
+    t.hsa_ven_amd_aqlprofile_get_info = aql_get_info;
+    t.hsa_ven_amd_aqlprofile_start = aql_start;
+    t.hsa_ven_amd_aqlprofile_stop = aql_stop;
+    t.hsa_ven_amd_aqlprofile_iterate_data = aql_iterate;
+    std::memcpy(table, &t, size < sizeof t ? size : sizeof t);
+    return HSA_STATUS_SUCCESS;
+  }
   if (extension != HSA_EXTENSION_AMD_LOADER || major != 1) return HSA_STATUS_ERROR;
   hsa_ven_amd_loader_1_01_pfn_t t;
   std::memset(&t, 0, sizeof t);
@@ -510,6 +670,10 @@ hsa_status_t double_hsa_init() {
   a.hsa_amd_memory_async_copy_fn = d_async_copy;
   a.hsa_amd_queue_intercept_create_fn = d_intercept_create;
   a.hsa_amd_queue_intercept_register_fn = d_intercept_register;
+  a.hsa_amd_agent_iterate_memory_pools_fn = d_iterate_pools;
+  a.hsa_amd_memory_pool_get_info_fn = d_pool_info;
+  a.hsa_amd_memory_pool_allocate_fn = d_pool_allocate;
+  a.hsa_amd_agents_allow_access_fn = d_allow_access;
 
   g_gpu = std::thread(gpu_loop);
   g_events = std::thread(events_loop);
@@ -538,6 +702,7 @@ hsa_status_t double_hsa_init() {
     }
   }
   std::printf("tools_loaded=%zu\n", g_tools.size());
+  std::printf("profile_buffers_shared=%d\n", g_allowed_buffers.load());
   return HSA_STATUS_SUCCESS;
 }
 
