@@ -3,7 +3,9 @@
 //! through Metron's intercept handler (a signal from the pool, the slot filled, the launch
 //! annotation, the packet copied to the writer) and its completion handler (times read and
 //! converted, the record queued, the application's signal completed, the slot freed).
-//! The runtime's own cost (ROCr's interception and signal handling) is not in it.
+//! The runtime's own cost (ROCr's interception and signal handling) is not in it. With
+//! `METRON_GPU_METRICS=SQ_WAVES,GRBM_COUNT` set, each dispatch is counted (start and stop packets,
+//! the counters read back in the completion handler).
 
 use criterion::{criterion_group, criterion_main, Criterion};
 

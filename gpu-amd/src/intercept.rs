@@ -291,60 +291,44 @@ pub fn packets_written(queue_slot: usize, packets: &[DispatchPacket], writer: Pa
         sys::write_packets(writer, packets);
         return;
     }
-    const CHUNK: usize = 32;
-    // A counted dispatch becomes three packets: start, dispatch, stop.
-    let mut copy = [DispatchPacket::default(); 3 * CHUNK];
+    // 96 packets: at least 32 counted dispatches (three packets each) per writer call.
+    let mut out = sys::PacketBuf::<96>::new(writer);
     let counters = crate::counters::get();
-    for chunk in packets.chunks(CHUNK) {
-        let mut n = 0;
-        for p in chunk {
-            if sys::packet_type(p.header) != sys::PACKET_TYPE_KERNEL_DISPATCH {
-                copy[n] = *p;
-                n += 1;
-                continue;
-            }
-            COUNTS.dispatches.fetch_add(1, Ordering::Relaxed);
-            let device = QUEUE_DEVICE[queue_slot].load(Ordering::Relaxed) as usize;
-            let gpu = counters.and_then(|c| c.gpus.get(device));
-            let counted = gpu.and_then(|g| {
-                let i = g.free.pop();
-                if i.is_none() {
-                    crate::counters::uncounted();
-                }
-                i.map(|i| (i, &g.slots[i as usize]))
-            });
-            let mut dispatch = *p;
-            match take_slot_for_dispatch(
-                rt,
-                pool,
-                queue_slot,
-                p,
-                counted.map(|c| (c.0, c.1.signal)),
-            ) {
-                Some(signal) => {
-                    dispatch.completion_signal = signal;
-                    if let Some((_, slot)) = counted {
-                        copy[n] = slot.start;
-                        n += 1;
-                        copy[n] = dispatch;
-                        let mut stop = slot.stop;
-                        stop.completion_signal = slot.signal;
-                        copy[n + 1] = stop;
-                        n += 2;
-                        continue;
-                    }
-                }
-                None => {
-                    if let (Some(g), Some((i, _))) = (gpu, counted) {
-                        let _ = g.free.push(i);
-                    }
-                }
-            }
-            copy[n] = dispatch;
-            n += 1;
+    for p in packets {
+        if sys::packet_type(p.header) != sys::PACKET_TYPE_KERNEL_DISPATCH {
+            out.push(std::slice::from_ref(p));
+            continue;
         }
-        sys::write_packets(writer, &copy[..n]);
+        COUNTS.dispatches.fetch_add(1, Ordering::Relaxed);
+        let device = QUEUE_DEVICE[queue_slot].load(Ordering::Relaxed) as usize;
+        let gpu = counters.and_then(|c| c.gpus.get(device));
+        let counted = gpu.and_then(|g| {
+            let i = g.free.pop();
+            if i.is_none() {
+                crate::counters::uncounted();
+            }
+            i.map(|i| (i, &g.slots[i as usize]))
+        });
+        let mut dispatch = *p;
+        match take_slot_for_dispatch(rt, pool, queue_slot, p, counted.map(|c| (c.0, c.1.signal))) {
+            Some(signal) => {
+                dispatch.completion_signal = signal;
+                if let Some((_, slot)) = counted {
+                    let mut stop = slot.stop;
+                    stop.completion_signal = slot.signal;
+                    out.push(&[slot.start, dispatch, stop]);
+                    continue;
+                }
+            }
+            None => {
+                if let (Some(g), Some((i, _))) = (gpu, counted) {
+                    let _ = g.free.push(i);
+                }
+            }
+        }
+        out.push(&[dispatch]);
     }
+    out.flush();
 }
 
 /// A signal of Metron's for the dispatch `p` (its slot filled), or `None` when it goes untimed.

@@ -13,6 +13,8 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 const GPU: Handle = 0x200;
+const CPU: Handle = 0x100;
+const POOL: Handle = 0x500;
 static NEXT_SIGNAL: AtomicU64 = AtomicU64::new(0x1000);
 static INTERCEPT: AtomicUsize = AtomicUsize::new(0);
 static INTERCEPT_DATA: AtomicUsize = AtomicUsize::new(0);
@@ -36,13 +38,21 @@ unsafe extern "C" fn iterate_agents(
     data: *mut c_void,
 ) -> Status {
     // SAFETY: the caller's callback and data, as hsa_iterate_agents does.
-    unsafe { callback(GPU, data) }
+    unsafe {
+        callback(CPU, data);
+        callback(GPU, data)
+    }
 }
 
-unsafe extern "C" fn agent_get_info(_agent: Handle, attribute: u32, value: *mut c_void) -> Status {
+unsafe extern "C" fn agent_get_info(agent: Handle, attribute: u32, value: *mut c_void) -> Status {
     if attribute == crate::sys::AGENT_INFO_DEVICE {
+        let kind = if agent == GPU {
+            crate::sys::DEVICE_TYPE_GPU
+        } else {
+            0
+        };
         // SAFETY: the attribute is a 32-bit enum.
-        unsafe { *value.cast::<u32>() = crate::sys::DEVICE_TYPE_GPU };
+        unsafe { *value.cast::<u32>() = kind };
     } else {
         let name = b"gfx90a\0";
         // SAFETY: string attributes are char[64].
@@ -132,6 +142,132 @@ unsafe extern "C" fn writer(_packets: *const c_void, count: u64) {
 
 unsafe extern "C" fn fallback() {}
 
+// AQLprofile and the memory pool, for counted dispatches: every event is valid, the packets
+// are empty vendor packets, each event reads 1.
+use crate::sys_aqlprofile::{AqlprofileTable, Event, InfoData, Profile};
+
+unsafe extern "C" fn aql_validate(_agent: Handle, _event: *const Event, ok: *mut bool) -> Status {
+    // SAFETY: a valid out-pointer from Metron.
+    unsafe { *ok = true };
+    SUCCESS
+}
+
+unsafe extern "C" fn aql_info(_p: *const Profile, _attribute: u32, value: *mut c_void) -> Status {
+    // SAFETY: both attributes Metron asks for are uint32_t.
+    unsafe { *value.cast::<u32>() = 64 };
+    SUCCESS
+}
+
+unsafe extern "C" fn aql_start(_p: *mut Profile, packet: *mut DispatchPacket) -> Status {
+    // SAFETY: a valid out-packet from Metron.
+    unsafe { *packet = DispatchPacket::default() };
+    SUCCESS
+}
+
+unsafe extern "C" fn aql_stop(_p: *const Profile, packet: *mut DispatchPacket) -> Status {
+    // SAFETY: a valid out-packet from Metron.
+    unsafe { *packet = DispatchPacket::default() };
+    SUCCESS
+}
+
+unsafe extern "C" fn aql_iterate(
+    p: *const Profile,
+    callback: unsafe extern "C" fn(u32, *mut InfoData, *mut c_void) -> Status,
+    data: *mut c_void,
+) -> Status {
+    // SAFETY: Metron's complete profile.
+    let p = unsafe { &*p };
+    for i in 0..p.event_count as usize {
+        let mut info = InfoData {
+            sample_id: 0,
+            _union_align: 0,
+            // SAFETY: `events` holds `event_count` events.
+            event: unsafe { *p.events.add(i) },
+            result: 1,
+        };
+        // SAFETY: Metron's callback and data.
+        unsafe { callback(crate::sys_aqlprofile::INFO_PMC_DATA, &mut info, data) };
+    }
+    SUCCESS
+}
+
+unsafe extern "C" fn major_extension_table(
+    extension: u16,
+    _major: u16,
+    size: usize,
+    table: *mut c_void,
+) -> Status {
+    if extension != crate::sys_aqlprofile::EXTENSION_AMD_AQLPROFILE
+        || size < std::mem::size_of::<AqlprofileTable>()
+    {
+        return crate::sys::ERROR;
+    }
+    let t = AqlprofileTable {
+        version_major: None,
+        version_minor: None,
+        error_string: None,
+        validate_event: Some(aql_validate),
+        start: Some(aql_start),
+        stop: Some(aql_stop),
+        read: None,
+        legacy_get_pm4: None,
+        get_info: Some(aql_info),
+        iterate_data: Some(aql_iterate),
+    };
+    // SAFETY: Metron passes room for the whole table.
+    unsafe { *table.cast::<AqlprofileTable>() = t };
+    SUCCESS
+}
+
+unsafe extern "C" fn iterate_pools(
+    agent: Handle,
+    callback: unsafe extern "C" fn(Handle, *mut c_void) -> Status,
+    data: *mut c_void,
+) -> Status {
+    if agent == CPU {
+        // SAFETY: Metron's callback and data.
+        unsafe { callback(POOL, data) };
+    }
+    SUCCESS
+}
+
+unsafe extern "C" fn pool_info(_pool: Handle, attribute: u32, value: *mut c_void) -> Status {
+    use crate::sys_aqlprofile as a;
+    // SAFETY: SEGMENT and GLOBAL_FLAGS are 32-bit, RUNTIME_ALLOC_ALLOWED a bool.
+    unsafe {
+        match attribute {
+            a::POOL_INFO_SEGMENT => *value.cast::<u32>() = a::SEGMENT_GLOBAL,
+            a::POOL_INFO_GLOBAL_FLAGS => *value.cast::<u32>() = a::GLOBAL_FLAG_FINE_GRAINED,
+            _ => *value.cast::<bool>() = true,
+        }
+    }
+    SUCCESS
+}
+
+unsafe extern "C" fn pool_allocate(
+    _pool: Handle,
+    size: usize,
+    _flags: u32,
+    ptr: *mut *mut c_void,
+) -> Status {
+    // SAFETY: a valid out-pointer; the memory lives for the process (as a profile's does).
+    unsafe {
+        *ptr = Box::leak(vec![0u8; size].into_boxed_slice())
+            .as_mut_ptr()
+            .cast()
+    };
+    SUCCESS
+}
+
+unsafe extern "C" fn allow_access(
+    _n: u32,
+    _agents: *const Handle,
+    _flags: *const u32,
+    _ptr: *const c_void,
+) -> Status {
+    SUCCESS
+}
+
 fn raw(f: *const ()) -> RawFn {
     // SAFETY: every entry is a function pointer; the fake's entries have the signatures the
     // header gives their slots (Metron casts them back to exactly those).
@@ -166,6 +302,11 @@ pub fn install() -> Result<(), String> {
     core.hsa_signal_store_relaxed_fn = raw(signal_op as *const ());
     core.hsa_signal_subtract_screlease_fn = raw(signal_op as *const ());
     core.hsa_memory_copy_fn = any;
+    core.hsa_system_get_major_extension_table_fn = raw(major_extension_table as *const ());
+    amd.hsa_amd_agent_iterate_memory_pools_fn = raw(iterate_pools as *const ());
+    amd.hsa_amd_memory_pool_get_info_fn = raw(pool_info as *const ());
+    amd.hsa_amd_memory_pool_allocate_fn = raw(pool_allocate as *const ());
+    amd.hsa_amd_agents_allow_access_fn = raw(allow_access as *const ());
     amd.hsa_amd_profiling_set_profiler_enabled_fn = raw(set_profiler_enabled as *const ());
     amd.hsa_amd_profiling_get_dispatch_time_fn = raw(dispatch_time as *const ());
     amd.hsa_amd_profiling_convert_tick_to_system_domain_fn = raw(tick_to_system as *const ());

@@ -178,20 +178,33 @@ scenario! {
 /// made once, at the queue's creation and at `OnLoad`.
 #[test]
 fn amd_dispatch_interception_and_completion_allocate_nothing() {
-    let run = Scenario::new("scenario_amd_dispatch")
-        .env("METRON_BUFFER_SIZE", "64M")
-        .env("METRON_FLUSH_INTERVAL", "0")
-        .env("METRON_GPU_AMD_RECORDS", "1000000")
-        .run();
-    let data = run.data();
-    assert_eq!(
-        data["written"],
-        ROUNDS + 2,
-        "every packet reached the writer"
-    );
-    assert_eq!(data["dispatches"], 0, "allocations in {ROUNDS} dispatches");
-    let gpu = &run.metadata()["gpu"];
-    assert_eq!(gpu["backend"], "hsa", "{gpu}");
-    assert_eq!(gpu["untimed_no_free_signal"], 0, "{gpu}");
-    assert_eq!(gpu["records"]["kernels"], ROUNDS + 2, "{gpu}");
+    for counted in [false, true] {
+        let mut scenario = Scenario::new("scenario_amd_dispatch")
+            .env("METRON_BUFFER_SIZE", "64M")
+            .env("METRON_FLUSH_INTERVAL", "0")
+            .env("METRON_GPU_AMD_RECORDS", "1000000");
+        if counted {
+            // Counted dispatches: start, dispatch and stop packets, the counters read back.
+            scenario = scenario.env("METRON_GPU_METRICS", "SQ_WAVES,GRBM_COUNT,w=SQ_WAVES/2");
+        }
+        let run = scenario.run();
+        let data = run.data();
+        let packets = if counted { 3 } else { 1 };
+        assert_eq!(
+            data["written"],
+            packets * (ROUNDS + 2),
+            "every packet reached the writer"
+        );
+        assert_eq!(
+            data["dispatches"], 0,
+            "allocations in {ROUNDS} dispatches (counted: {counted})"
+        );
+        let gpu = &run.metadata()["gpu"];
+        assert_eq!(gpu["backend"], "hsa", "{gpu}");
+        assert_eq!(gpu["untimed_no_free_signal"], 0, "{gpu}");
+        assert_eq!(gpu["records"]["kernels"], ROUNDS + 2, "{gpu}");
+        if counted {
+            assert_eq!(gpu["counters"]["kernels_counted"], ROUNDS + 2, "{gpu}");
+        }
+    }
 }
