@@ -151,28 +151,18 @@ pub unsafe extern "C" fn async_copy(
     let Some((rt, original)) = runtime().and_then(|rt| Some((rt, rt.async_copy?))) else {
         return sys::ERROR;
     };
-    if !intercept::tracing() {
-        // SAFETY: the application's arguments, passed on.
-        return unsafe {
-            original(
-                dst,
-                dst_agent,
-                src,
-                src_agent,
-                size,
-                num_dep_signals,
-                dep_signals,
-                completion_signal,
-            )
-        };
-    }
+    let traced = intercept::tracing();
     let start = monotonic_ns();
-    let ours = guarded(None, || {
-        intercept::copy_submitted(rt, src_agent, dst_agent, size, completion_signal)
-    });
+    let ours = if traced {
+        guarded(None, || {
+            intercept::copy_submitted(rt, src_agent, dst_agent, size, completion_signal)
+        })
+    } else {
+        None
+    };
     let signal = ours.map_or(completion_signal, |o| o.0);
     // SAFETY: the application's arguments, with Metron's signal (same contract) in place of
-    // the completion signal.
+    // the completion signal when the copy is timed.
     let status = unsafe {
         original(
             dst,
@@ -185,6 +175,9 @@ pub unsafe extern "C" fn async_copy(
             signal,
         )
     };
+    if !traced {
+        return status;
+    }
     if status != sys::SUCCESS {
         if let Some((s, _)) = ours {
             guarded((), || intercept::copy_refused(rt, s));

@@ -5,8 +5,9 @@
 //! CUPTI headers `scripts/install-deps.sh` unpacks (`~/.cache/metron-cupti`). Skips
 //! with the reason when none has `cupti.h` or no C compiler exists.
 
+mod header_support;
+use header_support::{assert_same, layout_expr, print_values};
 use std::path::PathBuf;
-use std::process::Command;
 
 fn cupti_include() -> Option<PathBuf> {
     let mut candidates: Vec<PathBuf> = Vec::new();
@@ -61,67 +62,25 @@ fn check_layouts(tag: &str, layouts: &[(&'static str, usize)], headers: &[&'stat
         println!("SKIP: {missing} is not in {}", include.display());
         return;
     }
-    let mut c = String::from("#include <stdio.h>\n#include <stddef.h>\n");
-    for h in headers {
-        c.push_str(&format!("#include <{h}>\n"));
-    }
-    c.push_str("int main(void){\n");
-    for (name, _) in layouts {
-        if let Some(ty) = name.strip_prefix("sizeof ") {
-            c.push_str(&format!("printf(\"%zu\\n\", sizeof({ty}));\n"));
-        } else if let Some(ty) = name.strip_prefix("STRUCT_SIZE ") {
-            c.push_str(&format!(
-                "printf(\"%zu\\n\", (size_t)({ty}_STRUCT_SIZE));\n"
-            ));
-        } else {
-            let (ty, field) = name.split_once('.').expect("Struct.field");
-            c.push_str(&format!("printf(\"%zu\\n\", offsetof({ty}, {field}));\n"));
-        }
-    }
-    c.push_str("return 0;}\n");
-    let dir = std::env::temp_dir().join(format!("metron-gpu-headers-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let prelude: String = headers
+        .iter()
+        .map(|h| format!("#include <{h}>\n"))
+        .collect();
+    let exprs: Vec<String> = layouts.iter().map(|(n, _)| layout_expr(n)).collect();
     // cupti_profiler_host.h includes <string>: the profiler headers need C++.
     let cpp = headers.contains(&"cupti_profiler_host.h");
-    let src = dir.join(if cpp { "layouts.cpp" } else { "layouts.c" });
-    let exe = dir.join("layouts");
-    std::fs::write(&src, c).unwrap();
-    let cc = if cpp {
-        std::env::var("CXX").unwrap_or_else(|_| "c++".into())
-    } else {
-        std::env::var("CC").unwrap_or_else(|_| "cc".into())
+    let values = match print_values(tag, &prelude, &exprs, &include, cpp) {
+        Ok(v) => v,
+        Err(why) => {
+            println!("SKIP: {why}");
+            return;
+        }
     };
-    let Ok(out) = Command::new(&cc)
-        .arg("-I")
-        .arg(&include)
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-    else {
-        println!("SKIP: no C/C++ compiler ({cc})");
-        return;
-    };
-    assert!(
-        out.status.success(),
-        "compiling against {}: {}",
-        include.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let run = Command::new(&exe).output().unwrap();
-    let text = String::from_utf8_lossy(&run.stdout);
-    let values: Vec<usize> = text.lines().map(|l| l.trim().parse().unwrap()).collect();
-    assert_eq!(values.len(), layouts.len());
-    for ((name, ours), theirs) in layouts.iter().zip(values) {
-        assert_eq!(
-            *ours, theirs,
-            "{name}: Metron reads {ours}, cupti.h says {theirs}"
-        );
-    }
+    let ours: Vec<(&str, u64)> = layouts.iter().map(|(n, v)| (*n, *v as u64)).collect();
+    assert_same(&ours, &values, "cupti.h");
     println!(
         "checked {} offsets and sizes against {}",
         layouts.len(),
         include.display()
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
