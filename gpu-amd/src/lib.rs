@@ -376,18 +376,34 @@ unsafe fn start(table: *mut sys::HsaApiTable, _runtime_version: u64) -> Result<S
 }
 
 /// Pairs the runtime's system clock with `CLOCK_MONOTONIC` now.
+/// Once the runtime's `OnUnload` ran, nothing may call into it: the last pairing is kept.
 fn calibrate() -> Option<clock::Calibration> {
-    let rt = intercept::runtime()?;
-    let frequency = rt.system_u64(sys::SYSTEM_INFO_TIMESTAMP_FREQUENCY)?;
-    clock::Calibration::measure(frequency, || rt.system_u64(sys::SYSTEM_INFO_TIMESTAMP))
+    static LAST: Mutex<Option<clock::Calibration>> = Mutex::new(None);
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    if !RUNTIME_GONE.load(Ordering::Acquire) {
+        let fresh = intercept::runtime().and_then(|rt| {
+            let frequency = rt.system_u64(sys::SYSTEM_INFO_TIMESTAMP_FREQUENCY)?;
+            clock::Calibration::measure(frequency, || rt.system_u64(sys::SYSTEM_INFO_TIMESTAMP))
+        });
+        if fresh.is_some() {
+            *last = fresh;
+        }
+    }
+    *last
 }
+
+/// Set by `OnUnload`: the runtime is shutting down.
+static RUNTIME_GONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// The SDK's flush hook: delivers what completed; at the end of the run, first waits (up to
 /// 1 s) for dispatches and copies still in flight.
 fn flush(at_end: bool) {
     if at_end {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
-        while intercept::pool_usage().1 > 0 && std::time::Instant::now() < deadline {
+        while !RUNTIME_GONE.load(Ordering::Acquire)
+            && intercept::pool_usage().1 > 0
+            && std::time::Instant::now() < deadline
+        {
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
         records::stop();
@@ -415,6 +431,7 @@ pub fn on_unload() {
     if intercept::tracing() {
         records::drain();
     }
+    RUNTIME_GONE.store(true, Ordering::Release);
 }
 
 /// The layouts Metron assumes, `("C.field", offset)` / `("sizeof C", size)`, for checking

@@ -93,6 +93,7 @@ std::vector<Handler> g_handlers;
 std::deque<Work> g_work;
 bool g_stop = false;
 bool g_copy_profiling = false;
+std::atomic<bool> g_shut_down{false};  // as ROCr: no call works after hsa_shut_down
 std::thread g_gpu, g_events;
 std::vector<void*> g_tools;
 thread_local std::vector<hsa_kernel_dispatch_packet_t>* t_out = nullptr;
@@ -297,6 +298,7 @@ void ring_doorbell(Queue* q, uint64_t index) {
 // ---- the runtime's functions (table entries) ----
 
 hsa_status_t d_system_get_info(hsa_system_info_t attribute, void* value) {
+  if (g_shut_down) return HSA_STATUS_ERROR_NOT_INITIALIZED;
   switch (attribute) {
     case HSA_SYSTEM_INFO_TIMESTAMP: *static_cast<uint64_t*>(value) = sys_now(); return HSA_STATUS_SUCCESS;
     case HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY: *static_cast<uint64_t*>(value) = 100000000ull; return HSA_STATUS_SUCCESS;
@@ -718,6 +720,7 @@ hsa_status_t double_hsa_shut_down() {
   }
   g_gpu.join();
   g_events.join();
+  g_shut_down = true;
   return HSA_STATUS_SUCCESS;
 }
 
