@@ -132,6 +132,7 @@ fn report(sections: &[&str]) -> Value {
                 "gpu_unavailable_reason": gpu_probe.reason,
                 "gpu_backend": gpu_probe.to_json(),
                 "gpu_amd": metron_gpu_amd::probe().to_json(),
+                "gpu_amd_counters": metron_gpu_amd::counter_tables(),
             }),
         );
     }
@@ -327,6 +328,28 @@ fn text(report: &Value) -> String {
             "  gpu (AMD, HSA tools interface): {}\n",
             amd["reason"].as_str().unwrap_or("available")
         ));
+        let tables = &c["gpu_amd_counters"];
+        out.push_str(
+            "    AMD counters for METRON_GPU_METRICS (metrics/data/amd_gpu.xml, per architecture):\n",
+        );
+        if let Some(arches) = tables["architectures"].as_object() {
+            for (arch, counters) in arches {
+                let names: Vec<&str> = counters
+                    .as_array()
+                    .map(|a| a.iter().filter_map(|c| c["name"].as_str()).collect())
+                    .unwrap_or_default();
+                out.push_str(&format!("      {arch:<8} {}\n", names.join(" ")));
+            }
+        }
+        if let Some(metrics) = tables["metrics"].as_array() {
+            for m in metrics {
+                out.push_str(&format!(
+                    "      {:<16} = {}\n",
+                    m["name"].as_str().unwrap_or(""),
+                    m["expression"].as_str().unwrap_or("")
+                ));
+            }
+        }
     }
     out
 }

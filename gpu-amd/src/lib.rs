@@ -434,6 +434,48 @@ pub fn on_unload() {
     RUNTIME_GONE.store(true, Ordering::Release);
 }
 
+/// The AMD GPU counters Metron knows (`metrics/data/amd_gpu.xml`), for `metron avail`:
+/// per architecture its counters (name, AQLprofile block, counter id, description), and the
+/// derived metrics (name, expression, description).
+pub fn counter_tables() -> Value {
+    let set = match metron_metrics::MetricSet::from_xml(
+        metron_metrics::DEFAULT_AMD_GPU_FILE,
+        metron_metrics::DEFAULT_AMD_GPU_XML,
+    ) {
+        Ok(set) => set,
+        Err(e) => return json!({ "error": e.to_string() }),
+    };
+    let arches: serde_json::Map<String, Value> = set
+        .arches()
+        .iter()
+        .map(|(name, arch)| {
+            let counters: Vec<Value> = arch
+                .counters
+                .values()
+                .map(|c| {
+                    json!({"name": c.name, "block": c.block, "event": c.event,
+                           "description": c.description})
+                })
+                .collect();
+            (name.clone(), Value::Array(counters))
+        })
+        .collect();
+    let metrics: Vec<Value> = set
+        .metrics()
+        .values()
+        .map(|m| {
+            json!({"name": m.name, "expression": m.expr.to_string(),
+                   "description": m.description, "unit": m.unit})
+        })
+        .collect();
+    json!({
+        "file": "metrics/data/amd_gpu.xml",
+        "architectures": arches,
+        "metrics": metrics,
+        "note": "another gfx9xx uses the gfx9 table; counted per dispatch through AQLprofile",
+    })
+}
+
 /// The layouts Metron assumes, `("C.field", offset)` / `("sizeof C", size)`, for checking
 /// against `hsa.h`, `hsa_api_trace.h` and `hsa_ven_amd_loader.h`.
 pub fn layouts() -> Vec<(&'static str, usize)> {

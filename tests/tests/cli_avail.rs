@@ -88,6 +88,24 @@ fn avail_json_lists_every_registry_setting_component_and_counter_kind() {
         }
         Some(_) => assert!(reason.contains("HSA_TOOLS_LIB"), "{reason}"),
     }
+    // The AMD counter tables of the built-in file, per architecture.
+    let tables = &counters["gpu_amd_counters"];
+    let gfx90a = tables["architectures"]["gfx90a"]
+        .as_array()
+        .expect("gfx90a");
+    let waves = gfx90a
+        .iter()
+        .find(|c| c["name"] == "SQ_WAVES")
+        .expect("SQ_WAVES");
+    assert_eq!(
+        (waves["block"].as_str(), waves["event"].as_u64()),
+        (Some("SQ"), Some(4))
+    );
+    assert!(tables["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["name"] == "GPU_BUSY"));
 }
 
 #[test]
