@@ -25,6 +25,8 @@ use std::sync::{Mutex, OnceLock};
 pub const MAX_COUNTERS: usize = 8;
 /// Profiles (dispatches counted at once) per GPU.
 pub const SLOTS_PER_GPU: usize = 16;
+/// Most AQLprofile events per profile (a counter of a block with N instances is N events).
+pub const MAX_EVENTS: usize = 128;
 
 /// One profile: a dispatch's counters from start to stop.
 pub struct Slot {
@@ -39,12 +41,47 @@ pub struct Slot {
 pub struct GpuSlots {
     pub slots: Box<[Slot]>,
     pub free: ArrayQueue<u32>,
+    /// Every instance of every counter (the profiles point at this).
+    events: Box<[Event]>,
+    /// For each event, the counter (index in `list.hardware`) it adds to.
+    counter_of: Box<[usize]>,
+    /// Instances per counter.
+    instances: Vec<u32>,
+}
+
+/// `(events, the counter of each event, instances per counter)`.
+pub type Expanded = (Vec<Event>, Vec<usize>, Vec<u32>);
+
+/// Each counter once per instance of its block (AQLprofile's `BLOCK_ID` query; 1 when it does
+/// not say).
+pub fn expand_instances(
+    base: &[Event],
+    instances_of: impl Fn(&Event) -> Option<u32>,
+) -> Result<Expanded, String> {
+    let (mut events, mut counter_of, mut counts) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, e) in base.iter().enumerate() {
+        let n = instances_of(e).unwrap_or(1).clamp(1, MAX_EVENTS as u32);
+        for index in 0..n {
+            events.push(Event {
+                block_index: index,
+                ..*e
+            });
+            counter_of.push(i);
+        }
+        counts.push(n);
+    }
+    if events.len() > MAX_EVENTS {
+        return Err(format!(
+            "{} AQLprofile events once every block instance is counted; at most {MAX_EVENTS}",
+            events.len()
+        ));
+    }
+    Ok((events, counter_of, counts))
 }
 
 /// The counter set-up of the process.
 pub struct Counters {
     pub list: MetricList,
-    events: Box<[Event]>,
     table: AqlprofileTable,
     /// By device index.
     pub gpus: Vec<GpuSlots>,
@@ -163,7 +200,7 @@ fn try_setup(
         )
     })?;
     let list = MetricList::parse(&expand(raw, &set, arch))?;
-    let events = events_of(&list, &first.arch, arch)?.into_boxed_slice();
+    let base = events_of(&list, &first.arch, arch)?;
     let table = rt.aqlprofile().ok_or(
         "the runtime offers no AQLprofile extension (libhsa-amd-aqlprofile64.so not installed)",
     )?;
@@ -174,14 +211,28 @@ fn try_setup(
         .ok_or("no CPU agent for the profile buffers")?;
     let mut per_gpu = Vec::new();
     for gpu in &gpus {
-        for (name, e) in list.hardware.iter().zip(events.iter()) {
+        let block_name = |e: &Event| {
+            aql::BLOCKS
+                .iter()
+                .find(|b| b.1 == e.block_name)
+                .map_or("?", |b| b.0)
+        };
+        let (events, counter_of, instances) =
+            expand_instances(&base, |e| table.instances(gpu.handle, block_name(e)))?;
+        for (e, &i) in events.iter().zip(&counter_of) {
             if !table.valid(gpu.handle, e) {
                 return Err(format!(
-                    "{} ({}) does not count {name}: AQLprofile rejects block {} counter {}",
-                    gpu.name, gpu.arch, e.block_name, e.counter_id
+                    "{} ({}) does not count {}: AQLprofile rejects block {} instance {} counter {}",
+                    gpu.name,
+                    gpu.arch,
+                    list.hardware[i],
+                    block_name(e),
+                    e.block_index,
+                    e.counter_id
                 ));
             }
         }
+        let events = events.into_boxed_slice();
         let mut slots = Vec::with_capacity(SLOTS_PER_GPU);
         for _ in 0..SLOTS_PER_GPU {
             let mut profile = Box::new(Profile {
@@ -239,6 +290,9 @@ fn try_setup(
         per_gpu.push(GpuSlots {
             slots: slots.into_boxed_slice(),
             free,
+            events,
+            counter_of: counter_of.into_boxed_slice(),
+            instances,
         });
     }
     let derived: Vec<(String, String)> = list
@@ -257,7 +311,6 @@ fn try_setup(
     );
     let _ = COUNTERS.set(Counters {
         list,
-        events,
         table,
         gpus: per_gpu,
     });
@@ -268,12 +321,20 @@ impl Counters {
     /// Reads the counters of `slot` on `device` after its stop packet completed: the hardware
     /// values (the first `n` of the array). `None` if the runtime refused.
     pub fn read(&self, device: u32, slot: u32) -> Option<([u64; MAX_COUNTERS], usize)> {
-        let s = self.gpus.get(device as usize)?.slots.get(slot as usize)?;
-        let mut values = [0u64; MAX_COUNTERS];
-        let n = self.events.len();
-        if self.table.read(&s.profile, &self.events, &mut values[..n]) {
+        let gpu = self.gpus.get(device as usize)?;
+        let s = gpu.slots.get(slot as usize)?;
+        let mut per_event = [0u64; MAX_EVENTS];
+        let n = gpu.events.len();
+        if self
+            .table
+            .read(&s.profile, &gpu.events, &mut per_event[..n])
+        {
             COUNTED.fetch_add(1, Ordering::Relaxed);
-            Some((values, n))
+            let mut values = [0u64; MAX_COUNTERS];
+            for (v, &i) in per_event[..n].iter().zip(gpu.counter_of.iter()) {
+                values[i] = values[i].wrapping_add(*v);
+            }
+            Some((values, self.list.hardware.len()))
         } else {
             READ_FAILED.fetch_add(1, Ordering::Relaxed);
             None
@@ -288,6 +349,7 @@ pub fn metadata() -> serde_json::Value {
         (None, None) => serde_json::Value::Null,
         (c, error) => serde_json::json!({
             "metrics": c.map(|c| c.list.columns()),
+            "instances_per_counter": c.and_then(|c| c.gpus.first()).map(|g| g.instances.clone()),
             "error": error,
             "kernels_counted": COUNTED.load(Ordering::Relaxed),
             "kernels_uncounted_no_free_profile": UNCOUNTED.load(Ordering::Relaxed),
@@ -341,6 +403,31 @@ mod tests {
             "the family's table"
         );
         assert!(table_for(&set, "gfx1100").is_none());
+    }
+
+    #[test]
+    fn counters_of_blocks_with_instances_become_one_event_per_instance() {
+        let sq = Event {
+            block_name: 6,
+            block_index: 0,
+            counter_id: 4,
+        };
+        let tcc = Event {
+            block_name: 12,
+            block_index: 0,
+            counter_id: 17,
+        };
+        let (events, counter_of, instances) =
+            expand_instances(&[sq, tcc], |e| (e.block_name == 12).then_some(3)).unwrap();
+        assert_eq!(instances, [1, 3]);
+        assert_eq!(counter_of, [0, 1, 1, 1]);
+        assert_eq!(
+            events.iter().map(|e| e.block_index).collect::<Vec<_>>(),
+            [0, 0, 1, 2]
+        );
+        assert!(expand_instances(&[sq, tcc], |_| Some(100))
+            .unwrap_err()
+            .contains("200 AQLprofile events once every block instance is counted; at most 128"));
     }
 
     #[test]

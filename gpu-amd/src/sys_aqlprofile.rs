@@ -16,6 +16,8 @@ pub const INFO_COMMAND_BUFFER_SIZE: u32 = 0;
 pub const INFO_PMC_DATA_SIZE: u32 = 1;
 /// `HSA_VEN_AMD_AQLPROFILE_INFO_PMC_DATA`.
 pub const INFO_PMC_DATA: u32 = 2;
+/// `HSA_VEN_AMD_AQLPROFILE_INFO_BLOCK_ID`: a block's id and instance count by name.
+pub const INFO_BLOCK_ID: u32 = 5;
 /// `HSA_PACKET_HEADER_BARRIER` bit.
 pub const PACKET_HEADER_BARRIER: u16 = 8;
 /// `HSA_AMD_MEMORY_POOL_INFO_SEGMENT`.
@@ -79,6 +81,15 @@ pub struct Profile {
 unsafe impl Send for Profile {}
 // SAFETY: as above: no two threads use one Profile at the same time.
 unsafe impl Sync for Profile {}
+
+/// `hsa_ven_amd_aqlprofile_id_query_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct IdQuery {
+    pub name: *const std::ffi::c_char,
+    pub id: u32,
+    pub instance_count: u32,
+}
 
 /// `hsa_ven_amd_aqlprofile_info_data_t` (the PMC member of its union).
 #[repr(C)]
@@ -289,6 +300,38 @@ impl AqlprofileTable {
         (s == SUCCESS).then_some(v)
     }
 
+    /// How many instances the agent's block `name` has (`None`: AQLprofile does not say).
+    pub fn instances(&self, agent: Handle, name: &str) -> Option<u32> {
+        let name = std::ffi::CString::new(name).ok()?;
+        let profile = Profile {
+            agent,
+            kind: EVENT_TYPE_PMC,
+            events: std::ptr::null(),
+            event_count: 0,
+            parameters: std::ptr::null(),
+            parameter_count: 0,
+            output_buffer: Descriptor {
+                ptr: std::ptr::null_mut(),
+                size: 0,
+            },
+            command_buffer: Descriptor {
+                ptr: std::ptr::null_mut(),
+                size: 0,
+            },
+        };
+        let mut query = IdQuery {
+            name: name.as_ptr(),
+            id: 0,
+            instance_count: 0,
+        };
+        // SAFETY: BLOCK_ID reads the query's name (a live C string) and writes its id and
+        // instance count; the profile only names the agent.
+        let s = self
+            .get_info
+            .map(|f| unsafe { f(&profile, INFO_BLOCK_ID, (&raw mut query).cast()) })?;
+        (s == SUCCESS && query.instance_count > 0).then_some(query.instance_count)
+    }
+
     /// The start and stop packets of a profile (its buffers set).
     pub fn packets(&self, profile: &mut Profile) -> Option<(DispatchPacket, DispatchPacket)> {
         let (start, stop) = (self.start?, self.stop?);
@@ -382,6 +425,14 @@ pub fn layouts() -> Vec<(&'static str, usize)> {
             offset_of!(InfoData, event),
         ),
         (
+            "sizeof hsa_ven_amd_aqlprofile_id_query_t",
+            size_of::<IdQuery>(),
+        ),
+        (
+            "hsa_ven_amd_aqlprofile_id_query_t.instance_count",
+            offset_of!(IdQuery, instance_count),
+        ),
+        (
             "hsa_ven_amd_aqlprofile_info_data_t.pmc_data.result",
             offset_of!(InfoData, result),
         ),
@@ -430,6 +481,10 @@ pub fn constants() -> Vec<(&'static str, u64)> {
         (
             "HSA_VEN_AMD_AQLPROFILE_INFO_PMC_DATA",
             u64::from(INFO_PMC_DATA),
+        ),
+        (
+            "HSA_VEN_AMD_AQLPROFILE_INFO_BLOCK_ID",
+            u64::from(INFO_BLOCK_ID),
         ),
         (
             "HSA_PACKET_HEADER_BARRIER",

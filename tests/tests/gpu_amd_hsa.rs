@@ -480,7 +480,7 @@ fn unknown_or_refused_counters_turn_counting_off_with_the_reason() {
         (
             "SQ_INSTS_SMEM",
             &[],
-            "AMD Instinct MI210 (double) (gfx90a) does not count SQ_INSTS_SMEM: AQLprofile rejects block 6 counter 57",
+            "AMD Instinct MI210 (double) (gfx90a) does not count SQ_INSTS_SMEM: AQLprofile rejects block SQ instance 0 counter 57",
         ),
         (
             "SQ_WAVES",
@@ -511,4 +511,41 @@ fn unknown_or_refused_counters_turn_counting_off_with_the_reason() {
             "{counters}"
         );
     }
+}
+
+/// A counter of a block with several instances (the L2's 16 channels) is counted on each
+/// instance and summed: the double's channel i sees `waves + i` hits and `i` misses.
+#[test]
+fn counters_of_multi_instance_blocks_are_summed_over_instances() {
+    let dir = temp_dir("amd-hsa-counters-tcc");
+    let Some(exe) = build(&dir) else { return };
+    let out = metron_run(
+        &exe,
+        &dir,
+        "normal",
+        &[(
+            "METRON_GPU_METRICS",
+            "TCC_HIT,TCC_MISS,L2_HIT_RATE,SQ_WAVES",
+        )],
+    );
+    assert_eq!(printed(&out)["done"], 1);
+    let run = dir.join("run");
+    let rows = csv_rows(&run.join("kernels.csv"));
+    let vector = &rows[0];
+    assert_eq!(vector["SQ_WAVES"], "16384");
+    assert_eq!(
+        vector["TCC_HIT"],
+        (16 * 16384 + 120).to_string(),
+        "{vector:?}"
+    );
+    assert_eq!(vector["TCC_MISS"], "120");
+    let rate: f64 = vector["L2_HIT_RATE"].parse().unwrap();
+    let want = 100.0 * 262_264.0 / 262_384.0;
+    assert!((rate - want).abs() < 1e-9, "{rate} vs {want}");
+    let counters = &read_json(&run, "metadata.json")["gpu"]["counters"];
+    assert_eq!(
+        counters["instances_per_counter"],
+        serde_json::json!([16, 16, 1]),
+        "{counters}"
+    );
 }

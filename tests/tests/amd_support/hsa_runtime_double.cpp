@@ -122,11 +122,11 @@ const uint16_t kStartMark = 0x5354, kStopMark = 0x5350;
 struct Commands {
   void* output;
   uint32_t count;
-  hsa_ven_amd_aqlprofile_event_t events[16];
+  hsa_ven_amd_aqlprofile_event_t events[64];
 };
 struct Counting {
   const Commands* commands = nullptr;
-  uint64_t values[16] = {};
+  uint64_t values[64] = {};
 } g_counting;
 std::atomic<int> g_allowed_buffers{0};
 const char* kVariable = "table_of_constants";
@@ -202,6 +202,9 @@ void count_dispatch(const hsa_kernel_dispatch_packet_t& p, uint64_t ticks) {
     if (e.block_name == HSA_VEN_AMD_AQLPROFILE_BLOCK_NAME_SQ && e.counter_id == 56) v = waves * 5;
     if (e.block_name == HSA_VEN_AMD_AQLPROFILE_BLOCK_NAME_GRBM && e.counter_id == 0) v = ticks + 100;
     if (e.block_name == HSA_VEN_AMD_AQLPROFILE_BLOCK_NAME_GRBM && e.counter_id == 2) v = ticks;
+    // L2 (TCC, 16 channels): each channel i sees waves + i hits and i misses.
+    if (e.block_name == HSA_VEN_AMD_AQLPROFILE_BLOCK_NAME_TCC && e.counter_id == 17) v = waves + e.block_index;
+    if (e.block_name == HSA_VEN_AMD_AQLPROFILE_BLOCK_NAME_TCC && e.counter_id == 19) v = e.block_index;
     g_counting.values[i] += v;
   }
 }
@@ -527,15 +530,25 @@ hsa_status_t aql_validate(hsa_agent_t, const hsa_ven_amd_aqlprofile_event_t* e, 
             (e->counter_id == 4 || e->counter_id == 26 || e->counter_id == 56);
   bool grbm = e->block_name == HSA_VEN_AMD_AQLPROFILE_BLOCK_NAME_GRBM &&
               (e->counter_id == 0 || e->counter_id == 2);
-  *ok = (sq || grbm) && e->block_index == 0;
+  bool tcc = e->block_name == HSA_VEN_AMD_AQLPROFILE_BLOCK_NAME_TCC &&
+             (e->counter_id == 17 || e->counter_id == 19) && e->block_index < 16;
+  *ok = ((sq || grbm) && e->block_index == 0) || tcc;
   return HSA_STATUS_SUCCESS;
 }
 
 hsa_status_t aql_get_info(const hsa_ven_amd_aqlprofile_profile_t* p,
                           hsa_ven_amd_aqlprofile_info_type_t attribute, void* value) {
   switch (attribute) {
-    case HSA_VEN_AMD_AQLPROFILE_INFO_COMMAND_BUFFER_SIZE: *static_cast<uint32_t*>(value) = 256; return HSA_STATUS_SUCCESS;
+    case HSA_VEN_AMD_AQLPROFILE_INFO_COMMAND_BUFFER_SIZE: *static_cast<uint32_t*>(value) = 1024; return HSA_STATUS_SUCCESS;
     case HSA_VEN_AMD_AQLPROFILE_INFO_PMC_DATA_SIZE: *static_cast<uint32_t*>(value) = 8 * p->event_count; return HSA_STATUS_SUCCESS;
+    case HSA_VEN_AMD_AQLPROFILE_INFO_BLOCK_ID: {
+      auto* q = static_cast<hsa_ven_amd_aqlprofile_id_query_t*>(value);
+      if (std::strcmp(q->name, "TCC") == 0) { q->id = HSA_VEN_AMD_AQLPROFILE_BLOCK_NAME_TCC; q->instance_count = 16; }
+      else if (std::strcmp(q->name, "SQ") == 0) { q->id = HSA_VEN_AMD_AQLPROFILE_BLOCK_NAME_SQ; q->instance_count = 1; }
+      else if (std::strcmp(q->name, "GRBM") == 0) { q->id = HSA_VEN_AMD_AQLPROFILE_BLOCK_NAME_GRBM; q->instance_count = 1; }
+      else return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+      return HSA_STATUS_SUCCESS;
+    }
     default: return HSA_STATUS_ERROR;
   }
 }
@@ -543,7 +556,7 @@ hsa_status_t aql_get_info(const hsa_ven_amd_aqlprofile_profile_t* p,
 hsa_status_t aql_packet(const hsa_ven_amd_aqlprofile_profile_t* p, hsa_ext_amd_aql_pm4_packet_t* out,
                         uint16_t mark) {
   if (!p->command_buffer.ptr || p->command_buffer.size < sizeof(Commands) || !p->output_buffer.ptr ||
-      p->output_buffer.size < 8 * p->event_count || p->event_count > 16)
+      p->output_buffer.size < 8 * p->event_count || p->event_count > 64)
     return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   Commands* cmd = static_cast<Commands*>(p->command_buffer.ptr);
   cmd->output = p->output_buffer.ptr;
