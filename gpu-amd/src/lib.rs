@@ -298,6 +298,11 @@ unsafe fn start(table: *mut sys::HsaApiTable, _runtime_version: u64) -> Result<S
         }
         _ => {}
     }
+    // A tool library named in HSA_TOOLS_LIB by hand (not under `metron run`) starts the
+    // runtime here, so the records have somewhere to go.
+    if !metron::init() {
+        return Err("Metron is off (METRON_ENABLED=0)".into());
+    }
     if let Err(other) = claim(Path::HsaIntercept) {
         return Err(format!(
             "{other:?} already traces this process; HSA interception stays off"

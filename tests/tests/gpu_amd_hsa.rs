@@ -549,3 +549,18 @@ fn counters_of_multi_instance_blocks_are_summed_over_instances() {
         "{counters}"
     );
 }
+
+/// `HSA_TOOLS_LIB=libmetron.so` set by hand, without `metron run` (no preload): `OnLoad`
+/// starts Metron's runtime itself and the dispatches reach `kernels.csv`.
+#[test]
+fn hsa_tools_lib_set_by_hand_is_enough() {
+    let dir = temp_dir("amd-hsa-by-hand");
+    let Some(exe) = build(&dir) else { return };
+    let lib = artifacts().lib().display().to_string();
+    let out = run_in(&exe, &dir, &["normal"], &[("HSA_TOOLS_LIB", &lib)]);
+    assert_success(&out, "hsa_app with HSA_TOOLS_LIB");
+    assert_eq!(printed(&out)["tools_loaded"], 1);
+    let rows = csv_rows(&dir.join("run").join("kernels.csv"));
+    assert_eq!(rows.len(), 4);
+    assert_eq!(rows[0]["Region"], "vector_step");
+}
