@@ -186,10 +186,10 @@ impl Status {
 /// way round).
 pub const HSA_RUNTIME: &str = "libhsa-runtime64.so.1";
 
-/// What is installed, without loading anything that starts threads: the HSA runtime library
-/// and the AMD GPU driver (`/dev/kfd`).
+/// What is installed, without loading anything: the HSA runtime library and the AMD GPU driver
+/// (`/dev/kfd`).
 pub fn probe() -> Status {
-    let runtime_library = sys::library_present(HSA_RUNTIME).then(|| HSA_RUNTIME.to_string());
+    let runtime_library = sys::find_library(HSA_RUNTIME);
     let kfd = std::path::Path::new("/dev/kfd").exists();
     let reason = match (&runtime_library, kfd) {
         (None, _) => format!("{HSA_RUNTIME} not found: ROCm is not installed"),
@@ -319,8 +319,7 @@ unsafe fn start(table: *mut sys::HsaApiTable, _runtime_version: u64) -> Result<S
             return Err(why);
         }
     };
-    let frequency = rt
-        .system_u64(sys::SYSTEM_INFO_TIMESTAMP_FREQUENCY)
+    rt.system_u64(sys::SYSTEM_INFO_TIMESTAMP_FREQUENCY)
         .filter(|&f| f > 0)
         .ok_or("the runtime gives no system timestamp frequency")?;
     calibrate().ok_or("the runtime's system timestamp cannot be read")?;
@@ -368,7 +367,6 @@ unsafe fn start(table: *mut sys::HsaApiTable, _runtime_version: u64) -> Result<S
         devices.clone(),
     );
     records::start_drain(records::DrainContext { calibrate });
-    let _ = frequency;
     Ok(Status {
         enabled: true,
         reason: None,

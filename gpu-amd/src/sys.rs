@@ -745,26 +745,31 @@ pub fn library_loaded(name: &str) -> bool {
     }
 }
 
-/// Whether a library is loadable (for `metron avail`): `dlopen` with `RTLD_NOLOAD` first (the
-/// application's copy), else a lazy load that is closed again.
-pub fn library_present(name: &str) -> bool {
-    let Ok(c) = std::ffi::CString::new(name) else {
-        return false;
-    };
-    // SAFETY: a valid C string; dlopen/dlclose have no other preconditions.
-    unsafe {
-        let h = libc::dlopen(c.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD);
-        if !h.is_null() {
-            libc::dlclose(h);
-            return true;
-        }
-        let h = libc::dlopen(c.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL);
-        if h.is_null() {
-            return false;
-        }
-        libc::dlclose(h);
-        true
+/// Where a library would be found, without loading it (loading ROCr runs its constructors in
+/// the probing process): the process's copy if already loaded, else the first of
+/// `LD_LIBRARY_PATH`, ROCm's and the system's library folders that has the file.
+pub fn find_library(name: &str) -> Option<String> {
+    if library_loaded(name) {
+        return Some(name.to_string());
     }
+    let mut dirs: Vec<std::path::PathBuf> = std::env::var_os("LD_LIBRARY_PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    dirs.extend(
+        [
+            "/opt/rocm/lib",
+            "/opt/rocm/lib64",
+            "/usr/lib/x86_64-linux-gnu",
+            "/usr/lib64",
+            "/usr/lib",
+            "/lib/x86_64-linux-gnu",
+        ]
+        .map(std::path::PathBuf::from),
+    );
+    dirs.into_iter()
+        .map(|d| d.join(name))
+        .find(|p| p.exists())
+        .map(|p| p.display().to_string())
 }
 
 /// `(“C.field”, offset)` of the structs above, for the header check.
