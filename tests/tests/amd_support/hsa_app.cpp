@@ -3,6 +3,7 @@
 // Prints key=value lines the test reads (CLOCK_MONOTONIC ns around each wait).
 //   hsa_app normal   three kernels on two queues and two GPUs, a barrier, copies
 //   hsa_app burst    50 dispatches in one doorbell write (for a small signal pool)
+//   hsa_app stress   4 threads, 500 dispatches each in doorbell writes of 10, 2 queues per GPU 0/1
 
 #include "hsa_runtime_double.h"
 
@@ -12,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #define CORE(fn) g_tables.core.hsa_##fn##_fn
 #define AMD(fn) g_tables.amd_ext.hsa_amd_##fn##_fn
@@ -102,6 +104,7 @@ hsa_queue_t* queue(int gpu) {
 
 int main(int argc, char** argv) {
   bool burst = argc > 1 && std::strcmp(argv[1], "burst") == 0;
+  bool stress = argc > 1 && std::strcmp(argv[1], "stress") == 0;
   double_hsa_init();
   CORE(executable_freeze)(hsa_executable_t{1}, "");
   uint64_t vector_add = kernel_object("_Z10vector_addPKfS0_Pfi.kd");
@@ -109,7 +112,27 @@ int main(int argc, char** argv) {
   uint64_t reduce = kernel_object("reduce_sum.kd");
 
   Writer w{queue(0)};
-  if (burst) {
+  if (stress) {
+    const int threads = 4, per_thread = 500, batch = 10;
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; t++) {
+      workers.emplace_back([&, t] {
+        Writer mine{queue(t % 2)};
+        hsa_signal_t done = signal(batch);
+        metron_region_begin("stress");
+        for (int i = 0; i < per_thread; i += batch) {
+          CORE(signal_store_relaxed)(done, batch);
+          for (int j = 0; j < batch; j++) mine.dispatch(reduce, 1024, 1, 256, 1, 0, 0, done);
+          mine.ring();
+          wait(done);
+        }
+        metron_region_end("stress");
+        CORE(queue_destroy)(mine.q);
+      });
+    }
+    for (auto& w : workers) w.join();
+    std::printf("stress_done=1\n");
+  } else if (burst) {
     hsa_signal_t done = signal(50);
     metron_region_begin("burst");
     for (int i = 0; i < 50; i++) w.dispatch(vector_add, 1024, 1, 256, 1, 0, 0, done);

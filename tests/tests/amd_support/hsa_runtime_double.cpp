@@ -382,7 +382,7 @@ hsa_signal_value_t d_signal_wait(hsa_signal_t s, hsa_signal_condition_t cond,
 }
 
 hsa_status_t make_queue(hsa_agent_t agent, uint32_t size, hsa_queue_t** queue) {
-  static uint64_t next_id = 7;
+  static std::atomic<uint64_t> next_id{7};
   Queue* q = new Queue;
   q->agent = agent;
   q->ring = static_cast<hsa_kernel_dispatch_packet_t*>(aligned_alloc(64, size * 64));
