@@ -703,7 +703,7 @@ extern "C" fn buffer_completed(
             GpuKind::Memset => 2,
             GpuKind::RuntimeApi => 3,
             // CUPTI never produces HSA records.
-            GpuKind::DriverApi | GpuKind::HsaApi => 4,
+            GpuKind::DriverApi | GpuKind::HsaApi | GpuKind::HipApi => 4,
         };
         COUNTS[i].fetch_add(1, Ordering::Relaxed);
     }

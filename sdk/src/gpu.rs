@@ -45,6 +45,8 @@ pub enum GpuKind {
     DriverApi,
     /// An HSA runtime API call (host side, AMD).
     HsaApi,
+    /// A HIP runtime API call (host side, AMD, through ROCprofiler-SDK).
+    HipApi,
 }
 
 /// One GPU activity record, timestamps on Metron's clock (`CLOCK_MONOTONIC` ns).

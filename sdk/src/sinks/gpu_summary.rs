@@ -55,7 +55,7 @@ impl GpuSummary {
                     e.0.push(ns);
                     e.1 += r.bytes;
                 }
-                GpuKind::RuntimeApi | GpuKind::DriverApi | GpuKind::HsaApi => {
+                GpuKind::RuntimeApi | GpuKind::DriverApi | GpuKind::HsaApi | GpuKind::HipApi => {
                     t.apis.entry(r.name.to_string()).or_default().push(ns);
                 }
             }

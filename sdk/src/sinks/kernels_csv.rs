@@ -187,7 +187,7 @@ impl Sink for KernelsCsvSink {
         for r in records {
             match r.kind {
                 GpuKind::Kernel => self.kernels.push(r.clone()),
-                GpuKind::RuntimeApi | GpuKind::DriverApi | GpuKind::HsaApi => {
+                GpuKind::RuntimeApi | GpuKind::DriverApi | GpuKind::HsaApi | GpuKind::HipApi => {
                     self.api_tid.entry(r.correlation).or_insert(r.tid);
                 }
                 _ => {}

@@ -38,6 +38,7 @@ enum TrackKey {
     Stream { device: u32, stream: u32 },
     Api { tid: u32, driver: bool },
     HsaApi { tid: u32 },
+    HipApi { tid: u32 },
 }
 
 /// The GPU records of the run, written at its end.
@@ -94,6 +95,7 @@ impl GpuTracks {
                     driver: true,
                 },
                 GpuKind::HsaApi => TrackKey::HsaApi { tid: r.tid },
+                GpuKind::HipApi => TrackKey::HipApi { tid: r.tid },
             };
             tracks.entry(key).or_default().push((i, r));
         }
@@ -113,6 +115,7 @@ impl GpuTracks {
                     if driver { "driver" } else { "runtime" }
                 ),
                 TrackKey::HsaApi { tid } => format!("HSA API tid {tid}"),
+                TrackKey::HipApi { tid } => format!("HIP API tid {tid}"),
             };
             slices.sort_by_key(|(_, r)| (r.start_ns, std::cmp::Reverse(r.end_ns)));
             let first = slices.first().map_or(0, |(_, r)| r.start_ns);
@@ -232,7 +235,7 @@ fn slice_begin(
             arg_u(e, "bytes", r.bytes);
             arg_u(e, "device", u64::from(r.device));
         }
-        GpuKind::RuntimeApi | GpuKind::DriverApi | GpuKind::HsaApi => {
+        GpuKind::RuntimeApi | GpuKind::DriverApi | GpuKind::HsaApi | GpuKind::HipApi => {
             arg_u(e, "status", u64::from(r.status))
         }
     }
