@@ -9,14 +9,18 @@
 //!   (`METRON_GPU_AMD_BUFFER_BYTES`, default 4 MiB; flushed at 7/8 full; policy
 //!   `METRON_GPU_AMD_BUFFER_POLICY` = `lossless` (default) or `discard`, the SDK's drop count
 //!   kept for `metadata.json`) on a callback thread of Metron's own where the SDK has them;
-//!   buffer tracing of `KERNEL_DISPATCH` and `MEMORY_COPY`; callback tracing of `CODE_OBJECT`
-//!   (kernel symbols: name, static LDS, scratch, VGPRs, SGPRs) and of the `KERNEL_DISPATCH`
+//!   buffer tracing of `KERNEL_DISPATCH`, `MEMORY_COPY` and (unless `METRON_GPU_API=none`)
+//!   `HIP_RUNTIME_API`, whose operation names are looked up once here; callback tracing of
+//!   `CODE_OBJECT` (kernel symbols: name, static LDS, scratch, VGPRs, SGPRs) and of the
+//!   `KERNEL_DISPATCH`
 //!   enqueue, which runs on the launching thread: there Metron records the launch annotation
 //!   ([`metron::gpu::LAUNCH_KEY`]) with the dispatch's correlation id, which joins the kernel
 //!   with the region open at its launch. Then the context starts.
 //! - **Records** ([`on_buffer`], on the SDK's callback thread): kernel dispatches and copies
-//!   become [`GpuRecord`]s for [`metron::gpu::submit`]. The SDK's timestamps are ns on its own
-//!   clock (`rocprofiler_get_timestamp`, `CLOCK_BOOTTIME` in the SDK's sources): each batch
+//!   become [`GpuRecord`]s for [`metron::gpu::submit`], and HIP runtime API calls
+//!   [`GpuKind::HipApi`] records (the call's name, its thread, and the internal correlation id
+//!   that its kernels and copies carry too, which joins them in the trace). The SDK's
+//!   timestamps are ns on its own clock (`rocprofiler_get_timestamp`, `CLOCK_BOOTTIME` in the SDK's sources): each batch
 //!   pairs that clock with `CLOCK_MONOTONIC` ([`crate::clock::Calibration`]) and converts.
 //! - **Flush**: Metron's flush hook calls `rocprofiler_flush_buffer`; the SDK's finalize (at
 //!   exit) flushes too, and no SDK function is called after it.
@@ -28,7 +32,9 @@
 //!   `metadata.json` (`not_traced`); the SDK's own derived counters can be named directly.
 
 use crate::clock::Calibration;
-use crate::sys_sdk::{self as sdk, Agent, Callback, Dispatch, KernelSymbol, MemoryCopy, Record};
+use crate::sys_sdk::{
+    self as sdk, Agent, Callback, Dispatch, HipApi, KernelSymbol, MemoryCopy, Record,
+};
 use metron::gpu::{GpuDevice, GpuKind, GpuRecord};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -55,6 +61,8 @@ struct State {
     own_callback_thread: bool,
     /// Services that could not be configured (the rest still traces).
     missing: Vec<String>,
+    /// HIP runtime API calls are traced.
+    hip_api: bool,
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
@@ -75,6 +83,17 @@ static COPY_RECORDS: AtomicU64 = AtomicU64::new(0);
 static UNKNOWN_KERNELS: AtomicU64 = AtomicU64::new(0);
 static UNRECOGNIZED_CALLBACKS: AtomicU64 = AtomicU64::new(0);
 static LAUNCHES: AtomicU64 = AtomicU64::new(0);
+static HIP_API_RECORDS: AtomicU64 = AtomicU64::new(0);
+static UNKNOWN_HIP_API_RECORDS: AtomicU64 = AtomicU64::new(0);
+
+/// HIP runtime API names by operation id (filled at initialize; an operation missing there is
+/// asked for once, on the buffer thread).
+static HIP_API_NAMES: Mutex<Option<HashMap<i32, Arc<str>>>> = Mutex::new(None);
+
+/// Whether `METRON_GPU_API` asks for API records (everything but `none`, as on the HSA path).
+fn api_records_wanted(setting: Option<&str>) -> bool {
+    setting.is_none_or(|v| v.trim() != "none")
+}
 
 /// `rocprofiler_configure`: the tool's configuration, or null to decline.
 pub fn configure(
@@ -187,6 +206,21 @@ fn start() -> Result<(), String> {
     {
         missing.push(format!("memory copies: {why}"));
     }
+    let mut hip_api = false;
+    if api_records_wanted(std::env::var("METRON_GPU_API").ok().as_deref()) {
+        match api.configure_buffer_tracing(
+            context,
+            sdk::BUFFER_TRACING_HIP_RUNTIME_API,
+            &[],
+            buffer,
+        ) {
+            Ok(()) => {
+                hip_api = true;
+                cache_hip_api_names(api);
+            }
+            Err(why) => missing.push(format!("HIP API calls: {why}")),
+        }
+    }
     if let Err(why) = api.configure_callback_tracing(
         context,
         sdk::CALLBACK_TRACING_KERNEL_DISPATCH,
@@ -199,7 +233,10 @@ fn start() -> Result<(), String> {
             setup_counters(api, context, buffer, agents, &raw, &mut missing);
         }
     }
-    update(|s| s.missing = missing);
+    update(|s| {
+        s.missing = missing;
+        s.hip_api = hip_api;
+    });
 
     metron::gpu::set_backend(
         metron::gpu::Backend {
@@ -213,6 +250,36 @@ fn start() -> Result<(), String> {
 }
 
 static AGENTS: OnceLock<Vec<Agent>> = OnceLock::new();
+
+/// Names every HIP runtime API operation the SDK lists (off the buffer thread's path).
+fn cache_hip_api_names(api: &sdk::Api) {
+    let names: HashMap<i32, Arc<str>> = api
+        .operations(sdk::BUFFER_TRACING_HIP_RUNTIME_API)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|op| {
+            api.operation_name(sdk::BUFFER_TRACING_HIP_RUNTIME_API, op)
+                .map(|name| (op, Arc::from(name)))
+        })
+        .collect();
+    *HIP_API_NAMES.lock().unwrap_or_else(|e| e.into_inner()) = Some(names);
+}
+
+/// The name of HIP runtime API `operation`: from the cache, else asked of the SDK once (and
+/// kept, `hip_api#N` when it has none).
+fn hip_api_name(operation: i32) -> Arc<str> {
+    let mut guard = HIP_API_NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    let names = guard.get_or_insert_with(HashMap::new);
+    names
+        .entry(operation)
+        .or_insert_with(|| {
+            sdk::api()
+                .and_then(|a| a.operation_name(sdk::BUFFER_TRACING_HIP_RUNTIME_API, operation))
+                .unwrap_or_else(|| format!("hip_api#{operation}"))
+                .into()
+        })
+        .clone()
+}
 
 /// The GPUs as Metron's devices (index: the SDK's index among GPUs).
 fn devices_of(agents: &[Agent]) -> Vec<GpuDevice> {
@@ -523,6 +590,14 @@ pub(crate) fn on_buffer(records: &[Record], drop_count: u64) {
                 let device = if dst_gpu || !src_gpu { dst } else { src };
                 Some(copy_record(c, &calibration, device))
             }
+            Record::HipApi(h) => {
+                HIP_API_RECORDS.fetch_add(1, Ordering::Relaxed);
+                Some(hip_api_record(h, hip_api_name(h.operation), &calibration))
+            }
+            Record::UnknownHipApi => {
+                UNKNOWN_HIP_API_RECORDS.fetch_add(1, Ordering::Relaxed);
+                None
+            }
             Record::CounterHeader { .. } | Record::CounterValue { .. } | Record::Other => None,
         })
         .collect();
@@ -587,6 +662,18 @@ fn copy_record(c: &MemoryCopy, calibration: &Calibration, device: u32) -> GpuRec
     r
 }
 
+/// A HIP runtime API call as the sinks see it (on its thread's "HIP API" track; its
+/// correlation id is its kernels' and copies').
+fn hip_api_record(h: &HipApi, name: Arc<str>, calibration: &Calibration) -> GpuRecord {
+    let mut r = GpuRecord::new(GpuKind::HipApi, name);
+    r.start_ns = calibration.to_monotonic(h.start);
+    r.end_ns = calibration.to_monotonic(h.end);
+    r.stream = metron::gpu::NO_STREAM;
+    r.correlation = h.correlation as u32;
+    r.tid = h.thread as u32;
+    r
+}
+
 /// The `gpu` section of `metadata.json` (the backend's metadata hook; also what the `gpu_amd`
 /// section could show when this path was claimed).
 pub(crate) fn metadata() -> Value {
@@ -618,9 +705,12 @@ pub(crate) fn metadata() -> Value {
             "own_callback_thread": s.own_callback_thread,
         },
         "not_traced": s.missing,
+        "hip_api": s.hip_api,
         "records": {
             "kernels": KERNEL_RECORDS.load(Ordering::Relaxed),
             "copies": COPY_RECORDS.load(Ordering::Relaxed),
+            "hip_api": HIP_API_RECORDS.load(Ordering::Relaxed),
+            "hip_api_unknown_layout": UNKNOWN_HIP_API_RECORDS.load(Ordering::Relaxed),
         },
         "dropped": DROPPED.load(Ordering::Relaxed),
         "counters": COUNTING.get().map(|c| json!({
@@ -723,6 +813,25 @@ mod tests {
         assert_eq!(copy_name(sdk::MEMORY_COPY_HOST_TO_DEVICE), "HtoD");
         assert_eq!(copy_name(sdk::MEMORY_COPY_DEVICE_TO_DEVICE), "DtoD");
         assert_eq!(copy_name(0), "Copy");
+    }
+
+    #[test]
+    fn hip_api_calls_convert_like_kernels_and_keep_their_correlation() {
+        let h = HipApi {
+            correlation: (3 << 32) | 1001,
+            thread: 4242,
+            operation: 7,
+            start: 9_000_100_000,
+            end: 9_000_130_000,
+        };
+        let r = hip_api_record(&h, "hipLaunchKernel".into(), &calibration());
+        assert_eq!((r.kind, &*r.name), (GpuKind::HipApi, "hipLaunchKernel"));
+        assert_eq!((r.start_ns, r.end_ns), (1_100_000, 1_130_000));
+        assert_eq!((r.correlation, r.tid), (1001, 4242));
+        assert!(!r.on_device());
+        assert!(api_records_wanted(None));
+        assert!(api_records_wanted(Some("both")));
+        assert!(!api_records_wanted(Some(" none ")));
     }
 
     #[test]

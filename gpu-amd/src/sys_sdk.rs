@@ -14,13 +14,22 @@
 //! 2695e8368eeadb96b9f3379db759d54d9fa0a69a; `context.h` at
 //! a20774b61613735a2fdddc63cad8468c0f8dde43; the clock of `rocprofiler_get_timestamp`
 //! (`CLOCK_BOOTTIME`, `default_clock_id`) from `source/lib/common/utility.hpp` at a20774b6.
+//! The HIP API buffer record (`rocprofiler_buffer_tracing_hip_api_record_t`),
+//! `ROCPROFILER_BUFFER_TRACING_HIP_RUNTIME_API`, `rocprofiler_correlation_id_t`,
+//! `rocprofiler_query_buffer_tracing_kind_operation_name` and
+//! `rocprofiler_iterate_buffer_tracing_kind_operations` from `buffer_tracing.h` and `fwd.h` at
+//! d2cd02cf96136f27eae3b33e02ea42f700b10d78 too.
 //! Layouts are for x86-64 / AArch64 Linux (LP64); C enums are 32-bit `int`s.
 //!
 //! **ABI note.** `rocprofiler_correlation_id_t` gained its `ancestor` field in a later release
 //! of the SDK, which moves `kind`, `operation`, `phase` and `payload` of the callback-tracing
 //! record (passed by value). Metron checks each callback record's `kind` against the service it
 //! configured and ignores (and counts) records that do not match, rather than misreading them.
-//! The buffer records use `rocprofiler_async_correlation_id_t`, whose layout did not change.
+//! The kernel dispatch and memory copy buffer records use `rocprofiler_async_correlation_id_t`,
+//! whose layout did not change. The HIP API buffer record, though, holds a
+//! `rocprofiler_correlation_id_t`: with `ancestor` it is 64 bytes ([`HipApiRecord`]), before it
+//! 56 ([`HipApiRecordNoAncestor`], times 8 bytes earlier). Metron reads the record's own `size`
+//! to tell them apart and counts (and skips) a HIP API record of any other size.
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -165,6 +174,37 @@ pub struct MemoryCopyRecord {
     pub bytes: u64,
     pub dst_address: u64,
     pub src_address: u64,
+}
+
+/// `rocprofiler_buffer_tracing_hip_api_record_t` (with `ancestor` in its correlation id: 64
+/// bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct HipApiRecord {
+    pub size: u64,
+    pub kind: c_int,
+    /// A `rocprofiler_hip_runtime_api_id_t`.
+    pub operation: c_int,
+    pub correlation_id: CorrelationId,
+    /// ns, on the clock of `rocprofiler_get_timestamp`.
+    pub start_timestamp: u64,
+    pub end_timestamp: u64,
+    /// The thread that made the call.
+    pub thread_id: u64,
+}
+
+/// `rocprofiler_buffer_tracing_hip_api_record_t` of an SDK whose `rocprofiler_correlation_id_t`
+/// had no `ancestor` yet (56 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct HipApiRecordNoAncestor {
+    pub size: u64,
+    pub kind: c_int,
+    pub operation: c_int,
+    pub correlation_id: AsyncCorrelationId,
+    pub start_timestamp: u64,
+    pub end_timestamp: u64,
+    pub thread_id: u64,
 }
 
 /// `rocprofiler_callback_tracing_record_t` (passed by value to the callback).
@@ -336,6 +376,8 @@ pub const COUNTER_RECORD_VALUE: u32 = 2;
 pub const COUNTER_INFO_VERSION_0: c_int = 1;
 
 // rocprofiler_buffer_tracing_kind_t
+/// `ROCPROFILER_BUFFER_TRACING_HIP_RUNTIME_API`.
+pub const BUFFER_TRACING_HIP_RUNTIME_API: c_int = 5;
 /// `ROCPROFILER_BUFFER_TRACING_MEMORY_COPY`.
 pub const BUFFER_TRACING_MEMORY_COPY: c_int = 10;
 /// `ROCPROFILER_BUFFER_TRACING_KERNEL_DISPATCH`.
@@ -423,6 +465,12 @@ type CreateCounterConfigFn =
 type ConfigureCountingFn =
     unsafe extern "C" fn(ContextId, BufferId, CountingCallback, *mut c_void) -> Status;
 type RecordCounterIdFn = unsafe extern "C" fn(u64, *mut Handle) -> Status;
+/// `rocprofiler_query_buffer_tracing_kind_operation_name`.
+type OperationNameFn = unsafe extern "C" fn(c_int, c_int, *mut *const c_char, *mut u64) -> Status;
+/// `rocprofiler_buffer_tracing_kind_operation_cb_t` (0: go on).
+type OperationCallback = unsafe extern "C" fn(c_int, c_int, *mut c_void) -> c_int;
+/// `rocprofiler_iterate_buffer_tracing_kind_operations`.
+type IterateOperationsFn = unsafe extern "C" fn(c_int, OperationCallback, *mut c_void) -> Status;
 
 /// The dispatch counting service's entry points (`counters.h`, `counter_config.h`,
 /// `dispatch_counting_service.h`; experimental in the SDK).
@@ -450,6 +498,8 @@ pub struct Api {
     create_callback_thread: Option<CreateCallbackThreadFn>,
     assign_callback_thread: Option<AssignCallbackThreadFn>,
     get_status_string: Option<StatusStringFn>,
+    operation_name: Option<OperationNameFn>,
+    iterate_operations: Option<IterateOperationsFn>,
     counting: Option<CountingApi>,
 }
 
@@ -522,6 +572,14 @@ impl Api {
                 AssignCallbackThreadFn
             ),
             get_status_string: optional!(c"rocprofiler_get_status_string", StatusStringFn),
+            operation_name: optional!(
+                c"rocprofiler_query_buffer_tracing_kind_operation_name",
+                OperationNameFn
+            ),
+            iterate_operations: optional!(
+                c"rocprofiler_iterate_buffer_tracing_kind_operations",
+                IterateOperationsFn
+            ),
             counting: CountingApi::load(),
         })
     }
@@ -681,6 +739,55 @@ impl Api {
         self.check(s, "rocprofiler_query_available_agents")
             .map(|_| out)
     }
+
+    /// The name of buffer tracing `kind`'s `operation`
+    /// (`rocprofiler_query_buffer_tracing_kind_operation_name`): `None` when the SDK has no such
+    /// function, does not know the operation or gives no constant name.
+    pub fn operation_name(&self, kind: c_int, operation: c_int) -> Option<String> {
+        let query = self.operation_name?;
+        let mut name: *const c_char = std::ptr::null();
+        let mut len = 0u64;
+        // SAFETY: valid out-pointers, written during the call.
+        let s = unsafe { query(kind, operation, &mut name, &mut len) };
+        if s != STATUS_SUCCESS || name.is_null() {
+            return None;
+        }
+        // SAFETY: the SDK's name: a string literal of its library (NUL-terminated, never
+        // freed); copied.
+        let name = unsafe { c_str(name) }?;
+        (!name.is_empty()).then_some(name)
+    }
+
+    /// Every operation of buffer tracing `kind`
+    /// (`rocprofiler_iterate_buffer_tracing_kind_operations`); `None` when the SDK has no such
+    /// function or refused.
+    pub fn operations(&self, kind: c_int) -> Option<Vec<c_int>> {
+        let iterate = self.iterate_operations?;
+        let mut out: Vec<c_int> = Vec::new();
+        // SAFETY: the callback is a `'static` function with the SDK's prototype; the data is
+        // `&mut out`, alive for the call (the SDK calls back synchronously).
+        let s = unsafe {
+            iterate(
+                kind,
+                operations_callback,
+                (&mut out as *mut Vec<c_int>).cast(),
+            )
+        };
+        (s == STATUS_SUCCESS).then_some(out)
+    }
+}
+
+unsafe extern "C" fn operations_callback(
+    _kind: c_int,
+    operation: c_int,
+    data: *mut c_void,
+) -> c_int {
+    if !data.is_null() {
+        // SAFETY: `data` is the `&mut Vec<c_int>` of `Api::operations`, alive and not aliased
+        // during the synchronous call.
+        unsafe { &mut *data.cast::<Vec<c_int>>() }.push(operation);
+    }
+    0
 }
 
 impl CountingApi {
@@ -886,6 +993,10 @@ pub enum Record {
     Dispatch(Dispatch),
     /// A completed memory copy.
     Copy(MemoryCopy),
+    /// A HIP runtime API call.
+    HipApi(HipApi),
+    /// A HIP runtime API record of a size (layout) Metron does not know.
+    UnknownHipApi,
     /// The header of a dispatch's counter records.
     CounterHeader { dispatch_id: u64, correlation: u64 },
     /// One counter value of one instance (dimension) for a dispatch.
@@ -927,6 +1038,18 @@ pub struct MemoryCopy {
     pub src_agent: u64,
     pub dst_agent: u64,
     pub bytes: u64,
+}
+
+/// The fields Metron uses of a HIP API record.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HipApi {
+    /// The internal correlation id, the same as on the dispatches and copies the call made.
+    pub correlation: u64,
+    pub thread: u64,
+    /// A `rocprofiler_hip_runtime_api_id_t`.
+    pub operation: c_int,
+    pub start: u64,
+    pub end: u64,
 }
 
 /// The payload of one buffer record header.
@@ -986,6 +1109,34 @@ unsafe fn read_record(header: *const RecordHeader) -> Record {
                 workgroup: [i.workgroup_size.x, i.workgroup_size.y, i.workgroup_size.z],
                 grid: [i.grid_size.x, i.grid_size.y, i.grid_size.z],
             })
+        }
+        BUFFER_TRACING_HIP_RUNTIME_API => {
+            // SAFETY: tracing + HIP_RUNTIME_API: the payload is a HIP API record, which starts
+            // with its size.
+            let size = unsafe { h.payload.cast::<u64>().read_unaligned() };
+            if size >= std::mem::size_of::<HipApiRecord>() as u64 {
+                // SAFETY: a record of at least this layout's size (with `ancestor`).
+                let r = unsafe { h.payload.cast::<HipApiRecord>().read_unaligned() };
+                Record::HipApi(HipApi {
+                    correlation: r.correlation_id.internal,
+                    thread: r.thread_id,
+                    operation: r.operation,
+                    start: r.start_timestamp,
+                    end: r.end_timestamp,
+                })
+            } else if size == std::mem::size_of::<HipApiRecordNoAncestor>() as u64 {
+                // SAFETY: a record of the size of the layout before `ancestor`.
+                let r = unsafe { h.payload.cast::<HipApiRecordNoAncestor>().read_unaligned() };
+                Record::HipApi(HipApi {
+                    correlation: r.correlation_id.internal,
+                    thread: r.thread_id,
+                    operation: r.operation,
+                    start: r.start_timestamp,
+                    end: r.end_timestamp,
+                })
+            } else {
+                Record::UnknownHipApi
+            }
         }
         BUFFER_TRACING_MEMORY_COPY => {
             // SAFETY: tracing + MEMORY_COPY: the payload is this record type.
@@ -1222,6 +1373,22 @@ pub fn layouts() -> Vec<(&'static str, usize)> {
             offset_of!(MemoryCopyRecord, bytes),
         ),
         (
+            "sizeof rocprofiler_buffer_tracing_hip_api_record_t",
+            size_of::<HipApiRecord>(),
+        ),
+        (
+            "rocprofiler_buffer_tracing_hip_api_record_t.start_timestamp",
+            offset_of!(HipApiRecord, start_timestamp),
+        ),
+        (
+            "rocprofiler_buffer_tracing_hip_api_record_t.thread_id",
+            offset_of!(HipApiRecord, thread_id),
+        ),
+        (
+            "sizeof rocprofiler_buffer_tracing_hip_api_record_t (no ancestor)",
+            size_of::<HipApiRecordNoAncestor>(),
+        ),
+        (
             "sizeof rocprofiler_callback_tracing_record_t",
             size_of::<CallbackRecord>(),
         ),
@@ -1292,6 +1459,19 @@ mod tests {
             l["sizeof rocprofiler_buffer_tracing_memory_copy_record_t"],
             96
         );
+        assert_eq!(l["sizeof rocprofiler_buffer_tracing_hip_api_record_t"], 64);
+        assert_eq!(
+            l["rocprofiler_buffer_tracing_hip_api_record_t.start_timestamp"],
+            40
+        );
+        assert_eq!(
+            l["rocprofiler_buffer_tracing_hip_api_record_t.thread_id"],
+            56
+        );
+        assert_eq!(
+            l["sizeof rocprofiler_buffer_tracing_hip_api_record_t (no ancestor)"],
+            56
+        );
         assert_eq!(l["sizeof rocprofiler_callback_tracing_record_t"], 64);
         assert_eq!(l["rocprofiler_callback_tracing_record_t.kind"], 40);
         assert_eq!(l["rocprofiler_callback_tracing_record_t.payload"], 56);
@@ -1314,6 +1494,58 @@ mod tests {
             176
         );
         assert_eq!(l["sizeof rocprofiler_counter_record_t"], 40);
+    }
+
+    #[test]
+    fn hip_api_records_are_read_by_their_size() {
+        let mut new = HipApiRecord {
+            size: 64,
+            kind: BUFFER_TRACING_HIP_RUNTIME_API,
+            operation: 7,
+            correlation_id: CorrelationId {
+                internal: 1001,
+                external: 5,
+                ancestor: 1000,
+            },
+            start_timestamp: 100,
+            end_timestamp: 250,
+            thread_id: 4242,
+        };
+        let mut old = HipApiRecordNoAncestor {
+            size: 56,
+            kind: BUFFER_TRACING_HIP_RUNTIME_API,
+            operation: 7,
+            correlation_id: AsyncCorrelationId {
+                internal: 1001,
+                external: 5,
+            },
+            start_timestamp: 100,
+            end_timestamp: 250,
+            thread_id: 4242,
+        };
+        let want = Record::HipApi(HipApi {
+            correlation: 1001,
+            thread: 4242,
+            operation: 7,
+            start: 100,
+            end: 250,
+        });
+        let read = |payload: *mut c_void| {
+            let h = RecordHeader {
+                category: BUFFER_CATEGORY_TRACING,
+                kind: BUFFER_TRACING_HIP_RUNTIME_API as u32,
+                payload,
+            };
+            // SAFETY: the header and its payload live on this stack for the call.
+            unsafe { read_record(&h) }
+        };
+        assert_eq!(read((&mut new as *mut HipApiRecord).cast()), want);
+        assert_eq!(read((&mut old as *mut HipApiRecordNoAncestor).cast()), want);
+        old.size = 48;
+        assert_eq!(
+            read((&mut old as *mut HipApiRecordNoAncestor).cast()),
+            Record::UnknownHipApi
+        );
     }
 
     #[test]

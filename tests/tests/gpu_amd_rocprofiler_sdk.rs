@@ -4,7 +4,9 @@
 //! finds `rocprofiler_configure` in the loaded libraries, runs the tool's initialize, checks
 //! every call against the SDK's rules, and delivers buffered kernel-dispatch and memory-copy
 //! records on its own thread. The program (`sdk_app.c`, linked with libmetron) loads a code
-//! object and launches kernels and copies inside Metron regions on two threads; the SDK's clock
+//! object and launches kernels and copies inside Metron regions on two threads, some inside HIP
+//! runtime API calls (buffered `HIP_RUNTIME_API` records, named through the SDK's operation-name
+//! query, sharing their correlation id with the kernel or copy they started); the SDK's clock
 //! is `CLOCK_BOOTTIME` moved by 500 s, so only a tool that pairs through
 //! `rocprofiler_get_timestamp` puts the times right. No GPU is needed.
 //!
@@ -13,7 +15,10 @@
 //! `kernels.csv` rows with the demangled names, device, grid and work-group sizes, LDS,
 //! VGPRs/SGPRs, scratch, `CLOCK_MONOTONIC` times and the region open at each launch; copies in
 //! the summary and the trace; `metadata.json`'s `gpu` section (`rocprofiler-sdk`, record and
-//! drop counts); and that the HSA path (`OnLoad`) stayed off.
+//! drop counts); the HIP API calls on "HIP API tid N" tracks with their names, exact durations
+//! and `CLOCK_MONOTONIC` starts, a flow arrow from each launching call to its kernel or copy,
+//! and their counts in `summary.json`; `METRON_GPU_API=none` turning them off while kernels are
+//! still traced; and that the HSA path (`OnLoad`) stayed off.
 
 mod c_api_support;
 mod nvtx_support;
@@ -184,10 +189,16 @@ fn rocprofiler_sdk_tool_traces_kernels_and_copies_with_regions_on_metrons_clock(
         1,
         "a callback thread of Metron's own"
     );
-    // ROCPROFILER_BUFFER_TRACING_KERNEL_DISPATCH (11) and _MEMORY_COPY (10), every operation.
+    // ROCPROFILER_BUFFER_TRACING_KERNEL_DISPATCH (11), _MEMORY_COPY (10) and _HIP_RUNTIME_API
+    // (5), every operation.
     let mut buffered = p["buffer_service"].clone();
     buffered.sort();
-    assert_eq!(buffered, ["10/0", "11/0"]);
+    assert_eq!(buffered, ["10/0", "11/0", "5/0"]);
+    // The HIP API names: every operation the SDK lists, named once at initialize; hipFree (not
+    // listed by the double) asked for once, on the buffer thread.
+    assert_eq!(num(&p, "operation_iterations"), 1, "{p:?}");
+    assert_eq!(num(&p, "operation_name_queries"), 5, "{p:?}");
+    assert_eq!(num(&p, "operation_name_queries_delivering"), 1, "{p:?}");
     // ROCPROFILER_CALLBACK_TRACING_CODE_OBJECT (10) for DEVICE_KERNEL_SYMBOL_REGISTER (2), and
     // _KERNEL_DISPATCH (12) for ENQUEUE (1).
     let mut callbacks = p["callback_service"].clone();
@@ -370,6 +381,129 @@ fn rocprofiler_sdk_tool_traces_kernels_and_copies_with_regions_on_metrons_clock(
         "{gpu_slices:?}"
     );
 
+    // The HIP runtime API calls: on the calling thread's "HIP API" track, named by the SDK, with
+    // the double's exact durations and starts on CLOCK_MONOTONIC.
+    let hip_slices = trace_slices(&trace, "HIP API tid ");
+    let main_track = format!("HIP API tid {}", num(&p, "main_tid"));
+    let worker_track = format!("HIP API tid {}", num(&p, "worker_tid"));
+    assert_ne!(main_track, worker_track);
+    let calls = [
+        ("malloc", "hipMalloc", &main_track),
+        ("memcpy", "hipMemcpy", &main_track),
+        ("launch_vector_add", "hipLaunchKernel", &main_track),
+        ("synchronize", "hipDeviceSynchronize", &main_track),
+        ("free", "hipFree", &main_track),
+        ("launch_matmul", "hipLaunchKernel", &worker_track),
+    ];
+    assert_eq!(hip_slices.len(), calls.len(), "{hip_slices:?}");
+    let mut call_slices = BTreeMap::new();
+    for (label, name, track) in calls {
+        assert_eq!(
+            one(&p, &format!("hip.{label}.tid")),
+            track.trim_start_matches("HIP API tid "),
+            "{label}"
+        );
+        let want_start = num(&p, &format!("hip.{label}.start_monotonic"));
+        let s = hip_slices
+            .iter()
+            .find(|s| &s.track == track && s.name == name && s.ts.abs_diff(want_start) <= 50_000)
+            .unwrap_or_else(|| {
+                panic!("no {name} on {track} near {want_start} (CLOCK_MONOTONIC): {hip_slices:?}")
+            });
+        assert_eq!(
+            s.dur,
+            num(&p, &format!("hip.{label}.duration")),
+            "{label}: {s:?}"
+        );
+        call_slices.insert(label, s);
+    }
+    // Flow arrows: from the launching call to its kernel, from hipMemcpy to its copy (the
+    // internal correlation id the SDK gave both).
+    assert_eq!(
+        one(&p, "hip.launch_vector_add.correlation"),
+        one(&p, "vector_add.correlation")
+    );
+    assert_eq!(
+        one(&p, "hip.memcpy.correlation"),
+        one(&p, "upload.correlation")
+    );
+    let flows = trace_flows(&run.join("trace.pftrace"));
+    let flow_of = |s: &TraceSlice, terminating: bool| -> Vec<u64> {
+        flows
+            .iter()
+            .filter(|f| f.track == s.track_uuid && f.ts == s.ts)
+            .flat_map(|f| {
+                if terminating {
+                    f.terminating.clone()
+                } else {
+                    f.flows.clone()
+                }
+            })
+            .collect()
+    };
+    let all_gpu = trace_slices(&trace, "GPU ");
+    let device_slice = |name: &str, track: &str| -> &TraceSlice {
+        all_gpu
+            .iter()
+            .find(|s| s.name == name && s.track == track)
+            .unwrap_or_else(|| panic!("{name} on {track}: {all_gpu:?}"))
+    };
+    for (call, target, track) in [
+        (
+            "launch_vector_add",
+            device_slice(
+                "vector_add(float const*, float const*, float*, int)",
+                &queue(streams["vector_add"]),
+            ),
+            "vector_add",
+        ),
+        (
+            "launch_matmul",
+            device_slice(
+                "void matmul_tile<64>(float const*, float const*, float*)",
+                &queue(streams["matmul"]),
+            ),
+            "matmul",
+        ),
+        ("memcpy", device_slice("Memcpy HtoD", &copy_track), "upload"),
+    ] {
+        let out = flow_of(call_slices[call], false);
+        assert_eq!(out.len(), 1, "{call}: one flow out: {flows:?}");
+        assert_eq!(
+            flow_of(target, true),
+            out,
+            "{call} → {track}: the flow ends on it: {flows:?}"
+        );
+    }
+    for call in ["malloc", "synchronize", "free"] {
+        assert!(
+            flow_of(call_slices[call], false).is_empty(),
+            "{call} started no GPU work"
+        );
+    }
+    // summary.json: the HIP calls by name, with counts.
+    let apis: BTreeMap<String, u64> = summary["gpu"]["api"]
+        .as_array()
+        .expect("summary gpu.api")
+        .iter()
+        .map(|a| {
+            (
+                a["name"].as_str().unwrap().to_string(),
+                a["count"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        apis,
+        BTreeMap::from([
+            ("hipDeviceSynchronize".to_string(), 1),
+            ("hipFree".to_string(), 1),
+            ("hipLaunchKernel".to_string(), 2),
+            ("hipMalloc".to_string(), 1),
+            ("hipMemcpy".to_string(), 1),
+        ])
+    );
+
     // metadata.json: the SDK backend, its counts and drops; the HSA path off.
     let meta = read_json(&run, "metadata.json");
     let gpu = &meta["gpu"];
@@ -378,6 +512,9 @@ fn rocprofiler_sdk_tool_traces_kernels_and_copies_with_regions_on_metrons_clock(
     assert_eq!(gpu["sdk_version"], "1.2.3", "{gpu}");
     assert_eq!(gpu["records"]["kernels"], 3 + looped, "{gpu}");
     assert_eq!(gpu["records"]["copies"], 2, "{gpu}");
+    assert_eq!(gpu["records"]["hip_api"], 6, "{gpu}");
+    assert_eq!(gpu["records"]["hip_api_unknown_layout"], 0, "{gpu}");
+    assert_eq!(gpu["hip_api"], true, "{gpu}");
     assert_eq!(gpu["dropped"], 5, "the SDK's drop_count: {gpu}");
     assert_eq!(gpu["launches_seen"], 3 + looped, "{gpu}");
     assert_eq!(gpu["kernels_known"], 3, "{gpu}");
@@ -397,6 +534,155 @@ fn rocprofiler_sdk_tool_traces_kernels_and_copies_with_regions_on_metrons_clock(
         3 + looped,
         "{}",
         meta["outputs"]
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A slice of the decoded trace with its track's uuid and name, start and duration.
+#[derive(Debug)]
+struct TraceSlice {
+    track_uuid: u64,
+    track: String,
+    name: String,
+    ts: u64,
+    dur: u64,
+}
+
+/// The decoded trace's slices on tracks whose name starts with `prefix`.
+fn trace_slices(trace: &Value, prefix: &str) -> Vec<TraceSlice> {
+    let tracks: BTreeMap<u64, String> = trace["tracks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["uuid"].as_u64().unwrap(),
+                t["name"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    trace["slices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let uuid = s["track"].as_u64().unwrap();
+            TraceSlice {
+                track_uuid: uuid,
+                track: tracks[&uuid].clone(),
+                name: s["name"].as_str().unwrap_or("").to_string(),
+                ts: s["ts"].as_u64().unwrap(),
+                dur: s["dur"].as_u64().unwrap_or(0),
+            }
+        })
+        .filter(|s| s.track.starts_with(prefix))
+        .collect()
+}
+
+/// The flow ids of one track event (`validate_trace.py` does not decode them).
+#[derive(Debug)]
+struct Flow {
+    track: u64,
+    ts: u64,
+    flows: Vec<u64>,
+    terminating: Vec<u64>,
+}
+
+/// Every track event of `trace` that carries flow ids, decoded with the Perfetto protos of
+/// Python's `perfetto` package (as `validate_trace.py` does; Metron writes absolute timestamps).
+fn trace_flows(trace: &Path) -> Vec<Flow> {
+    const SCRIPT: &str = r#"
+import json, sys
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+t = pb.Trace()
+t.ParseFromString(open(sys.argv[1], "rb").read())
+out = []
+for p in t.packet:
+    if not p.HasField("track_event"):
+        continue
+    e = p.track_event
+    if len(e.flow_ids) or len(e.terminating_flow_ids):
+        out.append({"track": e.track_uuid, "ts": p.timestamp,
+                    "flows": list(e.flow_ids), "terminating": list(e.terminating_flow_ids)})
+print(json.dumps(out))
+"#;
+    let out = Command::new("python3")
+        .args(["-c", SCRIPT])
+        .arg(trace)
+        .output()
+        .expect("run python3");
+    assert!(
+        out.status.success(),
+        "decoding the flows failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).expect("flows as JSON");
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let ids = |k: &str| -> Vec<u64> {
+                f[k].as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_u64().unwrap())
+                    .collect()
+            };
+            Flow {
+                track: f["track"].as_u64().unwrap(),
+                ts: f["ts"].as_u64().unwrap(),
+                flows: ids("flows"),
+                terminating: ids("terminating"),
+            }
+        })
+        .collect()
+}
+
+/// `METRON_GPU_API=none`: no HIP API tracing (the service is not configured, no records, no
+/// tracks), while kernels and copies are still traced.
+#[test]
+fn rocprofiler_sdk_hip_api_off_with_metron_gpu_api_none() {
+    let dir = temp_dir("rocprofiler-sdk-api-none");
+    let exe = build(&dir);
+    let out = run_in(
+        &exe,
+        &dir,
+        &[],
+        &[("METRON_TRACE", "true"), ("METRON_GPU_API", "none")],
+    );
+    assert_success(&out, "sdk_app");
+    let p = printed(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let run = dir.join("run");
+    assert_eq!(num(&p, "tools_initialized"), 1, "{p:?}\n{stderr}");
+    assert_eq!(num(&p, "violations"), 0, "{stderr}");
+    let mut buffered = p["buffer_service"].clone();
+    buffered.sort();
+    assert_eq!(buffered, ["10/0", "11/0"], "no HIP_RUNTIME_API service");
+    assert_eq!(num(&p, "operation_name_queries"), 0, "{p:?}");
+
+    let looped = num(&p, "loop_dispatches");
+    let csv = std::fs::read_to_string(run.join("kernels.csv")).expect("kernels.csv");
+    assert_eq!(csv_rows(&csv).len() as u64, 3 + looped, "{csv}");
+    let meta = read_json(&run, "metadata.json");
+    let gpu = &meta["gpu"];
+    assert_eq!(gpu["records"]["kernels"], 3 + looped, "{gpu}");
+    assert_eq!(gpu["records"]["copies"], 2, "{gpu}");
+    assert_eq!(gpu["records"]["hip_api"], 0, "{gpu}");
+    assert_eq!(gpu["hip_api"], false, "{gpu}");
+    assert_eq!(gpu["not_traced"], Value::Array(vec![]), "{gpu}");
+
+    let summary = read_json(&run, "summary.json");
+    let apis = summary["gpu"]["api"].as_array().map_or(0, Vec::len);
+    assert_eq!(apis, 0, "{}", summary["gpu"]);
+    let trace = nvtx_support::decoded_trace(&run.join("trace.pftrace"));
+    assert!(
+        trace_slices(&trace, "HIP API").is_empty(),
+        "no HIP API tracks"
+    );
+    assert!(
+        !trace_slices(&trace, &format!("GPU 0 {GPU} queue")).is_empty(),
+        "kernels are still traced"
     );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -13,6 +13,7 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,9 @@ _Static_assert(sizeof(rocprofiler_record_header_t) == 16, "record header");
 _Static_assert(sizeof(rocprofiler_callback_tracing_record_t) == 64, "callback record");
 _Static_assert(sizeof(rocprofiler_counter_record_t) == 40, "counter record");
 _Static_assert(sizeof(rocprofiler_dispatch_counting_service_record_t) == 176, "counting header");
+_Static_assert(sizeof(rocprofiler_buffer_tracing_hip_api_record_t) == 64, "HIP API record");
+_Static_assert(offsetof(rocprofiler_buffer_tracing_hip_api_record_t, start_timestamp) == 40,
+               "HIP API record start");
 
 #define MAX_TOOLS 4
 #define MAX_CONTEXTS 8
@@ -90,6 +94,7 @@ typedef struct slot {
     union {
         rocprofiler_buffer_tracing_kernel_dispatch_record_t dispatch;
         rocprofiler_buffer_tracing_memory_copy_record_t copy;
+        rocprofiler_buffer_tracing_hip_api_record_t hip_api;
         rocprofiler_dispatch_counting_service_record_t counting;
         rocprofiler_counter_record_t counter;
     } payload;
@@ -150,6 +155,29 @@ static int n_configs;
 static const char* const COUNTER_NAMES[] = {"", "SQ_WAVES", "GRBM_GUI_ACTIVE", "SQ_INSTS_VALU"};
 #define N_COUNTERS 3
 #define COUNTER_INSTANCES 2
+
+/* The HIP runtime API operations and their names (DOUBLE_SDK_HIP_*). */
+static const struct {
+    int op;
+    const char* name;
+} HIP_OPS[] = {
+    {DOUBLE_SDK_HIP_MALLOC, "hipMalloc"},
+    {DOUBLE_SDK_HIP_MEMCPY, "hipMemcpy"},
+    {DOUBLE_SDK_HIP_LAUNCH_KERNEL, "hipLaunchKernel"},
+    {DOUBLE_SDK_HIP_DEVICE_SYNCHRONIZE, "hipDeviceSynchronize"},
+    {DOUBLE_SDK_HIP_FREE, "hipFree"},
+};
+#define N_HIP_OPS (sizeof(HIP_OPS) / sizeof(HIP_OPS[0]))
+
+static const char* hip_op_name(int op) {
+    for (size_t i = 0; i < N_HIP_OPS; ++i)
+        if (HIP_OPS[i].op == op) return HIP_OPS[i].name;
+    return NULL;
+}
+
+static int operation_iterations;
+static int operation_name_queries;
+static int operation_name_queries_delivering; /* on the delivery thread, inside a callback */
 
 static int callback_threads;
 static int flush_calls;
@@ -231,6 +259,10 @@ static void* delivery_main(void* arg) {
     }
     pthread_mutex_unlock(&lock);
     return NULL;
+}
+
+static int delivering(void) {
+    return delivery_started && pthread_equal(pthread_self(), delivery_thread);
 }
 
 /* Asks the delivery thread for a delivery; with `wait`, returns once it happened. `lock` held. */
@@ -379,6 +411,46 @@ const char* rocprofiler_get_status_string(rocprofiler_status_t status) {
     }
 }
 
+static int delivering(void);
+
+rocprofiler_status_t rocprofiler_query_buffer_tracing_kind_operation_name(
+    rocprofiler_buffer_tracing_kind_t kind, rocprofiler_tracing_operation_t operation,
+    const char** name, uint64_t* name_len) {
+    if (kind <= ROCPROFILER_BUFFER_TRACING_NONE || kind >= ROCPROFILER_BUFFER_TRACING_LAST)
+        return ROCPROFILER_STATUS_ERROR_KIND_NOT_FOUND;
+    pthread_mutex_lock(&lock);
+    ++operation_name_queries;
+    if (delivering()) ++operation_name_queries_delivering;
+    pthread_mutex_unlock(&lock);
+    if (kind != ROCPROFILER_BUFFER_TRACING_HIP_RUNTIME_API)
+        return ROCPROFILER_STATUS_ERROR_NOT_IMPLEMENTED;
+    const char* n = hip_op_name(operation);
+    if (!n) return ROCPROFILER_STATUS_ERROR_OPERATION_NOT_FOUND;
+    if (name) *name = n;
+    if (name_len) *name_len = strlen(n);
+    return ROCPROFILER_STATUS_SUCCESS;
+}
+
+rocprofiler_status_t rocprofiler_iterate_buffer_tracing_kind_operations(
+    rocprofiler_buffer_tracing_kind_t kind, rocprofiler_buffer_tracing_kind_operation_cb_t callback,
+    void* data) {
+    if (!callback) {
+        violation("rocprofiler_iterate_buffer_tracing_kind_operations without a callback");
+        return ROCPROFILER_STATUS_ERROR_INVALID_ARGUMENT;
+    }
+    if (kind <= ROCPROFILER_BUFFER_TRACING_NONE || kind >= ROCPROFILER_BUFFER_TRACING_LAST)
+        return ROCPROFILER_STATUS_ERROR_KIND_NOT_FOUND;
+    if (kind != ROCPROFILER_BUFFER_TRACING_HIP_RUNTIME_API)
+        return ROCPROFILER_STATUS_ERROR_NOT_IMPLEMENTED;
+    pthread_mutex_lock(&lock);
+    ++operation_iterations;
+    pthread_mutex_unlock(&lock);
+    /* Every operation but the last (hipFree): see rocprofiler_sdk_double.h. */
+    for (size_t i = 0; i + 1 < N_HIP_OPS; ++i)
+        if (callback(kind, HIP_OPS[i].op, data) != 0) break;
+    return ROCPROFILER_STATUS_SUCCESS;
+}
+
 rocprofiler_status_t rocprofiler_create_context(rocprofiler_context_id_t* context_id) {
     if (!context_id) return ROCPROFILER_STATUS_ERROR_INVALID_ARGUMENT;
     if (!configuring) {
@@ -519,6 +591,9 @@ rocprofiler_status_t rocprofiler_configure_buffer_tracing_service(
     rocprofiler_buffer_id_t buffer_id) {
     if (kind <= ROCPROFILER_BUFFER_TRACING_NONE || kind >= ROCPROFILER_BUFFER_TRACING_LAST)
         return ROCPROFILER_STATUS_ERROR_KIND_NOT_FOUND;
+    if (kind == ROCPROFILER_BUFFER_TRACING_HIP_RUNTIME_API)
+        for (size_t i = 0; operations && i < operations_count; ++i)
+            if (!hip_op_name(operations[i])) return ROCPROFILER_STATUS_ERROR_OPERATION_NOT_FOUND;
     buffer* b = find_buffer(buffer_id.handle);
     if (!b || b->context != context_id.handle) {
         violation("rocprofiler_configure_buffer_tracing_service with a buffer of another context");
@@ -718,6 +793,20 @@ void double_sdk_load_code_object(const double_sdk_kernel* kernels, size_t count)
 static uint64_t next_correlation = 1000;
 static uint64_t next_dispatch = 1;
 
+/* The HIP API call open on this thread (its correlation id is its work's). */
+static _Thread_local uint64_t api_correlation;
+static _Thread_local int api_operation;
+static _Thread_local uint64_t api_start;
+
+/* The correlation id of work started now on this thread: the open API call's, or a new one. */
+static uint64_t work_correlation(void) {
+    if (api_correlation) return api_correlation;
+    pthread_mutex_lock(&lock);
+    uint64_t c = next_correlation++;
+    pthread_mutex_unlock(&lock);
+    return c;
+}
+
 /* The buffers configured for `kind`, with operation `op`, in started contexts. */
 static void buffered(int kind, int op, const void* payload, size_t size) {
     for (int i = 0; i < n_buffer_services; ++i) {
@@ -731,8 +820,8 @@ uint64_t double_sdk_dispatch(uint64_t kernel_id, uint64_t queue, rocprofiler_dim
                              rocprofiler_dim3_t workgroup, uint32_t group_segment_size,
                              uint32_t private_segment_size, uint64_t delay_ns,
                              uint64_t duration_ns, uint64_t* start_monotonic) {
+    uint64_t correlation = work_correlation();
     pthread_mutex_lock(&lock);
-    uint64_t correlation = next_correlation++;
     uint64_t dispatch = next_dispatch++;
     pthread_mutex_unlock(&lock);
 
@@ -832,9 +921,7 @@ uint64_t double_sdk_dispatch(uint64_t kernel_id, uint64_t queue, rocprofiler_dim
 
 uint64_t double_sdk_copy(rocprofiler_memory_copy_operation_t direction, uint64_t bytes,
                          uint64_t delay_ns, uint64_t duration_ns, uint64_t* start_monotonic) {
-    pthread_mutex_lock(&lock);
-    uint64_t correlation = next_correlation++;
-    pthread_mutex_unlock(&lock);
+    uint64_t correlation = work_correlation();
     uint64_t sdk, mono;
     pair_clocks(&sdk, &mono);
     rocprofiler_buffer_tracing_memory_copy_record_t r;
@@ -858,6 +945,36 @@ uint64_t double_sdk_copy(rocprofiler_memory_copy_operation_t direction, uint64_t
     *start_monotonic = mono + delay_ns;
     buffered(ROCPROFILER_BUFFER_TRACING_MEMORY_COPY, (int)direction, &r, sizeof(r));
     return correlation;
+}
+
+uint64_t double_sdk_hip_begin(int operation, uint64_t* start_monotonic) {
+    if (api_correlation) violation("the double's HIP API calls do not nest");
+    if (!hip_op_name(operation)) violation("the double knows no such HIP API operation");
+    pthread_mutex_lock(&lock);
+    api_correlation = next_correlation++;
+    pthread_mutex_unlock(&lock);
+    api_operation = operation;
+    uint64_t mono;
+    pair_clocks(&api_start, &mono);
+    *start_monotonic = mono;
+    return api_correlation;
+}
+
+uint64_t double_sdk_hip_end(void) {
+    uint64_t end = sdk_now();
+    rocprofiler_buffer_tracing_hip_api_record_t r;
+    memset(&r, 0, sizeof(r));
+    r.size = sizeof(r);
+    r.kind = ROCPROFILER_BUFFER_TRACING_HIP_RUNTIME_API;
+    r.operation = api_operation;
+    r.correlation_id.internal = api_correlation;
+    r.correlation_id.ancestor = 0;
+    r.start_timestamp = api_start;
+    r.end_timestamp = end;
+    r.thread_id = tid();
+    api_correlation = 0;
+    buffered(ROCPROFILER_BUFFER_TRACING_HIP_RUNTIME_API, r.operation, &r, sizeof(r));
+    return end - api_start;
 }
 
 void double_sdk_add_drops(uint64_t count) {
@@ -885,6 +1002,9 @@ void double_sdk_report(void) {
     }
     printf("counting_services=%d\ncounter_configs=%d\n", n_counting, n_configs);
     printf("flush_calls=%d\n", flush_calls);
+    printf("operation_iterations=%d\noperation_name_queries=%d\n"
+           "operation_name_queries_delivering=%d\n",
+           operation_iterations, operation_name_queries, operation_name_queries_delivering);
     printf("watermark_deliveries=%d\n", watermark_deliveries);
     printf("violations=%d\n", violations);
     pthread_mutex_unlock(&lock);

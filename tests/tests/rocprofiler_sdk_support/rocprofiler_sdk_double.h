@@ -6,7 +6,8 @@
  * fwd.h, buffer_tracing.h, callback_tracing.h, agent.h at commit
  * d2cd02cf96136f27eae3b33e02ea42f700b10d78; registration.h at 13db6e1a4a97f00b14e78bb2926c0c9dd89c257e;
  * buffer.h at 2695e8368eeadb96b9f3379db759d54d9fa0a69a; context.h at
- * a20774b61613735a2fdddc63cad8468c0f8dde43. Independent of Metron's Rust transcription
+ * a20774b61613735a2fdddc63cad8468c0f8dde43; the HIP API buffer record and the operation name
+ * functions from buffer_tracing.h at d2cd02cf too. Independent of Metron's Rust transcription
  * (gpu-amd/src/sys_sdk.rs): the sizes asserted below are the headers', so a wrong layout on
  * either side shows up as wrong values in the test. The hsakmt unions of rocprofiler_agent_v0_t
  * (HSA_ENGINE_VERSION, HSA_ENGINE_ID, HSA_CAPABILITY) are 32-bit and written as uint32_t. */
@@ -260,6 +261,17 @@ typedef struct rocprofiler_buffer_tracing_memory_copy_record_t {
     rocprofiler_address_t src_address;
 } rocprofiler_buffer_tracing_memory_copy_record_t;
 
+/* The HIP API record holds the full rocprofiler_correlation_id_t (with `ancestor`). */
+typedef struct rocprofiler_buffer_tracing_hip_api_record_t {
+    uint64_t size;
+    rocprofiler_buffer_tracing_kind_t kind;
+    rocprofiler_tracing_operation_t operation;
+    rocprofiler_correlation_id_t correlation_id;
+    rocprofiler_timestamp_t start_timestamp;
+    rocprofiler_timestamp_t end_timestamp;
+    rocprofiler_thread_id_t thread_id;
+} rocprofiler_buffer_tracing_hip_api_record_t;
+
 typedef struct rocprofiler_callback_tracing_code_object_kernel_symbol_register_data_t {
     uint64_t size;
     uint64_t kernel_id;
@@ -478,6 +490,14 @@ rocprofiler_status_t rocprofiler_configure_callback_tracing_service(
     rocprofiler_context_id_t context_id, rocprofiler_callback_tracing_kind_t kind,
     const rocprofiler_tracing_operation_t* operations, size_t operations_count,
     rocprofiler_callback_tracing_cb_t callback, void* callback_args);
+typedef int (*rocprofiler_buffer_tracing_kind_operation_cb_t)(
+    rocprofiler_buffer_tracing_kind_t kind, rocprofiler_tracing_operation_t operation, void* data);
+rocprofiler_status_t rocprofiler_query_buffer_tracing_kind_operation_name(
+    rocprofiler_buffer_tracing_kind_t kind, rocprofiler_tracing_operation_t operation,
+    const char** name, uint64_t* name_len);
+rocprofiler_status_t rocprofiler_iterate_buffer_tracing_kind_operations(
+    rocprofiler_buffer_tracing_kind_t kind, rocprofiler_buffer_tracing_kind_operation_cb_t callback,
+    void* data);
 rocprofiler_status_t rocprofiler_get_timestamp(rocprofiler_timestamp_t* ts);
 rocprofiler_status_t rocprofiler_query_available_agents(
     rocprofiler_agent_version_t version, rocprofiler_query_available_agents_cb_t callback,
@@ -523,6 +543,24 @@ uint64_t double_sdk_dispatch(uint64_t kernel_id, uint64_t queue, rocprofiler_dim
 /* A memory copy from this thread (buffered record only). */
 uint64_t double_sdk_copy(rocprofiler_memory_copy_operation_t direction, uint64_t bytes,
                          uint64_t delay_ns, uint64_t duration_ns, uint64_t* start_monotonic);
+/* HIP runtime API operations the double knows. The numbering is the double's own (the SDK's is
+ * rocprofiler_hip_runtime_api_id_t of hip/api_id.h); a tool learns the names only through
+ * rocprofiler_query_buffer_tracing_kind_operation_name. The double's
+ * rocprofiler_iterate_buffer_tracing_kind_operations leaves hipFree out, so a tool must also
+ * look up an operation it did not see at initialization. */
+enum {
+    DOUBLE_SDK_HIP_MALLOC = 3,
+    DOUBLE_SDK_HIP_MEMCPY = 5,
+    DOUBLE_SDK_HIP_LAUNCH_KERNEL = 8,
+    DOUBLE_SDK_HIP_DEVICE_SYNCHRONIZE = 13,
+    DOUBLE_SDK_HIP_FREE = 21,
+};
+/* A HIP runtime API call on this thread begins: returns its internal correlation id, which the
+ * kernel dispatches and copies made before double_sdk_hip_end carry too. Writes the
+ * CLOCK_MONOTONIC time of its start. */
+uint64_t double_sdk_hip_begin(int operation, uint64_t* start_monotonic);
+/* The call ends: its buffered record (HIP_RUNTIME_API). Returns its duration in ns. */
+uint64_t double_sdk_hip_end(void);
 /* Records lost in the SDK: reported as drop_count with the next delivery. */
 void double_sdk_add_drops(uint64_t count);
 /* Prints what the tools configured and every contract violation seen (key=value lines). */

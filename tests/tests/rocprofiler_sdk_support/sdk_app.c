@@ -2,8 +2,10 @@
  * SDK double. It starts Metron (as `metron run`'s preload would), has the "runtime" find and
  * initialize the tools, lets the HSA runtime offer Metron its tool table too (OnLoad, which
  * must decline), loads a code object, and launches kernels and copies inside Metron regions on
- * two threads. It prints what the test expects (key=value lines): each kernel's correlation id
- * and CLOCK_MONOTONIC start as the double timed it. */
+ * two threads, some inside HIP runtime API calls (hipLaunchKernel, hipMemcpy; hipMalloc,
+ * hipDeviceSynchronize and hipFree on their own). It prints what the test expects (key=value
+ * lines): each kernel's and each HIP call's correlation id and CLOCK_MONOTONIC start as the
+ * double timed it, and the HIP calls' threads and durations. */
 #define _GNU_SOURCE
 #include "rocprofiler_sdk_double.h"
 
@@ -14,6 +16,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #define QUEUE_A 0x7f00aa000000ull
 #define QUEUE_B 0x7f00bb000000ull
@@ -48,12 +53,38 @@ static void copy(const char* label, rocprofiler_memory_copy_operation_t dir, uin
            start);
 }
 
+static uint64_t gettid_(void) { return (uint64_t)syscall(SYS_gettid); }
+
+/* A HIP call begins (its work, until hip_end, carries its correlation id). */
+static void hip_begin(const char* label, int op) {
+    uint64_t start = 0;
+    uint64_t corr = double_sdk_hip_begin(op, &start);
+    printf("hip.%s.correlation=%" PRIu64 "\nhip.%s.start_monotonic=%" PRIu64
+           "\nhip.%s.tid=%" PRIu64 "\n",
+           label, corr, label, start, label, gettid_());
+}
+
+static void hip_end(const char* label) {
+    printf("hip.%s.duration=%" PRIu64 "\n", label, double_sdk_hip_end());
+}
+
+/* A HIP call that takes `us` microseconds and starts no GPU work. */
+static void hip_call(const char* label, int op, unsigned us) {
+    hip_begin(label, op);
+    struct timespec ts = {0, (long)us * 1000};
+    nanosleep(&ts, NULL);
+    hip_end(label);
+}
+
 static void* worker(void* arg) {
     (void)arg;
     check(metron_set_thread_name("sdk-worker"), "thread name");
     check(metron_region_begin("worker_step"), "begin worker_step");
+    printf("worker_tid=%" PRIu64 "\n", gettid_());
+    hip_begin("launch_matmul", DOUBLE_SDK_HIP_LAUNCH_KERNEL);
     kernel("matmul", 13, QUEUE_A, (rocprofiler_dim3_t){512, 512, 1},
            (rocprofiler_dim3_t){64, 4, 1}, 16384 + 2048, 32, 400000);
+    hip_end("launch_matmul");
     check(metron_region_end("worker_step"), "end worker_step");
     return NULL;
 }
@@ -76,10 +107,18 @@ int main(void) {
 
     double_sdk_load_code_object(KERNELS, sizeof(KERNELS) / sizeof(KERNELS[0]));
 
+    printf("main_tid=%" PRIu64 "\n", gettid_());
+    hip_call("malloc", DOUBLE_SDK_HIP_MALLOC, 100);
+
     check(metron_region_begin("forward"), "begin forward");
+    hip_begin("memcpy", DOUBLE_SDK_HIP_MEMCPY);
     copy("upload", ROCPROFILER_MEMORY_COPY_HOST_TO_DEVICE, 1 << 20, 150000);
+    hip_end("memcpy");
+    hip_begin("launch_vector_add", DOUBLE_SDK_HIP_LAUNCH_KERNEL);
     kernel("vector_add", 11, QUEUE_A, (rocprofiler_dim3_t){4096, 2, 1},
            (rocprofiler_dim3_t){256, 1, 1}, 1024, 16, 250000);
+    hip_end("launch_vector_add");
+    hip_call("synchronize", DOUBLE_SDK_HIP_DEVICE_SYNCHRONIZE, 300);
     check(metron_region_end("forward"), "end forward");
 
     check(metron_region_begin("backward"), "begin backward");
@@ -103,6 +142,8 @@ int main(void) {
     }
     check(metron_region_end("loop"), "end loop");
     printf("loop_dispatches=%d\n", LOOP_DISPATCHES);
+
+    hip_call("free", DOUBLE_SDK_HIP_FREE, 50);
 
     /* Metron's own flush goes through rocprofiler_flush_buffer. */
     check(metron_flush(), "metron_flush");
