@@ -340,29 +340,9 @@ fn rocprofiler_sdk_tool_traces_kernels_and_copies_with_regions_on_metrons_clock(
     assert_eq!(regions, ["forward", "loop", "reduce", "worker_step"]);
 
     let trace = nvtx_support::decoded_trace(&run.join("trace.pftrace"));
-    let tracks: BTreeMap<u64, String> = trace["tracks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            (
-                t["uuid"].as_u64().unwrap(),
-                t["name"].as_str().unwrap_or("").to_string(),
-            )
-        })
-        .collect();
-    let gpu_slices: Vec<(String, String, u64)> = trace["slices"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| {
-            (
-                tracks[&s["track"].as_u64().unwrap()].clone(),
-                s["name"].as_str().unwrap_or("").to_string(),
-                s["dur"].as_u64().unwrap_or(0),
-            )
-        })
-        .filter(|(track, _, _)| track.starts_with("GPU "))
+    let gpu_slices: Vec<(String, String, u64)> = trace_slices(&trace, "GPU ")
+        .into_iter()
+        .map(|s| (s.track, s.name, s.dur))
         .collect();
     let copy_track = format!("GPU 0 {GPU} copies");
     for (name, dur) in [("Memcpy HtoD", 150_000), ("Memcpy DtoH", 50_000)] {
