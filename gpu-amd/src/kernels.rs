@@ -21,11 +21,7 @@ static KERNELS: Mutex<Option<HashMap<u64, Kernel>>> = Mutex::new(None);
 /// The symbol name as a kernel name: `.kd` dropped (code object v3+ names the descriptor
 /// `<kernel>.kd`), Itanium names demangled.
 pub fn display_name(symbol: &str) -> String {
-    let base = symbol.strip_suffix(".kd").unwrap_or(symbol);
-    match cpp_demangle::Symbol::new(base) {
-        Ok(s) => s.to_string(),
-        Err(_) => base.to_string(),
-    }
+    metron::gpu::demangle_kernel(symbol.strip_suffix(".kd").unwrap_or(symbol))
 }
 
 /// Adds the kernels of a frozen executable: `(symbol name, kernel object, descriptor bytes)`.

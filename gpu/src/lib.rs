@@ -607,39 +607,6 @@ fn limits_of(driver: &sys::Driver, device: u32) -> Option<Limits> {
     })
 }
 
-/// The demangled name, with integer literals written as `c++filt` (and so PyTorch's profiler)
-/// writes them: `(unsigned long)2` → `2ul`.
-fn demangle(name: &str) -> String {
-    let Some(mut s) = cpp_demangle::Symbol::new(name)
-        .ok()
-        .and_then(|s| s.demangle(&cpp_demangle::DemangleOptions::default()).ok())
-    else {
-        return name.to_string();
-    };
-    for (cast, suffix) in [
-        ("(unsigned long long)", "ull"),
-        ("(unsigned long)", "ul"),
-        ("(unsigned int)", "u"),
-        ("(long long)", "ll"),
-        ("(long)", "l"),
-    ] {
-        while let Some(at) = s.find(cast) {
-            let digits_at = at + cast.len();
-            let rest = &s[digits_at..];
-            let n = rest
-                .char_indices()
-                .find(|&(i, c)| !(c.is_ascii_digit() || (i == 0 && c == '-')))
-                .map_or(rest.len(), |(i, _)| i);
-            if n == 0 {
-                break;
-            }
-            let lit = format!("{}{suffix}", &rest[..n]);
-            s.replace_range(at..digits_at + n, &lit);
-        }
-    }
-    s
-}
-
 /// `cudaLaunchKernel_v7000` → `cudaLaunchKernel`.
 fn api_name(raw: &str) -> String {
     if let Some(at) = raw.rfind("_v") {
@@ -726,7 +693,7 @@ unsafe fn decode(loaded: &Loaded, names: &mut Names, p: *const u8) -> Option<Gpu
             let name = names
                 .kernels
                 .entry(raw)
-                .or_insert_with_key(|raw| demangle(raw).into())
+                .or_insert_with_key(|raw| metron::gpu::demangle_kernel(raw).into())
                 .clone();
             let mut r = GpuRecord::new(GpuKind::Kernel, name);
             r.start_ns = k.start;
@@ -885,19 +852,6 @@ mod tests {
         assert_eq!(
             api_name("cudaLaunchKernel_ptsz_v7000"),
             "cudaLaunchKernel_ptsz"
-        );
-    }
-
-    #[test]
-    fn kernel_names_are_demangled() {
-        assert_eq!(
-            demangle("_Z5saxpyifPKfPf"),
-            "saxpy(int, float, float const*, float*)"
-        );
-        assert_eq!(demangle("plain_c_kernel"), "plain_c_kernel");
-        assert_eq!(
-            demangle("_Z1fILm2EEvSt5arrayIPcXT_EE"),
-            "void f<2ul>(std::array<char*, 2ul>)"
         );
     }
 

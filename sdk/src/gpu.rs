@@ -265,6 +265,40 @@ impl Sink for JoinSink {
     }
 }
 
+/// A kernel's demangled name (both GPU backends), with integer literals written as `c++filt`
+/// (and so PyTorch's profiler) writes them: `(unsigned long)2` → `2ul`. Names that are not
+/// Itanium-mangled come back unchanged.
+pub fn demangle_kernel(name: &str) -> String {
+    let Some(mut s) = cpp_demangle::Symbol::new(name)
+        .ok()
+        .and_then(|s| s.demangle(&cpp_demangle::DemangleOptions::default()).ok())
+    else {
+        return name.to_string();
+    };
+    for (cast, suffix) in [
+        ("(unsigned long long)", "ull"),
+        ("(unsigned long)", "ul"),
+        ("(unsigned int)", "u"),
+        ("(long long)", "ll"),
+        ("(long)", "l"),
+    ] {
+        while let Some(at) = s.find(cast) {
+            let digits_at = at + cast.len();
+            let rest = &s[digits_at..];
+            let n = rest
+                .char_indices()
+                .find(|&(i, c)| !(c.is_ascii_digit() || (i == 0 && c == '-')))
+                .map_or(rest.len(), |(i, _)| i);
+            if n == 0 {
+                break;
+            }
+            let lit = format!("{}{suffix}", &rest[..n]);
+            s.replace_range(at..digits_at + n, &lit);
+        }
+    }
+    s
+}
+
 /// Demangles nothing, formats launch dimensions: `(x,y,z)`.
 pub fn dim3(d: [i32; 3]) -> String {
     format!("({},{},{})", d[0], d[1], d[2])
@@ -273,6 +307,19 @@ pub fn dim3(d: [i32; 3]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kernel_names_are_demangled() {
+        assert_eq!(
+            demangle_kernel("_Z5saxpyifPKfPf"),
+            "saxpy(int, float, float const*, float*)"
+        );
+        assert_eq!(demangle_kernel("plain_c_kernel"), "plain_c_kernel");
+        assert_eq!(
+            demangle_kernel("_Z1fILm2EEvSt5arrayIPcXT_EE"),
+            "void f<2ul>(std::array<char*, 2ul>)"
+        );
+    }
 
     #[test]
     fn records_know_their_duration_and_place() {
