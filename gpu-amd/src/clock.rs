@@ -60,16 +60,8 @@ impl Calibration {
     }
 }
 
-/// `CLOCK_MONOTONIC` in ns.
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid out-pointer; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+/// `CLOCK_MONOTONIC` in ns: Metron's one clock.
+pub use metron::clock::monotonic_ns;
 
 #[cfg(test)]
 mod tests {

@@ -441,13 +441,7 @@ fn start_inner() -> Result<Status, Status> {
 
 /// CUPTI's timestamps: Metron's timeline clock.
 extern "C" fn timestamp() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid out-pointer; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    metron::clock::monotonic_ns()
 }
 
 /// The GPUs and their limits, read once at the first launch: on an application thread, with
