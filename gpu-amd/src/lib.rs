@@ -50,6 +50,7 @@ pub mod fake_runtime {
 pub use rocprofiler_sdk::configure as rocprofiler_configure;
 
 use metron::gpu::GpuDevice;
+use metron::settings::{env_bool, env_count};
 use serde_json::{json, Value};
 use std::ffi::c_char;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -226,28 +227,6 @@ pub fn metadata() -> Value {
         return rocprofiler_sdk::metadata();
     }
     status().unwrap_or_else(probe).to_json()
-}
-
-fn env_bool(name: &str, default: bool) -> bool {
-    match std::env::var(name).map(|v| v.trim().to_ascii_lowercase()) {
-        Ok(v) if ["0", "false", "no", "off"].contains(&v.as_str()) => false,
-        Ok(v) if ["1", "true", "yes", "on"].contains(&v.as_str()) => true,
-        _ => default,
-    }
-}
-
-fn env_size(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| metron::settings::parse_size(v.trim()))
-        .unwrap_or(default)
-}
-
-fn env_count(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(default)
 }
 
 /// `OnLoad`: takes over the runtime's table entries. Returns why it stays off.

@@ -108,7 +108,7 @@ pub fn configure(
         s.runtime_version = runtime_version;
         s.priority = priority;
     });
-    if !crate::env_bool("METRON_GPU", true) {
+    if !metron::settings::env_bool("METRON_GPU", true) {
         update(|s| s.reason = Some("METRON_GPU is off".into()));
         return std::ptr::null_mut();
     }
@@ -178,7 +178,10 @@ fn start() -> Result<(), String> {
     );
 
     let context = api.create_context()?;
-    let (size, watermark) = buffer_sizes(crate::env_size("METRON_GPU_AMD_BUFFER_BYTES", 4 << 20));
+    let (size, watermark) = buffer_sizes(metron::settings::env_size(
+        "METRON_GPU_AMD_BUFFER_BYTES",
+        4 << 20,
+    ));
     let (policy, policy_name) = policy(
         std::env::var("METRON_GPU_AMD_BUFFER_POLICY")
             .ok()

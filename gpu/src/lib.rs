@@ -51,6 +51,7 @@ pub fn decide_gpu_counter_mode(requested: &str, passes: usize) -> (&'static str,
 }
 
 use metron::gpu::{GpuDevice, GpuKind, GpuRecord};
+use metron::settings::env_bool;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -281,30 +282,14 @@ pub fn status() -> Option<Status> {
     STATUS.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
-fn env_bool(name: &str, default: bool) -> bool {
-    match std::env::var(name).map(|v| v.to_ascii_lowercase()) {
-        Ok(v) if ["0", "false", "no", "off"].contains(&v.as_str()) => false,
-        Ok(v) if ["1", "true", "yes", "on"].contains(&v.as_str()) => true,
-        _ => default,
-    }
-}
-
+/// `METRON_GPU_ACTIVITY_BUFFER` (at least 64 KiB).
 fn env_size(name: &str, default: u64) -> u64 {
-    let Ok(v) = std::env::var(name) else {
-        return default;
-    };
-    let v = v.trim();
-    let (num, mul) = match v.chars().last() {
-        Some('K' | 'k') => (&v[..v.len() - 1], 1u64 << 10),
-        Some('M' | 'm') => (&v[..v.len() - 1], 1 << 20),
-        Some('G' | 'g') => (&v[..v.len() - 1], 1 << 30),
-        _ => (v, 1),
-    };
-    num.parse::<u64>()
-        .ok()
-        .map(|n| n * mul)
-        .filter(|&n| n >= 64 << 10)
-        .unwrap_or(default)
+    let n = metron::settings::env_size(name, default as usize) as u64;
+    if n >= 64 << 10 {
+        n
+    } else {
+        default
+    }
 }
 
 /// Starts tracing (idempotent): loads the driver and CUPTI, enables the activity kinds and

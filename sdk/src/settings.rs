@@ -563,11 +563,7 @@ impl fmt::Display for Value {
 
 fn parse(kind: Kind, raw: &str) -> Option<Value> {
     match kind {
-        Kind::Bool => match raw.to_ascii_lowercase().as_str() {
-            "1" | "true" | "yes" | "on" => Some(Value::Bool(true)),
-            "0" | "false" | "no" | "off" => Some(Value::Bool(false)),
-            _ => None,
-        },
+        Kind::Bool => parse_bool(raw).map(Value::Bool),
         Kind::Size => parse_size(raw)
             .filter(|n| *n >= MIN_BUFFER_BYTES)
             .map(Value::Size),
@@ -584,6 +580,42 @@ fn parse(kind: Kind, raw: &str) -> Option<Value> {
         Kind::Text => Some(Value::Text(raw.to_string())),
         Kind::Grammar(g) => g.check(raw).then(|| Value::Text(raw.to_string())),
     }
+}
+
+/// A boolean as the registry's `Bool` settings accept it: `1`/`0`, `true`/`false`, `yes`/`no`,
+/// `on`/`off`, any case.
+pub fn parse_bool(raw: &str) -> Option<bool> {
+    match raw.to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Some(true),
+        "0" | "false" | "no" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+/// A boolean setting read from the environment where a crate that is not the runtime needs it
+/// (the GPU backends start inside driver callbacks): `default` when unset or not a boolean
+/// (the registry reports a bad value).
+pub fn env_bool(name: &str, default: bool) -> bool {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| parse_bool(v.trim()))
+        .unwrap_or(default)
+}
+
+/// A size setting read from the environment (as [`env_bool`]).
+pub fn env_size(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| parse_size(v.trim()))
+        .unwrap_or(default)
+}
+
+/// A count setting read from the environment (as [`env_bool`]).
+pub fn env_count(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
 }
 
 /// A size as the registry's `Size` settings accept it: bytes with an optional `K`, `M` or `G`
