@@ -389,6 +389,15 @@ fn take_slot_for_dispatch(
     Some(signal)
 }
 
+/// A timed copy: Metron's signal given to the runtime, the copy's correlation id, and the
+/// signal's slot in the pool.
+#[derive(Clone, Copy, Debug)]
+pub struct TimedCopy {
+    pub signal: Handle,
+    pub correlation: u32,
+    slot: u32,
+}
+
 /// An async copy about to be submitted: the signal to give the runtime in place of the
 /// application's `completion` (which Metron decrements when the copy is done), or `None`
 /// when it goes untimed.
@@ -398,7 +407,7 @@ pub fn copy_submitted(
     dst_agent: Handle,
     bytes: usize,
     completion: Handle,
-) -> Option<(Handle, u32)> {
+) -> Option<TimedCopy> {
     let pool = pool(rt);
     COUNTS.copies.fetch_add(1, Ordering::Relaxed);
     let Some(index) = pool.free.pop() else {
@@ -425,19 +434,18 @@ pub fn copy_submitted(
         COUNTS.untimed_no_signal.fetch_add(1, Ordering::Relaxed);
         return None;
     }
-    Some((signal, correlation))
+    Some(TimedCopy {
+        signal,
+        correlation,
+        slot: index,
+    })
 }
 
 /// A copy the runtime refused: its signal goes back to the pool unused.
-pub fn copy_refused(rt: &Runtime, signal: Handle) {
-    let Some(pool) = POOL.get() else { return };
-    if let Some(index) = pool
-        .slots
-        .iter()
-        .position(|s| s.signal.load(Ordering::Relaxed) == signal)
-    {
-        rt.store_signal(signal, 1);
-        let _ = pool.free.push(index as u32);
+pub fn copy_refused(rt: &Runtime, copy: &TimedCopy) {
+    if let Some(pool) = POOL.get() {
+        rt.store_signal(copy.signal, 1);
+        let _ = pool.free.push(copy.slot);
     }
 }
 

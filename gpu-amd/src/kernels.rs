@@ -4,6 +4,7 @@
 //! kernel object, so the application thread never touches this table.
 
 use crate::descriptor::{self, KernelInfo};
+use metron::gpu::GpuRecord;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -38,6 +39,39 @@ pub fn add(symbols: Vec<(String, u64, Option<[u8; 64]>)>, arch: &str) {
             },
         );
     }
+}
+
+/// Adds one kernel by id (ROCprofiler-SDK's kernel ids; the HSA path uses kernel objects: only
+/// one path traces a process).
+pub fn insert(id: u64, kernel: Kernel) {
+    KERNELS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(HashMap::new)
+        .insert(id, kernel);
+}
+
+/// Fills a kernel record's launch geometry and resources from its dispatch (both AMD paths):
+/// AQL grids count work-items where Metron's records count work-groups, and the dispatch's
+/// group segment is the kernel's static LDS plus the dynamic part.
+pub fn describe_dispatch(
+    r: &mut GpuRecord,
+    grid: [u32; 3],
+    workgroup: [u32; 3],
+    group_segment: u32,
+    private_segment: u32,
+    info: &KernelInfo,
+) {
+    for d in 0..3 {
+        let wg = workgroup[d].max(1);
+        r.block[d] = i32::try_from(workgroup[d]).unwrap_or(i32::MAX);
+        r.grid[d] = i32::try_from(grid[d].div_ceil(wg)).unwrap_or(i32::MAX);
+    }
+    r.static_shared = info.static_lds.min(group_segment) as i32;
+    r.dynamic_shared = group_segment.saturating_sub(info.static_lds) as i32;
+    r.local_per_thread = private_segment;
+    r.registers = info.vgprs;
+    r.scalar_registers = info.sgprs;
 }
 
 /// The kernel at `object`, if an executable holding it was frozen.

@@ -345,7 +345,7 @@ unsafe fn start(table: *mut sys::HsaApiTable, _runtime_version: u64) -> Result<S
         },
         devices.clone(),
     );
-    records::start_drain(records::DrainContext { calibrate });
+    records::start_drain();
     Ok(Status {
         enabled: true,
         reason: None,
@@ -359,7 +359,7 @@ unsafe fn start(table: *mut sys::HsaApiTable, _runtime_version: u64) -> Result<S
 
 /// Pairs the runtime's system clock with `CLOCK_MONOTONIC` now.
 /// Once the runtime's `OnUnload` ran, nothing may call into it: the last pairing is kept.
-fn calibrate() -> Option<clock::Calibration> {
+pub(crate) fn calibrate() -> Option<clock::Calibration> {
     static LAST: Mutex<Option<clock::Calibration>> = Mutex::new(None);
     let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
     if !RUNTIME_GONE.load(Ordering::Acquire) {

@@ -170,17 +170,11 @@ pub fn delivered() -> [u64; 3] {
     [0, 1, 2].map(|i| DELIVERED[i].load(Ordering::Relaxed))
 }
 
-/// What the drain needs from the backend: the clock pairing and each device index.
-pub struct DrainContext {
-    /// Pairs the runtime's system clock with `CLOCK_MONOTONIC` now.
-    pub calibrate: fn() -> Option<Calibration>,
-}
-
-static CONTEXT: OnceLock<DrainContext> = OnceLock::new();
+static DRAINING: AtomicBool = AtomicBool::new(false);
 
 /// Starts the drain thread (once).
-pub fn start_drain(context: DrainContext) {
-    if CONTEXT.set(context).is_err() {
+pub fn start_drain() {
+    if DRAINING.swap(true, Ordering::AcqRel) {
         return;
     }
     let _ = std::thread::Builder::new()
@@ -202,7 +196,7 @@ pub fn drain() {
     if ring.is_empty() {
         return;
     }
-    let calibration = CONTEXT.get().and_then(|c| (c.calibrate)());
+    let calibration = crate::calibrate();
     let mut batch = Vec::with_capacity(ring.len());
     while let Some(raw) = ring.pop() {
         batch.push(convert(&raw, calibration.as_ref()));
@@ -234,17 +228,14 @@ pub fn convert(raw: &RawRecord, calibration: Option<&Calibration>) -> GpuRecord 
             r.device = raw.device;
             r.stream = raw.queue as u32;
             r.correlation = raw.correlation;
-            // AQL gives the grid in work-items; Metron's records (CUDA's) count blocks.
-            for d in 0..3 {
-                let wg = u32::from(raw.workgroup[d].max(1));
-                r.block[d] = i32::from(raw.workgroup[d]);
-                r.grid[d] = raw.grid[d].div_ceil(wg) as i32;
-            }
-            r.registers = info.vgprs;
-            r.scalar_registers = info.sgprs;
-            r.static_shared = info.static_lds.min(raw.group_segment) as i32;
-            r.dynamic_shared = raw.group_segment.saturating_sub(info.static_lds) as i32;
-            r.local_per_thread = raw.private_segment;
+            kernels::describe_dispatch(
+                &mut r,
+                raw.grid,
+                raw.workgroup.map(u32::from),
+                raw.group_segment,
+                raw.private_segment,
+                &info,
+            );
             if raw.counter_count > 0 {
                 if let Some(c) = crate::counters::get() {
                     let mut values: Vec<f64> = raw.counters[..usize::from(raw.counter_count)]

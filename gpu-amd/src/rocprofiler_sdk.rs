@@ -32,6 +32,8 @@
 //!   `metadata.json` (`not_traced`); the SDK's own derived counters can be named directly.
 
 use crate::clock::Calibration;
+use crate::descriptor::KernelInfo;
+use crate::kernels::Kernel;
 use crate::sys_sdk::{
     self as sdk, Agent, Callback, Dispatch, HipApi, KernelSymbol, MemoryCopy, Record,
 };
@@ -497,28 +499,19 @@ fn take_counters(records: &[Record]) {
     }
 }
 
-/// A kernel as its code object describes it.
-#[derive(Clone, Debug)]
-struct Kernel {
-    name: Arc<str>,
-    static_lds: u32,
-    vgprs: u16,
-    sgprs: u16,
-}
-
-impl Kernel {
-    fn of(symbol: &KernelSymbol) -> Kernel {
-        Kernel {
-            name: crate::kernels::display_name(&symbol.name).into(),
+/// A kernel as its code object describes it, for the kernel table shared with the HSA path.
+fn kernel_of(symbol: &KernelSymbol) -> Kernel {
+    Kernel {
+        name: crate::kernels::display_name(&symbol.name).into(),
+        info: KernelInfo {
             static_lds: symbol.group_segment,
+            scratch: symbol.private_segment,
             vgprs: u16::try_from(symbol.arch_vgprs).unwrap_or(u16::MAX),
             sgprs: u16::try_from(symbol.sgprs).unwrap_or(u16::MAX),
-        }
+            ..KernelInfo::default()
+        },
     }
 }
-
-/// Kernels by the SDK's kernel id (filled at code object load, read by the buffer thread).
-static KERNELS: Mutex<Option<HashMap<u64, Kernel>>> = Mutex::new(None);
 
 /// A callback-tracing record (code object loads; kernel enqueues, on the launching thread).
 pub(crate) fn on_callback(what: Callback) {
@@ -531,12 +524,7 @@ pub(crate) fn on_callback(what: Callback) {
             );
         }
         Callback::KernelSymbol(symbol) => {
-            let kernel = Kernel::of(&symbol);
-            KERNELS
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get_or_insert_with(HashMap::new)
-                .insert(symbol.kernel_id, kernel);
+            crate::kernels::insert(symbol.kernel_id, kernel_of(&symbol));
         }
         Callback::Unrecognized => {
             UNRECOGNIZED_CALLBACKS.fetch_add(1, Ordering::Relaxed);
@@ -566,21 +554,19 @@ pub(crate) fn on_buffer(records: &[Record], drop_count: u64) {
         return;
     };
     let agents = AGENTS.get().map_or(&[][..], Vec::as_slice);
-    let kernels = KERNELS.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    let kernels = kernels.unwrap_or_default();
     let batch: Vec<GpuRecord> = records
         .iter()
         .filter_map(|r| match r {
             Record::Dispatch(d) => {
                 KERNEL_RECORDS.fetch_add(1, Ordering::Relaxed);
-                let kernel = kernels.get(&d.kernel_id);
+                let kernel = crate::kernels::get(d.kernel_id);
                 if kernel.is_none() {
                     UNKNOWN_KERNELS.fetch_add(1, Ordering::Relaxed);
                 }
                 let device = device_of(agents, d.agent).0;
                 Some(kernel_record(
                     d,
-                    kernel,
+                    kernel.as_ref(),
                     &calibration,
                     device,
                     queue_number(d.queue),
@@ -627,17 +613,14 @@ fn kernel_record(
     r.stream = stream;
     r.correlation = d.correlation as u32;
     r.tid = d.thread as u32;
-    for i in 0..3 {
-        let wg = d.workgroup[i].max(1);
-        r.block[i] = i32::try_from(d.workgroup[i]).unwrap_or(i32::MAX);
-        r.grid[i] = i32::try_from(d.grid[i].div_ceil(wg)).unwrap_or(i32::MAX);
-    }
-    let static_lds = kernel.map_or(0, |k| k.static_lds);
-    r.static_shared = static_lds.min(d.group_segment) as i32;
-    r.dynamic_shared = d.group_segment.saturating_sub(static_lds) as i32;
-    r.local_per_thread = d.private_segment;
-    r.registers = kernel.map_or(0, |k| k.vgprs);
-    r.scalar_registers = kernel.map_or(0, |k| k.sgprs);
+    crate::kernels::describe_dispatch(
+        &mut r,
+        d.grid,
+        d.workgroup,
+        d.group_segment,
+        d.private_segment,
+        &kernel.map_or_else(KernelInfo::default, |k| k.info),
+    );
     r
 }
 
@@ -686,11 +669,7 @@ pub(crate) fn metadata() -> Value {
         .clone()
         .unwrap_or_default();
     let agents = AGENTS.get().map_or(&[][..], Vec::as_slice);
-    let kernels_known = KERNELS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_ref()
-        .map_or(0, HashMap::len);
+    let kernels_known = crate::kernels::count();
     json!({
         "backend": "rocprofiler-sdk",
         "enabled": s.enabled,
@@ -771,7 +750,7 @@ mod tests {
             workgroup: [256, 1, 1],
             grid: [1000, 4, 1],
         };
-        let k = Kernel::of(&symbol());
+        let k = kernel_of(&symbol());
         let r = kernel_record(&d, Some(&k), &calibration(), 1, 2);
         assert_eq!((r.start_ns, r.end_ns), (1_500_000, 1_750_000));
         assert_eq!(

@@ -160,7 +160,7 @@ pub unsafe extern "C" fn async_copy(
     } else {
         None
     };
-    let signal = ours.map_or(completion_signal, |o| o.0);
+    let signal = ours.map_or(completion_signal, |o| o.signal);
     // SAFETY: the application's arguments, with Metron's signal (same contract) in place of
     // the completion signal when the copy is timed.
     let status = unsafe {
@@ -179,11 +179,11 @@ pub unsafe extern "C" fn async_copy(
         return status;
     }
     if status != sys::SUCCESS {
-        if let Some((s, _)) = ours {
-            guarded((), || intercept::copy_refused(rt, s));
+        if let Some(copy) = ours {
+            guarded((), || intercept::copy_refused(rt, &copy));
         }
     }
-    let correlation = ours.map_or(0, |o| o.1);
+    let correlation = ours.map_or(0, |o| o.correlation);
     guarded((), || {
         intercept::api_call(ApiCall::AsyncCopy, start, status, correlation)
     });
