@@ -29,6 +29,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+pub mod recording;
+
 /// Set (to `1`) in the child process; a scenario test runs only when it is set.
 pub const SCENARIO_ENV: &str = "METRON_TEST_SCENARIO";
 

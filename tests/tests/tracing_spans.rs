@@ -5,95 +5,18 @@
 //! recorded). Checked in the summary, in the events a user sink receives, and in the Perfetto
 //! trace decoded by `tests/perfetto/validate_trace.py`.
 
-use metron::{AnnotationValue, Event, RunInfo, Sink, ThreadInfo};
+use metron_tests::recording::{of_kind, recorded, recording_sink};
 use metron_tests::{find, scenario, shape, threads, Scenario};
 use metron_tracing::{MetronLayer, MetronSubscriber};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tracing::Instrument;
 use tracing_subscriber::prelude::*;
 
 // ---------------------------------------------------------------------------------------------
-// Harness: a recording sink and the trace validator.
-
-/// Keeps every event as JSON and writes them to `recorded-events.json` at the end of the run.
-struct RecordingSink {
-    events: Arc<Mutex<Vec<Value>>>,
-}
-
-fn describe(thread: &ThreadInfo, event: &Event<'_>) -> Option<Value> {
-    let value_json = |v: &AnnotationValue<'_>| match *v {
-        AnnotationValue::I64(v) => json!({"i64": v}),
-        AnnotationValue::U64(v) => json!({"u64": v}),
-        AnnotationValue::F64(v) => json!({"f64": v}),
-        AnnotationValue::Bool(v) => json!({"bool": v}),
-        AnnotationValue::Str(v) => json!({"str": v}),
-    };
-    let mut e = match event {
-        Event::Begin { site, .. } => json!({"kind": "begin", "name": site.name}),
-        Event::End { site, .. } => json!({"kind": "end", "name": site.name}),
-        Event::Instant { site, .. } => json!({"kind": "mark", "name": site.name}),
-        Event::Annotation {
-            region, key, value, ..
-        } => json!({
-            "kind": "annotation",
-            "key": key.name,
-            "region": region.map(|r| r.name),
-            "value": value_json(value),
-        }),
-        Event::AsyncBegin {
-            site,
-            cookie,
-            ts_ns,
-        } => json!({"kind": "async_begin", "name": site.name, "cookie": cookie, "ts": ts_ns}),
-        Event::AsyncEnd {
-            site,
-            cookie,
-            ts_ns,
-        } => json!({"kind": "async_end", "name": site.name, "cookie": cookie, "ts": ts_ns}),
-        _ => return None,
-    };
-    e["thread"] = json!(thread.name);
-    Some(e)
-}
-
-impl Sink for RecordingSink {
-    fn name(&self) -> &str {
-        "recording"
-    }
-
-    fn events(&mut self, thread: &ThreadInfo, events: &[Event<'_>]) {
-        let mut all = self.events.lock().unwrap();
-        all.extend(events.iter().filter_map(|e| describe(thread, e)));
-    }
-
-    fn finish(&mut self, run: &RunInfo) -> std::io::Result<Vec<PathBuf>> {
-        let path = run.output_dir.join("recorded-events.json");
-        let all = self.events.lock().unwrap();
-        std::fs::write(&path, serde_json::to_string(&*all)?)?;
-        Ok(vec![path])
-    }
-}
-
-fn record_events() {
-    metron::add_sink(Box::new(RecordingSink {
-        events: Arc::new(Mutex::new(Vec::new())),
-    }));
-}
-
-fn recorded(run: &metron_tests::Run) -> Vec<Value> {
-    run.json("recorded-events.json")
-        .as_array()
-        .expect("an array of events")
-        .clone()
-}
-
-fn of_kind<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["kind"] == kind).collect()
-}
+// Harness: the trace validator (the recording sink is metron_tests::recording).
 
 /// The summary's thread named `name` (the first, when several share it).
 fn summary_thread<'a>(summary: &'a Value, name: &str) -> &'a Value {
@@ -222,7 +145,7 @@ fn std_threads_workload() {
 
 scenario! {
     fn scenario_subscriber_std_threads() {
-        record_events();
+        let _ = recording_sink();
         tracing::subscriber::set_global_default(MetronSubscriber::new()).unwrap();
         std_threads_workload();
     }
@@ -230,7 +153,7 @@ scenario! {
 
 scenario! {
     fn scenario_layer_std_threads() {
-        record_events();
+        let _ = recording_sink();
         tracing_subscriber::registry().with(MetronLayer::new()).init();
         std_threads_workload();
     }
@@ -353,7 +276,7 @@ fn tokio_workload() {
 
 scenario! {
     fn scenario_tokio_layer() {
-        record_events();
+        let _ = recording_sink();
         tracing_subscriber::registry().with(MetronLayer::new()).init();
         tokio_workload();
     }
@@ -361,7 +284,7 @@ scenario! {
 
 scenario! {
     fn scenario_tokio_subscriber() {
-        record_events();
+        let _ = recording_sink();
         tracing::subscriber::set_global_default(MetronSubscriber::new()).unwrap();
         tokio_workload();
     }
@@ -467,7 +390,7 @@ fn filtered_workload() {
 
 scenario! {
     fn scenario_layer_beside_fmt_and_env_filter() {
-        record_events();
+        let _ = recording_sink();
         tracing_subscriber::registry()
             .with(tracing_subscriber::EnvFilter::new("info,noisy=off"))
             .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(false))
@@ -479,7 +402,7 @@ scenario! {
 
 scenario! {
     fn scenario_layer_with_its_own_filter() {
-        record_events();
+        let _ = recording_sink();
         tracing_subscriber::registry()
             .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(false))
             .with(MetronLayer::new().with_filter(tracing_subscriber::EnvFilter::new("warn")))
@@ -533,7 +456,7 @@ fn fields_workload() {
 
 scenario! {
     fn scenario_fields() {
-        record_events();
+        let _ = recording_sink();
         tracing::subscriber::set_global_default(MetronSubscriber::new().with_fields(true)).unwrap();
         fields_workload();
     }
@@ -541,7 +464,7 @@ scenario! {
 
 scenario! {
     fn scenario_fields_layer_with_level_prefix() {
-        record_events();
+        let _ = recording_sink();
         tracing_subscriber::registry()
             .with(MetronLayer::new().with_fields(true).with_level_prefix(true))
             .init();
@@ -551,7 +474,7 @@ scenario! {
 
 scenario! {
     fn scenario_no_fields() {
-        record_events();
+        let _ = recording_sink();
         tracing::subscriber::set_global_default(MetronSubscriber::new()).unwrap();
         fields_workload();
     }
