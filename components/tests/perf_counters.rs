@@ -145,6 +145,32 @@ fn task_clock_matches_thread_cpu_clock() {
         return;
     };
     measure(|| {});
+    // task-clock runs on the scheduler's raw clock while the thread is on a CPU, and
+    // CLOCK_THREAD_CPUTIME_ID on the task clock, which leaves out time taken by interrupts and
+    // by the hypervisor (steal). So task-clock may only exceed the thread clock, and does so by
+    // whatever a loaded VM steals during the spin (2% seen on CI). The tight bound must hold in
+    // one of a few attempts; the lower bound must hold in every one.
+    const ATTEMPTS: usize = 5;
+    let mut misses = Vec::new();
+    for attempt in 1..=ATTEMPTS {
+        let (perf_ns, cpu_ns) = spin_under_both_clocks(i);
+        println!("spin {attempt}: perf task-clock = {perf_ns} ns, ThreadCpuClock = {cpu_ns} ns");
+        // The two brackets differ by the two clock reads and one perf read: ~100 us is generous.
+        let slack = 0.01 * cpu_ns + 100_000.0;
+        assert!(
+            perf_ns >= cpu_ns - slack,
+            "task-clock {perf_ns} ns is below ThreadCpuClock {cpu_ns} ns: it lost CPU time"
+        );
+        if perf_ns <= cpu_ns + slack {
+            return;
+        }
+        misses.push((perf_ns, cpu_ns));
+    }
+    panic!("task-clock exceeded ThreadCpuClock by more than 1% + 100 us in all {ATTEMPTS} spins (perf ns, thread ns): {misses:?}");
+}
+
+/// Spins 60 ms inside one perf bracket and one `ThreadCpuClock` bracket; returns both in ns.
+fn spin_under_both_clocks(task_clock: usize) -> (f64, f64) {
     let mut cpu = ThreadCpuClock::default();
     let v = measure(|| {
         cpu.start();
@@ -155,14 +181,7 @@ fn task_clock_matches_thread_cpu_clock() {
         }
         cpu.stop();
     });
-    let perf_ns = v.counts[i];
-    let cpu_ns = cpu.value() as f64;
-    println!("spin: perf task-clock = {perf_ns} ns, ThreadCpuClock = {cpu_ns} ns");
-    // The two brackets differ by the two clock reads and one perf read: ~100 us is generous.
-    assert!(
-        (perf_ns - cpu_ns).abs() <= 0.01 * cpu_ns + 100_000.0,
-        "task-clock {perf_ns} ns vs ThreadCpuClock {cpu_ns} ns"
-    );
+    (v.counts[task_clock], cpu.value() as f64)
 }
 
 #[test]
