@@ -83,9 +83,19 @@ delta_component!(
 mod tests {
     use super::*;
 
+    /// This thread's CPU time by `getrusage(RUSAGE_THREAD)`, in ns: a source independent of
+    /// `CLOCK_THREAD_CPUTIME_ID`.
+    fn rusage_cpu_ns() -> u64 {
+        let usage = sys::rusage(libc::RUSAGE_THREAD);
+        timeval_ns(usage.ru_utime) + timeval_ns(usage.ru_stime)
+    }
+
+    /// Spins until this thread has used `ms` of CPU time (by `getrusage`), however long that
+    /// takes on a loaded machine: spinning by wall time gives less CPU time when other
+    /// threads share the cores.
     fn spin_ms(ms: u64) {
-        let end = std::time::Instant::now() + std::time::Duration::from_millis(ms);
-        while std::time::Instant::now() < end {
+        let end = rusage_cpu_ns() + ms * 1_000_000;
+        while rusage_cpu_ns() < end {
             std::hint::black_box(0);
         }
     }
