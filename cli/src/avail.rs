@@ -133,6 +133,7 @@ fn report(sections: &[&str]) -> Value {
                 "gpu_backend": gpu_probe.to_json(),
                 "gpu_amd": metron_gpu_amd::probe().to_json(),
                 "gpu_amd_counters": metron_gpu_amd::counter_tables(),
+                "gpu_amd_hsa_api": metron_gpu_amd::hsa_api_functions(),
             }),
         );
     }
@@ -349,6 +350,24 @@ fn text(report: &Value) -> String {
                     m["expression"].as_str().unwrap_or("")
                 ));
             }
+        }
+        if let Some(calls) = c["gpu_amd_hsa_api"].as_array() {
+            out.push_str(&format!(
+                "    AMD HSA API calls for METRON_GPU_AMD_HSA_API ({} in all):\n",
+                calls.len()
+            ));
+            let mut line = String::from("     ");
+            for name in calls.iter().filter_map(Value::as_str) {
+                if line.len() + 1 + name.len() > 100 {
+                    out.push_str(&line);
+                    out.push('\n');
+                    line = String::from("     ");
+                }
+                line.push(' ');
+                line.push_str(name);
+            }
+            out.push_str(&line);
+            out.push('\n');
         }
     }
     out

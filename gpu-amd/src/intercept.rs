@@ -41,7 +41,6 @@ pub struct Agent {
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 static AGENTS: OnceLock<Vec<Agent>> = OnceLock::new();
 static TRACING: AtomicBool = AtomicBool::new(false);
-static API_RECORDS: AtomicBool = AtomicBool::new(true);
 static LAUNCH_KEY_ID: AtomicU32 = AtomicU32::new(0);
 static NEXT_CORRELATION: AtomicU32 = AtomicU32::new(1);
 
@@ -80,11 +79,6 @@ pub fn runtime() -> Option<&'static Runtime> {
 /// Turns recording on or off (off: every wrapper passes through).
 pub fn set_tracing(on: bool) {
     TRACING.store(on, Ordering::Release);
-}
-
-/// Whether HSA API calls are recorded (`METRON_GPU_API=none` turns them off).
-pub fn set_api_records(on: bool) {
-    API_RECORDS.store(on, Ordering::Relaxed);
 }
 
 /// Whether wrappers record.
@@ -238,9 +232,9 @@ fn tid() -> u32 {
     .unwrap_or(0)
 }
 
-/// Records a finished HSA API call.
+/// Records a finished HSA API call, when `METRON_GPU_AMD_HSA_API` selected it.
 pub fn api_call(call: ApiCall, start: u64, status: sys::Status, correlation: u32) {
-    if !API_RECORDS.load(Ordering::Relaxed) {
+    if !crate::hsa_api::enabled(call.index()) {
         return;
     }
     let mut r = RawRecord::new(RawKind::Api(call));

@@ -6,7 +6,9 @@
 //!   (`HSA_TOOLS_LIB`, set by `metron run`) and calls its `OnLoad` with the runtime's API table
 //!   ([`on_load`]). Metron copies the entries it needs, checks each against the size the
 //!   runtime filled in, and replaces `hsa_queue_create`, `hsa_queue_destroy`,
-//!   `hsa_executable_freeze`, `hsa_memory_copy` and `hsa_amd_memory_async_copy` with its own.
+//!   `hsa_executable_freeze`, `hsa_memory_copy` and `hsa_amd_memory_async_copy` with its own
+//!   (and, as `METRON_GPU_AMD_HSA_API` selects, any other entry with a recording pass-through,
+//!   `hsa_api.rs`).
 //!   Without ROCm the runtime never calls `OnLoad`; `metron avail` and `metadata.json` say why
 //!   ([`probe`]).
 //! - **Dispatches** (`intercept.rs`): queues are created with
@@ -26,11 +28,13 @@
 mod clock;
 mod counters;
 mod descriptor;
+mod hsa_api;
 mod intercept;
 mod kernels;
 mod records;
 mod rocprofiler_sdk;
 mod sys;
+mod sys_api_trace;
 mod sys_aqlprofile;
 #[allow(dead_code)]
 mod sys_fake_runtime;
@@ -45,7 +49,9 @@ pub use descriptor::{decode as decode_kernel_descriptor, KernelInfo};
 /// (not for tools: it answers for one fake GPU).
 #[doc(hidden)]
 pub mod fake_runtime {
-    pub use crate::sys_fake_runtime::{dispatch, install};
+    pub use crate::sys_fake_runtime::{
+        dispatch, install, signal_store_relaxed, signal_subtract_screlease,
+    };
 }
 pub use rocprofiler_sdk::configure as rocprofiler_configure;
 
@@ -142,6 +148,8 @@ pub struct Status {
     pub architectures: Vec<String>,
     /// Tool libraries the runtime said failed to load before Metron.
     pub failed_tools: Vec<String>,
+    /// What `METRON_GPU_AMD_HSA_API` named but Metron could not trace.
+    pub hsa_api_problems: Vec<String>,
 }
 
 impl Status {
@@ -179,6 +187,12 @@ impl Status {
             "in_flight": in_flight,
             "kernels_known": kernels::count(),
             "counters": counters::metadata(),
+            "hsa_api": {
+                "setting": std::env::var(hsa_api::SETTING).ok(),
+                "functions_traced": hsa_api::traced_names().len(),
+                "wrappers_installed": hsa_api::wrapped_count(),
+                "problems": self.hsa_api_problems,
+            },
         })
     }
 }
@@ -317,9 +331,6 @@ unsafe fn start(table: *mut sys::HsaApiTable, _runtime_version: u64) -> Result<S
         metron::gpu::LAUNCH_KEY,
         metron::CallsiteKind::AnnotationKey,
     ));
-    intercept::set_api_records(
-        std::env::var("METRON_GPU_API").map_or(true, |v| v.trim() != "none"),
-    );
     let copies = rt.async_copy.is_some() && rt.enable_copy_profiling();
     let metrics = std::env::var("METRON_GPU_METRICS").unwrap_or_default();
     if !metron_metrics::split_list(&metrics).is_empty() {
@@ -336,6 +347,17 @@ unsafe fn start(table: *mut sys::HsaApiTable, _runtime_version: u64) -> Result<S
     };
     // SAFETY: check_table passed; OnLoad runs before the application uses the table.
     unsafe { sys::install(table, &wrappers, copies) };
+    let api_records = std::env::var("METRON_GPU_API").map_or(true, |v| v.trim() != "none");
+    let mut api = hsa_api::parse(std::env::var(hsa_api::SETTING).ok().as_deref());
+    for problem in &api.problems {
+        eprintln!("metron: {problem}");
+    }
+    if !api_records {
+        api.enabled.iter_mut().for_each(|e| *e = false);
+    }
+    // SAFETY: check_table passed; Metron's own entries were copied above (read_runtime,
+    // read_pool_calls), so its calls into the runtime are never recorded.
+    unsafe { hsa_api::install(table, &api, copies) };
     intercept::set_tracing(true);
     metron::gpu::set_backend(
         metron::gpu::Backend {
@@ -353,6 +375,7 @@ unsafe fn start(table: *mut sys::HsaApiTable, _runtime_version: u64) -> Result<S
         kfd: std::path::Path::new("/dev/kfd").exists(),
         devices,
         architectures: gpus.iter().map(|a| a.arch.clone()).collect(),
+        hsa_api_problems: api.problems,
         ..Status::default()
     })
 }
@@ -465,6 +488,22 @@ pub fn layouts() -> Vec<(&'static str, usize)> {
     all.extend(sys_aqlprofile::layouts());
     all.extend(sys_tables::table_layouts());
     all
+}
+
+/// Every HSA API function `METRON_GPU_AMD_HSA_API` can trace (`hsa.h` ones first, then
+/// `hsa_ext_amd.h`), for `metron avail`.
+pub fn hsa_api_functions() -> &'static [&'static str] {
+    &sys_api_trace::NAMES
+}
+
+/// The signature of each HSA API wrapper, `(function, "args->ret")` in the ABI classes it
+/// passes (`P` pointer, `u64` handle or 64-bit integer, `u32` enum, ...), for checking against
+/// the headers' prototypes.
+pub fn hsa_api_signatures() -> Vec<(&'static str, &'static str)> {
+    sys_api_trace::SIGNATURES
+        .iter()
+        .map(|&(i, sig)| (sys_api_trace::NAMES[i], sig))
+        .collect()
 }
 
 /// The constants Metron assumes, `("NAME", value)`, for the same check.

@@ -6,38 +6,63 @@
 
 use crate::clock::Calibration;
 use crate::kernels;
+use crate::sys_api_trace::NAMES;
 use crossbeam_queue::ArrayQueue;
 use metron::gpu::{GpuKind, GpuRecord};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-/// The HSA calls Metron wraps and records as `HSA API` slices.
+/// An HSA API call recorded as an `HSA API` slice: the entry's index in the API tables
+/// (`sys_api_trace::NAMES`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ApiCall {
-    /// `hsa_queue_create`.
-    QueueCreate,
-    /// `hsa_queue_destroy`.
-    QueueDestroy,
-    /// `hsa_executable_freeze`.
-    ExecutableFreeze,
-    /// `hsa_memory_copy`.
-    MemoryCopy,
-    /// `hsa_amd_memory_async_copy`.
-    AsyncCopy,
-}
+pub struct ApiCall(pub u16);
 
 impl ApiCall {
+    pub const QUEUE_CREATE: ApiCall = ApiCall::named("hsa_queue_create");
+    pub const QUEUE_DESTROY: ApiCall = ApiCall::named("hsa_queue_destroy");
+    pub const EXECUTABLE_FREEZE: ApiCall = ApiCall::named("hsa_executable_freeze");
+    pub const MEMORY_COPY: ApiCall = ApiCall::named("hsa_memory_copy");
+    pub const ASYNC_COPY: ApiCall = ApiCall::named("hsa_amd_memory_async_copy");
+
+    /// The entry called `name` (a compile-time error when there is none).
+    const fn named(name: &str) -> ApiCall {
+        let mut i = 0;
+        while i < NAMES.len() {
+            if same(NAMES[i].as_bytes(), name.as_bytes()) {
+                return ApiCall(i as u16);
+            }
+            i += 1;
+        }
+        panic!("not an HSA API table entry");
+    }
+
     /// The C function's name.
     pub fn name(self) -> &'static str {
-        match self {
-            ApiCall::QueueCreate => "hsa_queue_create",
-            ApiCall::QueueDestroy => "hsa_queue_destroy",
-            ApiCall::ExecutableFreeze => "hsa_executable_freeze",
-            ApiCall::MemoryCopy => "hsa_memory_copy",
-            ApiCall::AsyncCopy => "hsa_amd_memory_async_copy",
-        }
+        NAMES
+            .get(usize::from(self.0))
+            .copied()
+            .unwrap_or("hsa_unknown")
     }
+
+    /// The entry's index.
+    pub fn index(self) -> usize {
+        usize::from(self.0)
+    }
+}
+
+const fn same(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
 /// Direction of a copy, from the agents' device types.
@@ -317,7 +342,7 @@ mod tests {
         copy.bytes = 4096;
         let r = convert(&copy, None);
         assert_eq!((r.kind, &*r.name, r.bytes), (GpuKind::Memcpy, "HtoD", 4096));
-        let mut api = RawRecord::new(RawKind::Api(ApiCall::QueueCreate));
+        let mut api = RawRecord::new(RawKind::Api(ApiCall::QUEUE_CREATE));
         api.start = 10;
         api.end = 20;
         api.tid = 42;

@@ -417,6 +417,36 @@ pub unsafe fn install(table: *mut HsaApiTable, w: &Wrappers, with_async_copy: bo
     }
 }
 
+/// The entries of `CoreApiTable` and `AmdExtTable` the runtime filled (by `minor_id`), as
+/// slices in table order: index `i` of the core slice is entry `i` of `sys_api_trace`, index
+/// `i` of the AMD slice is entry `CORE_ENTRIES + i`.
+///
+/// # Safety
+/// `table` passed [`check_table`]; nothing else reads or writes the tables meanwhile (OnLoad).
+pub unsafe fn table_entries<'a>(table: *mut HsaApiTable) -> [&'a mut [RawFn]; 2] {
+    let head = std::mem::size_of::<ApiTableVersion>();
+    let slot = std::mem::size_of::<RawFn>();
+    // SAFETY: checked pointers to the runtime's two tables (the caller's contract).
+    let (core, amd) = unsafe { ((*table).core, (*table).amd_ext) };
+    let entries = |version: &ApiTableVersion, most: usize| {
+        ((version.minor_id as usize).saturating_sub(head) / slot).min(most)
+    };
+    // SAFETY: each table is `#[repr(C)]`: the 16-byte version, then only `RawFn` entries (8
+    // bytes each, no padding); the runtime filled `minor_id` bytes of it, and the count is
+    // also capped at the struct's own entries. The slices are the only access while they live.
+    unsafe {
+        let n_core = entries(&(*core).version, crate::sys_api_trace::CORE_ENTRIES);
+        let n_amd = entries(
+            &(*amd).version,
+            crate::sys_api_trace::ENTRIES - crate::sys_api_trace::CORE_ENTRIES,
+        );
+        [
+            std::slice::from_raw_parts_mut(core.cast::<u8>().add(head).cast::<RawFn>(), n_core),
+            std::slice::from_raw_parts_mut(amd.cast::<u8>().add(head).cast::<RawFn>(), n_amd),
+        ]
+    }
+}
+
 impl Runtime {
     /// `hsa_system_get_info` for a `u64` attribute.
     pub fn system_u64(&self, attribute: u32) -> Option<u64> {

@@ -320,6 +320,7 @@ pub fn install() -> Result<(), String> {
         finalizer_ext: std::ptr::null_mut(),
         image_ext: std::ptr::null_mut(),
     }));
+    TABLE.store(root.core as usize, Ordering::Release);
     // SAFETY: a complete table, alive forever (leaked), not yet used by anyone.
     unsafe { crate::on_load((root as *mut HsaApiTable).cast(), 1, 0, std::ptr::null()) }?;
     let mut queue: *mut Queue = std::ptr::null_mut();
@@ -335,6 +336,38 @@ pub fn install() -> Result<(), String> {
         return Err("the queue was not intercepted".into());
     }
     Ok(())
+}
+
+/// The fake's core table after `OnLoad` (0 before [`install`]).
+static TABLE: AtomicUsize = AtomicUsize::new(0);
+
+/// `hsa_signal_store_relaxed(signal, value)` as an application calls it: through the table,
+/// so through Metron's wrapper when `METRON_GPU_AMD_HSA_API` selects it. The fake's entry
+/// does nothing.
+pub fn signal_store_relaxed(signal: u64, value: i64) {
+    call_signal_entry(|t| t.hsa_signal_store_relaxed_fn, signal, value);
+}
+
+/// `hsa_signal_subtract_screlease(signal, value)` through the table (the same do-nothing entry
+/// as [`signal_store_relaxed`], for comparing a traced call with one left alone).
+pub fn signal_subtract_screlease(signal: u64, value: i64) {
+    call_signal_entry(|t| t.hsa_signal_subtract_screlease_fn, signal, value);
+}
+
+fn call_signal_entry(entry: fn(&CoreApiTable) -> RawFn, signal: u64, value: i64) {
+    let core = TABLE.load(Ordering::Acquire) as *const CoreApiTable;
+    if core.is_null() {
+        return;
+    }
+    // SAFETY: the leaked table of `install`, whose entries are only written during `OnLoad`.
+    let Some(f) = entry(unsafe { &*core }) else {
+        return;
+    };
+    // SAFETY: both entries have the C signature `void (hsa_signal_t, hsa_signal_value_t)`.
+    let f =
+        unsafe { std::mem::transmute::<unsafe extern "C" fn(), unsafe extern "C" fn(u64, i64)>(f) };
+    // SAFETY: plain values; the fake's entry and Metron's wrapper accept any.
+    unsafe { f(signal, value) };
 }
 
 /// One kernel dispatch as the runtime would deliver it: the packet through Metron's intercept

@@ -65,7 +65,7 @@ pub unsafe extern "C" fn queue_create(
     }
     if traced {
         guarded((), || {
-            intercept::api_call(ApiCall::QueueCreate, start, status, 0)
+            intercept::api_call(ApiCall::QUEUE_CREATE, start, status, 0)
         });
     }
     status
@@ -84,7 +84,7 @@ pub unsafe extern "C" fn queue_destroy(queue: *mut Queue) -> Status {
     let status = unsafe { (rt.queue_destroy)(queue) };
     if intercept::tracing() {
         guarded((), || {
-            intercept::api_call(ApiCall::QueueDestroy, start, status, 0)
+            intercept::api_call(ApiCall::QUEUE_DESTROY, start, status, 0)
         });
     }
     status
@@ -107,7 +107,7 @@ pub unsafe extern "C" fn executable_freeze(executable: Handle, options: *const c
     }
     if intercept::tracing() {
         guarded((), || {
-            intercept::api_call(ApiCall::ExecutableFreeze, start, status, 0)
+            intercept::api_call(ApiCall::EXECUTABLE_FREEZE, start, status, 0)
         });
     }
     status
@@ -126,7 +126,7 @@ pub unsafe extern "C" fn memory_copy(dst: *mut c_void, src: *const c_void, size:
     let status = unsafe { (rt.memory_copy)(dst, src, size) };
     if intercept::tracing() {
         guarded((), || {
-            intercept::api_call(ApiCall::MemoryCopy, start, status, 0)
+            intercept::api_call(ApiCall::MEMORY_COPY, start, status, 0)
         });
     }
     status
@@ -185,7 +185,7 @@ pub unsafe extern "C" fn async_copy(
     }
     let correlation = ours.map_or(0, |o| o.correlation);
     guarded((), || {
-        intercept::api_call(ApiCall::AsyncCopy, start, status, correlation)
+        intercept::api_call(ApiCall::ASYNC_COPY, start, status, correlation)
     });
     status
 }

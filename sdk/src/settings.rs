@@ -279,6 +279,12 @@ pub static REGISTRY: &[SettingSpec] = &[
         description: "AMD, ROCprofiler-SDK: when the buffer is full, lossless makes the SDK wait for delivery, discard drops records (counted in metadata.json)",
     },
     SettingSpec {
+        name: "METRON_GPU_AMD_HSA_API",
+        kind: Kind::Text,
+        default: "wrapped",
+        description: "AMD, HSA path: which HSA API calls become slices, a comma-separated list of wrapped (the five calls Metron hooks), core (every hsa.h call), amd (every hsa_ext_amd.h call), all, none, or function names such as hsa_signal_create; an unknown name is reported and the rest kept",
+    },
+    SettingSpec {
         name: "METRON_GPU_AMD_RECORDS",
         kind: Kind::Text,
         default: "65536",
@@ -458,6 +464,7 @@ impl Settings {
             "METRON_GPU_COUNTER_MODE",
             "METRON_GPU_AMD_SIGNALS",
             "METRON_GPU_AMD_RECORDS",
+            "METRON_GPU_AMD_HSA_API",
             "METRON_GPU_AMD_BACKEND",
             "METRON_GPU_AMD_BUFFER_BYTES",
             "METRON_GPU_AMD_BUFFER_POLICY",

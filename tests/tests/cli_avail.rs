@@ -106,6 +106,13 @@ fn avail_json_lists_every_registry_setting_component_and_counter_kind() {
         .unwrap()
         .iter()
         .any(|m| m["name"] == "GPU_BUSY"));
+    // The HSA API calls METRON_GPU_AMD_HSA_API can name: hsa.h's, then hsa_ext_amd.h's.
+    let calls = counters["gpu_amd_hsa_api"]
+        .as_array()
+        .expect("gpu_amd_hsa_api");
+    assert_eq!(calls.len(), 173);
+    assert_eq!(calls[0], "hsa_init");
+    assert!(calls.iter().any(|c| c == "hsa_amd_memory_pool_allocate"));
 }
 
 #[test]

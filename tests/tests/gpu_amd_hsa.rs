@@ -614,3 +614,182 @@ fn concurrent_submitters_lose_nothing() {
         }
     }
 }
+
+/// The `HSA API tid N` slices of a run of `hsa_app api`, by name, and the trace's slices.
+fn hsa_api_slices(run: &Path) -> Vec<nvtx_support::Slice> {
+    let trace = decoded_trace(&run.join("trace.pftrace"));
+    slices(&trace)
+        .into_iter()
+        .filter(|s| s.track.starts_with("HSA API tid"))
+        .collect()
+}
+
+fn count(all: &[nvtx_support::Slice], name: &str) -> usize {
+    all.iter().filter(|s| s.name == name).count()
+}
+
+/// `METRON_GPU_AMD_HSA_API=all`: every HSA call the application makes through the runtime's
+/// table is a slice (as `rocprofv3 --hsa-trace`), with the wrappers passing arguments and
+/// results through unchanged; Metron's own calls into the runtime are not among them.
+#[test]
+fn every_hsa_call_of_the_application_is_traced_with_all() {
+    let dir = temp_dir("amd-hsa-api-all");
+    let Some(exe) = build(&dir) else { return };
+    let out = metron_run(&exe, &dir, "api", &[("METRON_GPU_AMD_HSA_API", "all")]);
+    let printed = printed(&out);
+    assert_eq!(printed["done"], 1);
+    assert_eq!(
+        printed["loaded"], 2,
+        "a value stored through a wrapper, loaded through one"
+    );
+    assert_eq!(
+        printed["frequency"], 100_000_000,
+        "an out-parameter written through a wrapper"
+    );
+    let run = dir.join("run");
+    let api = hsa_api_slices(&run);
+    for (name, n) in [
+        ("hsa_system_get_info", 3),
+        ("hsa_signal_create", 2),
+        ("hsa_signal_store_relaxed", 1),
+        ("hsa_signal_load_relaxed", 1),
+        ("hsa_signal_destroy", 1),
+        ("hsa_signal_store_screlease", 1),
+        ("hsa_signal_wait_scacquire", 1),
+        ("hsa_executable_freeze", 1),
+        ("hsa_queue_create", 1),
+        ("hsa_queue_destroy", 1),
+    ] {
+        assert_eq!(
+            count(&api, name),
+            n,
+            "{name} slices in {:?}",
+            api.iter().map(|s| &s.name).collect::<Vec<_>>()
+        );
+    }
+    assert!(count(&api, "hsa_executable_symbol_get_info") > 0);
+    assert!(
+        count(&api, "hsa_executable_iterate_symbols") == 3,
+        "one per kernel looked up"
+    );
+    // Metron's own calls (queue interception, timestamps, signal handlers, clock pairing) go
+    // to the runtime's entries directly.
+    for own in [
+        "hsa_amd_queue_intercept_create",
+        "hsa_amd_queue_intercept_register",
+        "hsa_amd_profiling_set_profiler_enabled",
+        "hsa_amd_signal_async_handler",
+        "hsa_amd_profiling_get_dispatch_time",
+        "hsa_amd_profiling_convert_tick_to_system_domain",
+        "hsa_iterate_agents",
+        "hsa_agent_get_info",
+    ] {
+        assert_eq!(count(&api, own), 0, "Metron's own {own} was recorded");
+    }
+    // Times: the three hsa_system_get_info calls inside the application's clock reads; the
+    // wait from before the other thread's store until after it.
+    let (before, after) = (printed["api_before"] as u64, printed["api_after"] as u64);
+    for s in api.iter().filter(|s| s.name == "hsa_system_get_info") {
+        assert!(
+            before <= s.ts && s.ts + s.dur <= after,
+            "hsa_system_get_info [{}, +{}] outside [{before}, {after}]",
+            s.ts,
+            s.dur
+        );
+    }
+    let wait = nvtx_support::slice(&api, "hsa_signal_wait_scacquire");
+    let (wait_before, wait_after, stored_at) = (
+        printed["wait_before"] as u64,
+        printed["wait_after"] as u64,
+        printed["stored_at"] as u64,
+    );
+    assert!(
+        wait_before <= wait.ts && wait.ts < stored_at && stored_at <= wait.ts + wait.dur
+            && wait.ts + wait.dur <= wait_after,
+        "the wait [{}, +{}] does not span the store at {stored_at} inside [{wait_before}, {wait_after}]",
+        wait.ts,
+        wait.dur
+    );
+    let gpu = &read_json(&run, "metadata.json")["gpu"];
+    let hsa_api = &gpu["hsa_api"];
+    assert_eq!(
+        hsa_api["functions_traced"].as_u64(),
+        Some(metron_gpu_amd::hsa_api_functions().len() as u64),
+        "{hsa_api}"
+    );
+    // The double fills 32 entries; Metron's five hooks record without a second wrapper.
+    assert_eq!(hsa_api["wrappers_installed"], 32 - 5, "{hsa_api}");
+    assert_eq!(gpu["records"]["api_calls"].as_u64(), Some(api.len() as u64));
+    assert_eq!(gpu["dropped_queue_full"], 0);
+}
+
+/// The default traces the calls Metron hooks; a list names calls (an unknown name is
+/// reported with what is accepted, the others still traced); `METRON_GPU_API=none` wins.
+#[test]
+fn hsa_api_selection_default_list_and_none() {
+    let dir = temp_dir("amd-hsa-api-default");
+    let Some(exe) = build(&dir) else { return };
+    metron_run(&exe, &dir, "api", &[]);
+    let api = hsa_api_slices(&dir.join("run"));
+    let mut names: Vec<&str> = api.iter().map(|s| s.name.as_str()).collect();
+    names.sort();
+    names.dedup();
+    assert_eq!(
+        names,
+        [
+            "hsa_executable_freeze",
+            "hsa_queue_create",
+            "hsa_queue_destroy"
+        ],
+        "the default: the calls Metron hooks (this mode copies nothing)"
+    );
+
+    let dir = temp_dir("amd-hsa-api-list");
+    let out = metron_run(
+        &exe,
+        &dir,
+        "api",
+        &[(
+            "METRON_GPU_AMD_HSA_API",
+            "hsa_system_get_info, hsa_signal_wiat_scacquire",
+        )],
+    );
+    assert_eq!(printed(&out)["done"], 1);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("`hsa_signal_wiat_scacquire` is not an HSA API function; accepted: wrapped, core, amd, all, none"),
+        "{stderr}"
+    );
+    let run = dir.join("run");
+    let api = hsa_api_slices(&run);
+    assert_eq!(count(&api, "hsa_system_get_info"), 3);
+    assert_eq!(
+        api.len(),
+        3,
+        "only the named call: {:?}",
+        api.iter().map(|s| &s.name).collect::<Vec<_>>()
+    );
+    let gpu = &read_json(&run, "metadata.json")["gpu"];
+    assert_eq!(gpu["hsa_api"]["functions_traced"], 1);
+    assert_eq!(gpu["hsa_api"]["wrappers_installed"], 1);
+    assert!(gpu["hsa_api"]["problems"][0]
+        .as_str()
+        .unwrap()
+        .contains("hsa_signal_wiat_scacquire"));
+
+    let dir = temp_dir("amd-hsa-api-none");
+    metron_run(
+        &exe,
+        &dir,
+        "api",
+        &[
+            ("METRON_GPU_AMD_HSA_API", "all"),
+            ("METRON_GPU_API", "none"),
+        ],
+    );
+    let run = dir.join("run");
+    assert!(hsa_api_slices(&run).is_empty());
+    let gpu = &read_json(&run, "metadata.json")["gpu"];
+    assert_eq!(gpu["hsa_api"]["wrappers_installed"], 0, "{gpu}");
+    assert_eq!(gpu["enabled"], true);
+}

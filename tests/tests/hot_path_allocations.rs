@@ -169,20 +169,29 @@ scenario! {
             }
         });
         let written = metron_gpu_amd::fake_runtime::dispatch();
-        emit_data(&json!({ "first": first, "dispatches": dispatches, "written": written }));
+        // HSA API calls through Metron's wrapper (METRON_GPU_AMD_HSA_API selects this one).
+        metron_gpu_amd::fake_runtime::signal_store_relaxed(1, 0);
+        let api_calls = allocations_during(|| {
+            for i in 0..ROUNDS {
+                metron_gpu_amd::fake_runtime::signal_store_relaxed(1, i as i64);
+            }
+        });
+        emit_data(&json!({ "first": first, "dispatches": dispatches, "written": written,
+                           "api_calls": api_calls }));
     }
 }
 
 /// The AMD dispatch path (Metron's intercept handler and its completion handler, against the
 /// in-process stand-in runtime) allocates nothing: the signal pool and the record queue are
-/// made once, at the queue's creation and at `OnLoad`.
+/// made once, at the queue's creation and at `OnLoad`. Nor does a traced HSA API call.
 #[test]
 fn amd_dispatch_interception_and_completion_allocate_nothing() {
     for counted in [false, true] {
         let mut scenario = Scenario::new("scenario_amd_dispatch")
             .env("METRON_BUFFER_SIZE", "64M")
             .env("METRON_FLUSH_INTERVAL", "0")
-            .env("METRON_GPU_AMD_RECORDS", "1000000");
+            .env("METRON_GPU_AMD_RECORDS", "1000000")
+            .env("METRON_GPU_AMD_HSA_API", "hsa_signal_store_relaxed");
         if counted {
             // Counted dispatches: start, dispatch and stop packets, the counters read back.
             scenario = scenario.env("METRON_GPU_METRICS", "SQ_WAVES,GRBM_COUNT,w=SQ_WAVES/2");
@@ -199,9 +208,15 @@ fn amd_dispatch_interception_and_completion_allocate_nothing() {
             data["dispatches"], 0,
             "allocations in {ROUNDS} dispatches (counted: {counted})"
         );
+        assert_eq!(
+            data["api_calls"], 0,
+            "allocations in {ROUNDS} traced HSA API calls"
+        );
         let gpu = &run.metadata()["gpu"];
         assert_eq!(gpu["backend"], "hsa", "{gpu}");
         assert_eq!(gpu["untimed_no_free_signal"], 0, "{gpu}");
+        assert_eq!(gpu["records"]["api_calls"], ROUNDS + 1, "{gpu}");
+        assert_eq!(gpu["dropped_queue_full"], 0, "{gpu}");
         assert_eq!(gpu["records"]["kernels"], ROUNDS + 2, "{gpu}");
         if counted {
             assert_eq!(gpu["counters"]["kernels_counted"], ROUNDS + 2, "{gpu}");

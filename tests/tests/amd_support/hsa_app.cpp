@@ -4,6 +4,8 @@
 //   hsa_app normal   three kernels on two queues and two GPUs, a barrier, copies
 //   hsa_app burst    50 dispatches in one doorbell write (for a small signal pool)
 //   hsa_app stress   4 threads, 500 dispatches each in doorbell writes of 10, 2 queues per GPU 0/1
+//   hsa_app api      known HSA calls for API tracing: 3 hsa_system_get_info, a signal made,
+//                    stored, loaded and destroyed, and a wait that another thread ends
 
 #include "hsa_runtime_double.h"
 
@@ -12,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -105,6 +108,7 @@ hsa_queue_t* queue(int gpu) {
 int main(int argc, char** argv) {
   bool burst = argc > 1 && std::strcmp(argv[1], "burst") == 0;
   bool stress = argc > 1 && std::strcmp(argv[1], "stress") == 0;
+  bool api = argc > 1 && std::strcmp(argv[1], "api") == 0;
   double_hsa_init();
   CORE(executable_freeze)(hsa_executable_t{1}, "");
   uint64_t vector_add = kernel_object("_Z10vector_addPKfS0_Pfi.kd");
@@ -132,6 +136,30 @@ int main(int argc, char** argv) {
     }
     for (auto& w : workers) w.join();
     std::printf("stress_done=1\n");
+  } else if (api) {
+    std::printf("api_before=%llu\n", (unsigned long long)double_mono_ns());
+    uint64_t frequency = 0;
+    for (int i = 0; i < 3; i++)
+      CORE(system_get_info)(HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY, &frequency);
+    hsa_signal_t s = signal(5);
+    CORE(signal_store_relaxed)(s, 2);
+    std::printf("loaded=%lld\n", (long long)CORE(signal_load_relaxed)(s));
+    CORE(signal_destroy)(s);
+    std::printf("frequency=%llu\n", (unsigned long long)frequency);
+    std::printf("api_after=%llu\n", (unsigned long long)double_mono_ns());
+    // A wait that only ends when the other thread's store lands.
+    hsa_signal_t gate = signal(1);
+    uint64_t stored_at = 0;
+    std::thread setter([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));
+      stored_at = double_mono_ns();
+      CORE(signal_store_screlease)(gate, 0);
+    });
+    std::printf("wait_before=%llu\n", (unsigned long long)double_mono_ns());
+    wait(gate);
+    std::printf("wait_after=%llu\n", (unsigned long long)double_mono_ns());
+    setter.join();
+    std::printf("stored_at=%llu\n", (unsigned long long)stored_at);
   } else if (burst) {
     hsa_signal_t done = signal(50);
     metron_region_begin("burst");

@@ -34,11 +34,25 @@ pub fn print_values(
         ));
     }
     c.push_str("return 0;}\n");
+    let stdout = compile_and_run(tag, &c, include, cpp)?;
+    let values: Vec<u64> = stdout.lines().map(|l| l.trim().parse().unwrap()).collect();
+    assert_eq!(values.len(), exprs.len());
+    Ok(values)
+}
+
+/// Compiles the whole program `source` against the headers in `include`, runs it, and returns
+/// what it printed; `Err` with a reason to skip when no compiler exists.
+pub fn compile_and_run(
+    tag: &str,
+    source: &str,
+    include: &Path,
+    cpp: bool,
+) -> Result<String, String> {
     let dir = std::env::temp_dir().join(format!("metron-headers-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let src = dir.join(if cpp { "layouts.cpp" } else { "layouts.c" });
-    let exe = dir.join("layouts");
-    std::fs::write(&src, c).unwrap();
+    let src = dir.join(if cpp { "program.cpp" } else { "program.c" });
+    let exe = dir.join("program");
+    std::fs::write(&src, source).unwrap();
     let compiler = if cpp {
         std::env::var("CXX").unwrap_or_else(|_| "c++".into())
     } else {
@@ -59,13 +73,9 @@ pub fn print_values(
         String::from_utf8_lossy(&out.stderr)
     );
     let run = Command::new(&exe).output().unwrap();
-    let values: Vec<u64> = String::from_utf8_lossy(&run.stdout)
-        .lines()
-        .map(|l| l.trim().parse().unwrap())
-        .collect();
-    assert_eq!(values.len(), exprs.len());
+    assert!(run.status.success(), "{} failed", exe.display());
     let _ = std::fs::remove_dir_all(&dir);
-    Ok(values)
+    Ok(String::from_utf8_lossy(&run.stdout).into_owned())
 }
 
 /// Asserts each of Metron's values equals the header's, naming the first that differs.

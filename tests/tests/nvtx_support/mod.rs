@@ -176,6 +176,9 @@ pub struct Slice {
     /// True on a thread track.
     pub on_thread: bool,
     pub args: Value,
+    /// Start and duration, in the trace's timestamps (Metron's clock, ns).
+    pub ts: u64,
+    pub dur: u64,
 }
 
 /// Every slice of the decoded trace, with its track.
@@ -198,6 +201,8 @@ pub fn slices(trace: &Value) -> Vec<Slice> {
                 track: track["name"].as_str().unwrap_or("").to_string(),
                 on_thread: track["type"] == "thread",
                 args: s["args"].clone(),
+                ts: s["ts"].as_u64().unwrap_or(0),
+                dur: s["dur"].as_u64().unwrap_or(0),
             }
         })
         .collect()
