@@ -615,13 +615,9 @@ fn concurrent_submitters_lose_nothing() {
     }
 }
 
-/// The `HSA API tid N` slices of a run of `hsa_app api`, by name, and the trace's slices.
+/// The `HSA API tid N` slices of a run.
 fn hsa_api_slices(run: &Path) -> Vec<nvtx_support::Slice> {
-    let trace = decoded_trace(&run.join("trace.pftrace"));
-    slices(&trace)
-        .into_iter()
-        .filter(|s| s.track.starts_with("HSA API tid"))
-        .collect()
+    nvtx_support::slices_on(&decoded_trace(&run.join("trace.pftrace")), "HSA API tid")
 }
 
 fn count(all: &[nvtx_support::Slice], name: &str) -> usize {

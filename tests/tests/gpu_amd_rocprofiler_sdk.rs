@@ -23,6 +23,7 @@
 mod c_api_support;
 mod nvtx_support;
 use c_api_support::*;
+use nvtx_support::{slices_on, Slice};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -340,7 +341,7 @@ fn rocprofiler_sdk_tool_traces_kernels_and_copies_with_regions_on_metrons_clock(
     assert_eq!(regions, ["forward", "loop", "reduce", "worker_step"]);
 
     let trace = nvtx_support::decoded_trace(&run.join("trace.pftrace"));
-    let gpu_slices: Vec<(String, String, u64)> = trace_slices(&trace, "GPU ")
+    let gpu_slices: Vec<(String, String, u64)> = slices_on(&trace, "GPU ")
         .into_iter()
         .map(|s| (s.track, s.name, s.dur))
         .collect();
@@ -363,7 +364,7 @@ fn rocprofiler_sdk_tool_traces_kernels_and_copies_with_regions_on_metrons_clock(
 
     // The HIP runtime API calls: on the calling thread's "HIP API" track, named by the SDK, with
     // the double's exact durations and starts on CLOCK_MONOTONIC.
-    let hip_slices = trace_slices(&trace, "HIP API tid ");
+    let hip_slices = slices_on(&trace, "HIP API tid ");
     let main_track = format!("HIP API tid {}", num(&p, "main_tid"));
     let worker_track = format!("HIP API tid {}", num(&p, "worker_tid"));
     assert_ne!(main_track, worker_track);
@@ -408,7 +409,7 @@ fn rocprofiler_sdk_tool_traces_kernels_and_copies_with_regions_on_metrons_clock(
         one(&p, "upload.correlation")
     );
     let flows = trace_flows(&run.join("trace.pftrace"));
-    let flow_of = |s: &TraceSlice, terminating: bool| -> Vec<u64> {
+    let flow_of = |s: &Slice, terminating: bool| -> Vec<u64> {
         flows
             .iter()
             .filter(|f| f.track == s.track_uuid && f.ts == s.ts)
@@ -421,8 +422,8 @@ fn rocprofiler_sdk_tool_traces_kernels_and_copies_with_regions_on_metrons_clock(
             })
             .collect()
     };
-    let all_gpu = trace_slices(&trace, "GPU ");
-    let device_slice = |name: &str, track: &str| -> &TraceSlice {
+    let all_gpu = slices_on(&trace, "GPU ");
+    let device_slice = |name: &str, track: &str| -> &Slice {
         all_gpu
             .iter()
             .find(|s| s.name == name && s.track == track)
@@ -516,47 +517,6 @@ fn rocprofiler_sdk_tool_traces_kernels_and_copies_with_regions_on_metrons_clock(
         meta["outputs"]
     );
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// A slice of the decoded trace with its track's uuid and name, start and duration.
-#[derive(Debug)]
-struct TraceSlice {
-    track_uuid: u64,
-    track: String,
-    name: String,
-    ts: u64,
-    dur: u64,
-}
-
-/// The decoded trace's slices on tracks whose name starts with `prefix`.
-fn trace_slices(trace: &Value, prefix: &str) -> Vec<TraceSlice> {
-    let tracks: BTreeMap<u64, String> = trace["tracks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            (
-                t["uuid"].as_u64().unwrap(),
-                t["name"].as_str().unwrap_or("").to_string(),
-            )
-        })
-        .collect();
-    trace["slices"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| {
-            let uuid = s["track"].as_u64().unwrap();
-            TraceSlice {
-                track_uuid: uuid,
-                track: tracks[&uuid].clone(),
-                name: s["name"].as_str().unwrap_or("").to_string(),
-                ts: s["ts"].as_u64().unwrap(),
-                dur: s["dur"].as_u64().unwrap_or(0),
-            }
-        })
-        .filter(|s| s.track.starts_with(prefix))
-        .collect()
 }
 
 /// The flow ids of one track event (`validate_trace.py` does not decode them).
@@ -656,12 +616,9 @@ fn rocprofiler_sdk_hip_api_off_with_metron_gpu_api_none() {
     let apis = summary["gpu"]["api"].as_array().map_or(0, Vec::len);
     assert_eq!(apis, 0, "{}", summary["gpu"]);
     let trace = nvtx_support::decoded_trace(&run.join("trace.pftrace"));
+    assert!(slices_on(&trace, "HIP API").is_empty(), "no HIP API tracks");
     assert!(
-        trace_slices(&trace, "HIP API").is_empty(),
-        "no HIP API tracks"
-    );
-    assert!(
-        !trace_slices(&trace, &format!("GPU 0 {GPU} queue")).is_empty(),
+        !slices_on(&trace, &format!("GPU 0 {GPU} queue")).is_empty(),
         "kernels are still traced"
     );
     let _ = std::fs::remove_dir_all(&dir);

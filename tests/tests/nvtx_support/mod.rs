@@ -173,6 +173,8 @@ pub struct Slice {
     pub depth: u64,
     /// The track's name: a thread's name, or an async track's.
     pub track: String,
+    /// The track's uuid.
+    pub track_uuid: u64,
     /// True on a thread track.
     pub on_thread: bool,
     pub args: Value,
@@ -199,12 +201,21 @@ pub fn slices(trace: &Value) -> Vec<Slice> {
                 name: s["name"].as_str().unwrap_or("?").to_string(),
                 depth: s["depth"].as_u64().unwrap(),
                 track: track["name"].as_str().unwrap_or("").to_string(),
+                track_uuid: track["uuid"].as_u64().unwrap(),
                 on_thread: track["type"] == "thread",
                 args: s["args"].clone(),
                 ts: s["ts"].as_u64().unwrap_or(0),
                 dur: s["dur"].as_u64().unwrap_or(0),
             }
         })
+        .collect()
+}
+
+/// The slices on tracks whose name starts with `prefix`.
+pub fn slices_on(trace: &Value, prefix: &str) -> Vec<Slice> {
+    slices(trace)
+        .into_iter()
+        .filter(|s| s.track.starts_with(prefix))
         .collect()
 }
 
