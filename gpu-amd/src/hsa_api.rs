@@ -86,6 +86,45 @@ pub fn parse(value: Option<&str>) -> Selection {
     Selection { enabled, problems }
 }
 
+/// One of the two API tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Table {
+    /// `CoreApiTable`: `hsa.h`.
+    Core,
+    /// `AmdExtTable`: `hsa_ext_amd.h`.
+    Amd,
+}
+
+impl Table {
+    /// The setting's word for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Table::Core => "core",
+            Table::Amd => "amd",
+        }
+    }
+
+    fn range(self) -> std::ops::Range<usize> {
+        match self {
+            Table::Core => 0..CORE_ENTRIES,
+            Table::Amd => CORE_ENTRIES..ENTRIES,
+        }
+    }
+}
+
+/// The selected functions of `table`, and whether that is all of them (for ROCprofiler-SDK,
+/// which takes operations per table).
+pub fn selected_in(selection: &Selection, table: Table) -> (Vec<&'static str>, bool) {
+    let range = table.range();
+    let names: Vec<&'static str> = range
+        .clone()
+        .filter(|&i| selection.enabled[i])
+        .map(|i| NAMES[i])
+        .collect();
+    let whole = names.len() == range.len();
+    (names, whole)
+}
+
 static ENABLED: [AtomicBool; ENTRIES] = [const { AtomicBool::new(false) }; ENTRIES];
 static WRAPPED: AtomicUsize = AtomicUsize::new(0);
 
@@ -190,6 +229,18 @@ mod tests {
             names(&parse(Some("none,hsa_init"))),
             ["hsa_init"],
             "none clears what came before only"
+        );
+    }
+
+    #[test]
+    fn selections_split_by_table() {
+        let s = parse(Some("amd,hsa_init"));
+        assert_eq!(selected_in(&s, Table::Core), (vec!["hsa_init"], false));
+        let (amd, whole) = selected_in(&s, Table::Amd);
+        assert_eq!((amd.len(), whole), (ENTRIES - CORE_ENTRIES, true));
+        assert_eq!(
+            selected_in(&parse(Some("none")), Table::Core),
+            (vec![], false)
         );
     }
 

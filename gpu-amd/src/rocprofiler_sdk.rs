@@ -10,7 +10,8 @@
 //!   `METRON_GPU_AMD_BUFFER_POLICY` = `lossless` (default) or `discard`, the SDK's drop count
 //!   kept for `metadata.json`) on a callback thread of Metron's own where the SDK has them;
 //!   buffer tracing of `KERNEL_DISPATCH`, `MEMORY_COPY` and (unless `METRON_GPU_API=none`)
-//!   `HIP_RUNTIME_API`, whose operation names are looked up once here; callback tracing of
+//!   `HIP_RUNTIME_API` and the HSA API kinds `METRON_GPU_AMD_HSA_API` names, whose operation
+//!   names are looked up once here; callback tracing of
 //!   `CODE_OBJECT` (kernel symbols: name, static LDS, scratch, VGPRs, SGPRs) and of the
 //!   `KERNEL_DISPATCH`
 //!   enqueue, which runs on the launching thread: there Metron records the launch annotation
@@ -35,7 +36,7 @@ use crate::clock::Calibration;
 use crate::descriptor::KernelInfo;
 use crate::kernels::Kernel;
 use crate::sys_sdk::{
-    self as sdk, Agent, Callback, Dispatch, HipApi, KernelSymbol, MemoryCopy, Record,
+    self as sdk, Agent, ApiCall, Callback, Dispatch, KernelSymbol, MemoryCopy, Record,
 };
 use metron::gpu::{GpuDevice, GpuKind, GpuRecord};
 use serde_json::{json, Value};
@@ -65,6 +66,11 @@ struct State {
     missing: Vec<String>,
     /// HIP runtime API calls are traced.
     hip_api: bool,
+    /// HSA API operations traced (`METRON_GPU_AMD_HSA_API`): per table, the count, 0 = none,
+    /// `None` = every one.
+    hsa_api: Vec<(&'static str, Option<usize>)>,
+    /// What `METRON_GPU_AMD_HSA_API` named that is not traced, and why.
+    hsa_api_problems: Vec<String>,
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
@@ -86,11 +92,15 @@ static UNKNOWN_KERNELS: AtomicU64 = AtomicU64::new(0);
 static UNRECOGNIZED_CALLBACKS: AtomicU64 = AtomicU64::new(0);
 static LAUNCHES: AtomicU64 = AtomicU64::new(0);
 static HIP_API_RECORDS: AtomicU64 = AtomicU64::new(0);
-static UNKNOWN_HIP_API_RECORDS: AtomicU64 = AtomicU64::new(0);
+static HSA_API_RECORDS: AtomicU64 = AtomicU64::new(0);
+static UNKNOWN_API_RECORDS: AtomicU64 = AtomicU64::new(0);
 
-/// HIP runtime API names by operation id (filled at initialize; an operation missing there is
-/// asked for once, on the buffer thread).
-static HIP_API_NAMES: Mutex<Option<HashMap<i32, Arc<str>>>> = Mutex::new(None);
+/// HIP and HSA API names by (buffer tracing kind, operation id), filled at initialize; an
+/// operation missing there is asked for once, on the buffer thread.
+static API_NAMES: Mutex<Option<ApiNames>> = Mutex::new(None);
+
+/// Operation names by (buffer tracing kind, operation id).
+type ApiNames = HashMap<(i32, i32), Arc<str>>;
 
 /// Whether `METRON_GPU_API` asks for API records (everything but `none`, as on the HSA path).
 fn api_records_wanted(setting: Option<&str>) -> bool {
@@ -212,7 +222,8 @@ fn start() -> Result<(), String> {
         missing.push(format!("memory copies: {why}"));
     }
     let mut hip_api = false;
-    if api_records_wanted(std::env::var("METRON_GPU_API").ok().as_deref()) {
+    let metron_gpu_api = std::env::var("METRON_GPU_API").ok();
+    if api_records_wanted(metron_gpu_api.as_deref()) {
         match api.configure_buffer_tracing(
             context,
             sdk::BUFFER_TRACING_HIP_RUNTIME_API,
@@ -221,9 +232,37 @@ fn start() -> Result<(), String> {
         ) {
             Ok(()) => {
                 hip_api = true;
-                cache_hip_api_names(api);
+                cache_api_names(api, sdk::BUFFER_TRACING_HIP_RUNTIME_API);
             }
             Err(why) => missing.push(format!("HIP API calls: {why}")),
+        }
+    }
+    // HSA API calls only when asked for: the HIP calls above are what a HIP program makes.
+    let mut hsa_api = Vec::new();
+    let mut hsa_api_problems = Vec::new();
+    let hsa_setting = std::env::var(crate::hsa_api::SETTING).ok();
+    if let Some(value) = hsa_setting.filter(|_| api_records_wanted(metron_gpu_api.as_deref())) {
+        let selection = crate::hsa_api::parse(Some(&value));
+        hsa_api_problems.extend(selection.problems.iter().cloned());
+        for table in [crate::hsa_api::Table::Core, crate::hsa_api::Table::Amd] {
+            let (wanted, whole) = crate::hsa_api::selected_in(&selection, table);
+            if wanted.is_empty() {
+                continue;
+            }
+            let kind = match table {
+                crate::hsa_api::Table::Core => sdk::BUFFER_TRACING_HSA_CORE_API,
+                crate::hsa_api::Table::Amd => sdk::BUFFER_TRACING_HSA_AMD_EXT_API,
+            };
+            match configure_hsa_api(api, context, buffer, kind, &wanted, whole) {
+                Ok((traced, not_traced)) => {
+                    hsa_api.push((table.name(), traced));
+                    hsa_api_problems.extend(not_traced);
+                }
+                Err(why) => missing.push(format!("HSA API calls ({}): {why}", table.name())),
+            }
+        }
+        for problem in &hsa_api_problems {
+            eprintln!("metron: {problem}");
         }
     }
     if let Err(why) = api.configure_callback_tracing(
@@ -241,6 +280,8 @@ fn start() -> Result<(), String> {
     update(|s| {
         s.missing = missing;
         s.hip_api = hip_api;
+        s.hsa_api = hsa_api;
+        s.hsa_api_problems = hsa_api_problems;
     });
 
     metron::gpu::set_backend(
@@ -256,31 +297,73 @@ fn start() -> Result<(), String> {
 
 static AGENTS: OnceLock<Vec<Agent>> = OnceLock::new();
 
-/// Names every HIP runtime API operation the SDK lists (off the buffer thread's path).
-fn cache_hip_api_names(api: &sdk::Api) {
-    let names: HashMap<i32, Arc<str>> = api
-        .operations(sdk::BUFFER_TRACING_HIP_RUNTIME_API)
+/// Names every operation of `kind` the SDK lists (off the buffer thread's path); returns them.
+fn cache_api_names(api: &sdk::Api, kind: i32) -> Vec<(i32, Arc<str>)> {
+    let names: Vec<(i32, Arc<str>)> = api
+        .operations(kind)
         .unwrap_or_default()
         .into_iter()
         .filter_map(|op| {
-            api.operation_name(sdk::BUFFER_TRACING_HIP_RUNTIME_API, op)
+            api.operation_name(kind, op)
                 .map(|name| (op, Arc::from(name)))
         })
         .collect();
-    *HIP_API_NAMES.lock().unwrap_or_else(|e| e.into_inner()) = Some(names);
+    let mut guard = API_NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    let cache = guard.get_or_insert_with(HashMap::new);
+    for (op, name) in &names {
+        cache.insert((kind, *op), name.clone());
+    }
+    names
 }
 
-/// The name of HIP runtime API `operation`: from the cache, else asked of the SDK once (and
-/// kept, `hip_api#N` when it has none).
-fn hip_api_name(operation: i32) -> Arc<str> {
-    let mut guard = HIP_API_NAMES.lock().unwrap_or_else(|e| e.into_inner());
+/// Buffer tracing of the HSA API operations of `kind` named in `wanted` (all of them when
+/// `whole`). Returns how many operations are traced (`None`: every one) and a message for
+/// each wanted name this SDK does not list.
+fn configure_hsa_api(
+    api: &sdk::Api,
+    context: sdk::ContextId,
+    buffer: sdk::BufferId,
+    kind: i32,
+    wanted: &[&str],
+    whole: bool,
+) -> Result<(Option<usize>, Vec<String>), String> {
+    let listed = cache_api_names(api, kind);
+    let not_traced: Vec<String> = wanted
+        .iter()
+        .filter(|w| !whole && !listed.iter().any(|(_, n)| &**n == **w))
+        .map(|w| {
+            format!(
+                "{}: `{w}` is not among the HSA operations this ROCprofiler-SDK traces",
+                crate::hsa_api::SETTING
+            )
+        })
+        .collect();
+    if whole {
+        api.configure_buffer_tracing(context, kind, &[], buffer)?;
+        return Ok((None, not_traced));
+    }
+    let ops: Vec<i32> = listed
+        .iter()
+        .filter(|(_, n)| wanted.contains(&&**n))
+        .map(|(op, _)| *op)
+        .collect();
+    if !ops.is_empty() {
+        api.configure_buffer_tracing(context, kind, &ops, buffer)?;
+    }
+    Ok((Some(ops.len()), not_traced))
+}
+
+/// The name of operation `operation` of API `kind`: from the cache, else asked of the SDK once
+/// (and kept, `api#K.N` when it has none).
+fn api_name(kind: i32, operation: i32) -> Arc<str> {
+    let mut guard = API_NAMES.lock().unwrap_or_else(|e| e.into_inner());
     let names = guard.get_or_insert_with(HashMap::new);
     names
-        .entry(operation)
+        .entry((kind, operation))
         .or_insert_with(|| {
             sdk::api()
-                .and_then(|a| a.operation_name(sdk::BUFFER_TRACING_HIP_RUNTIME_API, operation))
-                .unwrap_or_else(|| format!("hip_api#{operation}"))
+                .and_then(|a| a.operation_name(kind, operation))
+                .unwrap_or_else(|| format!("api#{kind}.{operation}"))
                 .into()
         })
         .clone()
@@ -579,12 +662,20 @@ pub(crate) fn on_buffer(records: &[Record], drop_count: u64) {
                 let device = if dst_gpu || !src_gpu { dst } else { src };
                 Some(copy_record(c, &calibration, device))
             }
-            Record::HipApi(h) => {
-                HIP_API_RECORDS.fetch_add(1, Ordering::Relaxed);
-                Some(hip_api_record(h, hip_api_name(h.operation), &calibration))
+            Record::Api(call) => {
+                if call.kind == sdk::BUFFER_TRACING_HIP_RUNTIME_API {
+                    HIP_API_RECORDS.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    HSA_API_RECORDS.fetch_add(1, Ordering::Relaxed);
+                }
+                Some(api_record(
+                    call,
+                    api_name(call.kind, call.operation),
+                    &calibration,
+                ))
             }
-            Record::UnknownHipApi => {
-                UNKNOWN_HIP_API_RECORDS.fetch_add(1, Ordering::Relaxed);
+            Record::UnknownApi => {
+                UNKNOWN_API_RECORDS.fetch_add(1, Ordering::Relaxed);
                 None
             }
             Record::CounterHeader { .. } | Record::CounterValue { .. } | Record::Other => None,
@@ -648,10 +739,15 @@ fn copy_record(c: &MemoryCopy, calibration: &Calibration, device: u32) -> GpuRec
     r
 }
 
-/// A HIP runtime API call as the sinks see it (on its thread's "HIP API" track; its
-/// correlation id is its kernels' and copies').
-fn hip_api_record(h: &HipApi, name: Arc<str>, calibration: &Calibration) -> GpuRecord {
-    let mut r = GpuRecord::new(GpuKind::HipApi, name);
+/// A HIP runtime or HSA API call as the sinks see it (on its thread's "HIP API" or "HSA API"
+/// track; a HIP call's correlation id is its kernels' and copies').
+fn api_record(h: &ApiCall, name: Arc<str>, calibration: &Calibration) -> GpuRecord {
+    let kind = if h.kind == sdk::BUFFER_TRACING_HIP_RUNTIME_API {
+        GpuKind::HipApi
+    } else {
+        GpuKind::HsaApi
+    };
+    let mut r = GpuRecord::new(kind, name);
     r.start_ns = calibration.to_monotonic(h.start);
     r.end_ns = calibration.to_monotonic(h.end);
     r.stream = metron::gpu::NO_STREAM;
@@ -688,11 +784,17 @@ pub(crate) fn metadata() -> Value {
         },
         "not_traced": s.missing,
         "hip_api": s.hip_api,
+        "hsa_api": {
+            "setting": std::env::var(crate::hsa_api::SETTING).ok(),
+            "operations_traced": s.hsa_api.iter().map(|(table, n)| (table.to_string(), json!(n))).collect::<serde_json::Map<_, _>>(),
+            "problems": s.hsa_api_problems,
+        },
         "records": {
             "kernels": KERNEL_RECORDS.load(Ordering::Relaxed),
             "copies": COPY_RECORDS.load(Ordering::Relaxed),
             "hip_api": HIP_API_RECORDS.load(Ordering::Relaxed),
-            "hip_api_unknown_layout": UNKNOWN_HIP_API_RECORDS.load(Ordering::Relaxed),
+            "hsa_api": HSA_API_RECORDS.load(Ordering::Relaxed),
+            "api_unknown_layout": UNKNOWN_API_RECORDS.load(Ordering::Relaxed),
         },
         "dropped": DROPPED.load(Ordering::Relaxed),
         "counters": COUNTING.get().map(|c| json!({
@@ -799,14 +901,15 @@ mod tests {
 
     #[test]
     fn hip_api_calls_convert_like_kernels_and_keep_their_correlation() {
-        let h = HipApi {
+        let h = ApiCall {
+            kind: sdk::BUFFER_TRACING_HIP_RUNTIME_API,
             correlation: (3 << 32) | 1001,
             thread: 4242,
             operation: 7,
             start: 9_000_100_000,
             end: 9_000_130_000,
         };
-        let r = hip_api_record(&h, "hipLaunchKernel".into(), &calibration());
+        let r = api_record(&h, "hipLaunchKernel".into(), &calibration());
         assert_eq!((r.kind, &*r.name), (GpuKind::HipApi, "hipLaunchKernel"));
         assert_eq!((r.start_ns, r.end_ns), (1_100_000, 1_130_000));
         assert_eq!((r.correlation, r.tid), (1001, 4242));

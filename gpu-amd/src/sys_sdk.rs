@@ -27,8 +27,8 @@
 //! configured and ignores (and counts) records that do not match, rather than misreading them.
 //! The kernel dispatch and memory copy buffer records use `rocprofiler_async_correlation_id_t`,
 //! whose layout did not change. The HIP API buffer record, though, holds a
-//! `rocprofiler_correlation_id_t`: with `ancestor` it is 64 bytes ([`HipApiRecord`]), before it
-//! 56 ([`HipApiRecordNoAncestor`], times 8 bytes earlier). Metron reads the record's own `size`
+//! `rocprofiler_correlation_id_t`: with `ancestor` it is 64 bytes ([`ApiRecord`]), before it
+//! 56 ([`ApiRecordNoAncestor`], times 8 bytes earlier). Metron reads the record's own `size`
 //! to tell them apart and counts (and skips) a HIP API record of any other size.
 
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -177,10 +177,10 @@ pub struct MemoryCopyRecord {
 }
 
 /// `rocprofiler_buffer_tracing_hip_api_record_t` (with `ancestor` in its correlation id: 64
-/// bytes).
+/// bytes); `rocprofiler_buffer_tracing_hsa_api_record_t` has the same fields.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
-pub struct HipApiRecord {
+pub struct ApiRecord {
     pub size: u64,
     pub kind: c_int,
     /// A `rocprofiler_hip_runtime_api_id_t`.
@@ -197,7 +197,7 @@ pub struct HipApiRecord {
 /// had no `ancestor` yet (56 bytes).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
-pub struct HipApiRecordNoAncestor {
+pub struct ApiRecordNoAncestor {
     pub size: u64,
     pub kind: c_int,
     pub operation: c_int,
@@ -376,6 +376,10 @@ pub const COUNTER_RECORD_VALUE: u32 = 2;
 pub const COUNTER_INFO_VERSION_0: c_int = 1;
 
 // rocprofiler_buffer_tracing_kind_t
+/// `ROCPROFILER_BUFFER_TRACING_HSA_CORE_API`.
+pub const BUFFER_TRACING_HSA_CORE_API: c_int = 1;
+/// `ROCPROFILER_BUFFER_TRACING_HSA_AMD_EXT_API`.
+pub const BUFFER_TRACING_HSA_AMD_EXT_API: c_int = 2;
 /// `ROCPROFILER_BUFFER_TRACING_HIP_RUNTIME_API`.
 pub const BUFFER_TRACING_HIP_RUNTIME_API: c_int = 5;
 /// `ROCPROFILER_BUFFER_TRACING_MEMORY_COPY`.
@@ -993,10 +997,10 @@ pub enum Record {
     Dispatch(Dispatch),
     /// A completed memory copy.
     Copy(MemoryCopy),
-    /// A HIP runtime API call.
-    HipApi(HipApi),
-    /// A HIP runtime API record of a size (layout) Metron does not know.
-    UnknownHipApi,
+    /// A HIP runtime or HSA API call.
+    Api(ApiCall),
+    /// A HIP or HSA API record of a size (layout) Metron does not know.
+    UnknownApi,
     /// The header of a dispatch's counter records.
     CounterHeader { dispatch_id: u64, correlation: u64 },
     /// One counter value of one instance (dimension) for a dispatch.
@@ -1040,13 +1044,16 @@ pub struct MemoryCopy {
     pub bytes: u64,
 }
 
-/// The fields Metron uses of a HIP API record.
+/// The fields Metron uses of a HIP or HSA API record.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct HipApi {
+pub struct ApiCall {
+    /// `BUFFER_TRACING_HIP_RUNTIME_API`, `BUFFER_TRACING_HSA_CORE_API` or
+    /// `BUFFER_TRACING_HSA_AMD_EXT_API`.
+    pub kind: c_int,
     /// The internal correlation id, the same as on the dispatches and copies the call made.
     pub correlation: u64,
     pub thread: u64,
-    /// A `rocprofiler_hip_runtime_api_id_t`.
+    /// The operation id of `kind` (`rocprofiler_hip_runtime_api_id_t`, ...).
     pub operation: c_int,
     pub start: u64,
     pub end: u64,
@@ -1110,24 +1117,28 @@ unsafe fn read_record(header: *const RecordHeader) -> Record {
                 grid: [i.grid_size.x, i.grid_size.y, i.grid_size.z],
             })
         }
-        BUFFER_TRACING_HIP_RUNTIME_API => {
-            // SAFETY: tracing + HIP_RUNTIME_API: the payload is a HIP API record, which starts
-            // with its size.
+        BUFFER_TRACING_HIP_RUNTIME_API
+        | BUFFER_TRACING_HSA_CORE_API
+        | BUFFER_TRACING_HSA_AMD_EXT_API => {
+            // SAFETY: tracing + an API kind: the payload is a HIP or HSA API record (the same
+            // layout), which starts with its size.
             let size = unsafe { h.payload.cast::<u64>().read_unaligned() };
-            if size >= std::mem::size_of::<HipApiRecord>() as u64 {
+            if size >= std::mem::size_of::<ApiRecord>() as u64 {
                 // SAFETY: a record of at least this layout's size (with `ancestor`).
-                let r = unsafe { h.payload.cast::<HipApiRecord>().read_unaligned() };
-                Record::HipApi(HipApi {
+                let r = unsafe { h.payload.cast::<ApiRecord>().read_unaligned() };
+                Record::Api(ApiCall {
+                    kind: h.kind as c_int,
                     correlation: r.correlation_id.internal,
                     thread: r.thread_id,
                     operation: r.operation,
                     start: r.start_timestamp,
                     end: r.end_timestamp,
                 })
-            } else if size == std::mem::size_of::<HipApiRecordNoAncestor>() as u64 {
+            } else if size == std::mem::size_of::<ApiRecordNoAncestor>() as u64 {
                 // SAFETY: a record of the size of the layout before `ancestor`.
-                let r = unsafe { h.payload.cast::<HipApiRecordNoAncestor>().read_unaligned() };
-                Record::HipApi(HipApi {
+                let r = unsafe { h.payload.cast::<ApiRecordNoAncestor>().read_unaligned() };
+                Record::Api(ApiCall {
+                    kind: h.kind as c_int,
                     correlation: r.correlation_id.internal,
                     thread: r.thread_id,
                     operation: r.operation,
@@ -1135,7 +1146,7 @@ unsafe fn read_record(header: *const RecordHeader) -> Record {
                     end: r.end_timestamp,
                 })
             } else {
-                Record::UnknownHipApi
+                Record::UnknownApi
             }
         }
         BUFFER_TRACING_MEMORY_COPY => {
@@ -1374,19 +1385,19 @@ pub fn layouts() -> Vec<(&'static str, usize)> {
         ),
         (
             "sizeof rocprofiler_buffer_tracing_hip_api_record_t",
-            size_of::<HipApiRecord>(),
+            size_of::<ApiRecord>(),
         ),
         (
             "rocprofiler_buffer_tracing_hip_api_record_t.start_timestamp",
-            offset_of!(HipApiRecord, start_timestamp),
+            offset_of!(ApiRecord, start_timestamp),
         ),
         (
             "rocprofiler_buffer_tracing_hip_api_record_t.thread_id",
-            offset_of!(HipApiRecord, thread_id),
+            offset_of!(ApiRecord, thread_id),
         ),
         (
             "sizeof rocprofiler_buffer_tracing_hip_api_record_t (no ancestor)",
-            size_of::<HipApiRecordNoAncestor>(),
+            size_of::<ApiRecordNoAncestor>(),
         ),
         (
             "sizeof rocprofiler_callback_tracing_record_t",
@@ -1497,8 +1508,8 @@ mod tests {
     }
 
     #[test]
-    fn hip_api_records_are_read_by_their_size() {
-        let mut new = HipApiRecord {
+    fn api_records_are_read_by_their_size() {
+        let mut new = ApiRecord {
             size: 64,
             kind: BUFFER_TRACING_HIP_RUNTIME_API,
             operation: 7,
@@ -1511,7 +1522,7 @@ mod tests {
             end_timestamp: 250,
             thread_id: 4242,
         };
-        let mut old = HipApiRecordNoAncestor {
+        let mut old = ApiRecordNoAncestor {
             size: 56,
             kind: BUFFER_TRACING_HIP_RUNTIME_API,
             operation: 7,
@@ -1523,7 +1534,8 @@ mod tests {
             end_timestamp: 250,
             thread_id: 4242,
         };
-        let want = Record::HipApi(HipApi {
+        let want = Record::Api(ApiCall {
+            kind: BUFFER_TRACING_HIP_RUNTIME_API,
             correlation: 1001,
             thread: 4242,
             operation: 7,
@@ -1539,12 +1551,27 @@ mod tests {
             // SAFETY: the header and its payload live on this stack for the call.
             unsafe { read_record(&h) }
         };
-        assert_eq!(read((&mut new as *mut HipApiRecord).cast()), want);
-        assert_eq!(read((&mut old as *mut HipApiRecordNoAncestor).cast()), want);
+        assert_eq!(read((&mut new as *mut ApiRecord).cast()), want);
+        assert_eq!(read((&mut old as *mut ApiRecordNoAncestor).cast()), want);
         old.size = 48;
         assert_eq!(
-            read((&mut old as *mut HipApiRecordNoAncestor).cast()),
-            Record::UnknownHipApi
+            read((&mut old as *mut ApiRecordNoAncestor).cast()),
+            Record::UnknownApi
+        );
+        // An HSA API record: the same layout, under its own kind.
+        new.kind = BUFFER_TRACING_HSA_AMD_EXT_API;
+        let h = RecordHeader {
+            category: BUFFER_CATEGORY_TRACING,
+            kind: BUFFER_TRACING_HSA_AMD_EXT_API as u32,
+            payload: (&mut new as *mut ApiRecord).cast(),
+        };
+        // SAFETY: the header and its payload live on this stack for the call.
+        let Record::Api(call) = (unsafe { read_record(&h) }) else {
+            panic!("an HSA API record was not read as one");
+        };
+        assert_eq!(
+            (call.kind, call.operation, call.start),
+            (BUFFER_TRACING_HSA_AMD_EXT_API, 7, 100)
         );
     }
 

@@ -282,7 +282,7 @@ pub static REGISTRY: &[SettingSpec] = &[
         name: "METRON_GPU_AMD_HSA_API",
         kind: Kind::Text,
         default: "wrapped",
-        description: "AMD, HSA path: which HSA API calls become slices, a comma-separated list of wrapped (the five calls Metron hooks), core (every hsa.h call), amd (every hsa_ext_amd.h call), all, none, or function names such as hsa_signal_create; an unknown name is reported and the rest kept",
+        description: "AMD: which HSA API calls become slices, a comma-separated list of wrapped (the five calls Metron hooks; on the ROCprofiler-SDK path, unset means none), core (every hsa.h call), amd (every hsa_ext_amd.h call), all, none, or function names such as hsa_signal_create; an unknown name is reported and the rest kept",
     },
     SettingSpec {
         name: "METRON_GPU_AMD_RECORDS",

@@ -494,7 +494,7 @@ fn rocprofiler_sdk_tool_traces_kernels_and_copies_with_regions_on_metrons_clock(
     assert_eq!(gpu["records"]["kernels"], 3 + looped, "{gpu}");
     assert_eq!(gpu["records"]["copies"], 2, "{gpu}");
     assert_eq!(gpu["records"]["hip_api"], 6, "{gpu}");
-    assert_eq!(gpu["records"]["hip_api_unknown_layout"], 0, "{gpu}");
+    assert_eq!(gpu["records"]["api_unknown_layout"], 0, "{gpu}");
     assert_eq!(gpu["hip_api"], true, "{gpu}");
     assert_eq!(gpu["dropped"], 5, "the SDK's drop_count: {gpu}");
     assert_eq!(gpu["launches_seen"], 3 + looped, "{gpu}");
@@ -704,4 +704,125 @@ fn rocprofiler_sdk_counters_reach_kernels_csv() {
         "{not_traced:?}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `METRON_GPU_AMD_HSA_API` on the SDK path: the named HSA calls through the SDK's buffer
+/// tracing of `HSA_CORE_API` (1) and `HSA_AMD_EXT_API` (2), restricted to their operations
+/// (found by name in the SDK's own list); on their thread's `HSA API` track with the double's
+/// exact durations. A name this SDK does not list is reported; `all` takes every operation.
+#[test]
+fn rocprofiler_sdk_traces_the_hsa_calls_named() {
+    let dir = temp_dir("rocprofiler-sdk-hsa-api");
+    let exe = build(&dir);
+    let out = run_in(
+        &exe,
+        &dir,
+        &[],
+        &[
+            ("METRON_TRACE", "true"),
+            (
+                "METRON_GPU_AMD_HSA_API",
+                "hsa_system_get_info,hsa_signal_wait_scacquire,hsa_amd_memory_pool_allocate,\
+                 hsa_queue_create",
+            ),
+        ],
+    );
+    assert_success(&out, "sdk_app");
+    let p = printed(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(num(&p, "violations"), 0, "{stderr}");
+    let mut buffered = p["buffer_service"].clone();
+    buffered.sort();
+    assert_eq!(
+        buffered,
+        ["1/2", "10/0", "11/0", "2/1", "5/0"],
+        "two core and one AMD operation"
+    );
+    assert!(
+        stderr.contains(
+            "`hsa_queue_create` is not among the HSA operations this ROCprofiler-SDK traces"
+        ),
+        "{stderr}"
+    );
+    let run = dir.join("run");
+    let trace = nvtx_support::decoded_trace(&run.join("trace.pftrace"));
+    let hsa = slices_on(&trace, "HSA API tid ");
+    let main_track = format!("HSA API tid {}", num(&p, "main_tid"));
+    let calls = [
+        ("system_get_info", "hsa_system_get_info"),
+        ("signal_wait", "hsa_signal_wait_scacquire"),
+        ("pool_allocate", "hsa_amd_memory_pool_allocate"),
+    ];
+    assert_eq!(hsa.len(), calls.len(), "{hsa:?}");
+    for (label, name) in calls {
+        let want_start = num(&p, &format!("hsa.{label}.start_monotonic"));
+        let s = hsa
+            .iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no {name}: {hsa:?}"));
+        assert_eq!(s.track, main_track);
+        assert!(
+            s.ts.abs_diff(want_start) <= 50_000,
+            "{name} at {} vs {want_start}",
+            s.ts
+        );
+        assert_eq!(s.dur, num(&p, &format!("hsa.{label}.duration")), "{name}");
+    }
+    let gpu = &read_json(&run, "metadata.json")["gpu"];
+    assert_eq!(gpu["records"]["hsa_api"], 3, "{gpu}");
+    assert_eq!(
+        gpu["hsa_api"]["operations_traced"],
+        serde_json::json!({"core": 2, "amd": 1}),
+        "{gpu}"
+    );
+    assert_eq!(
+        gpu["hsa_api"]["problems"].as_array().map(Vec::len),
+        Some(1),
+        "{gpu}"
+    );
+    // HIP API calls are traced as before, on their own tracks.
+    assert_eq!(slices_on(&trace, "HIP API tid ").len(), 6);
+
+    let all = temp_dir("rocprofiler-sdk-hsa-api-all");
+    let out = run_in(
+        &exe,
+        &all,
+        &[],
+        &[("METRON_TRACE", "true"), ("METRON_GPU_AMD_HSA_API", "all")],
+    );
+    assert_success(&out, "sdk_app");
+    let p = printed(&out.stdout);
+    let mut buffered = p["buffer_service"].clone();
+    buffered.sort();
+    assert_eq!(
+        buffered,
+        ["1/0", "10/0", "11/0", "2/0", "5/0"],
+        "every operation"
+    );
+    let run = all.join("run");
+    let trace = nvtx_support::decoded_trace(&run.join("trace.pftrace"));
+    let mut names: Vec<String> = slices_on(&trace, "HSA API tid ")
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "hsa_agent_get_info",
+            "hsa_amd_agents_allow_access",
+            "hsa_amd_memory_pool_allocate",
+            "hsa_init",
+            "hsa_signal_wait_scacquire",
+            "hsa_system_get_info",
+        ]
+    );
+    let gpu = &read_json(&run, "metadata.json")["gpu"];
+    assert_eq!(
+        gpu["hsa_api"]["operations_traced"],
+        serde_json::json!({"core": null, "amd": null}),
+        "{gpu}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&all);
 }

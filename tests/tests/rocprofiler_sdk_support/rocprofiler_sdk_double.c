@@ -95,6 +95,7 @@ typedef struct slot {
         rocprofiler_buffer_tracing_kernel_dispatch_record_t dispatch;
         rocprofiler_buffer_tracing_memory_copy_record_t copy;
         rocprofiler_buffer_tracing_hip_api_record_t hip_api;
+        rocprofiler_buffer_tracing_hsa_api_record_t hsa_api;
         rocprofiler_dispatch_counting_service_record_t counting;
         rocprofiler_counter_record_t counter;
     } payload;
@@ -172,6 +173,35 @@ static const struct {
 static const char* hip_op_name(int op) {
     for (size_t i = 0; i < N_HIP_OPS; ++i)
         if (HIP_OPS[i].op == op) return HIP_OPS[i].name;
+    return NULL;
+}
+
+/* The HSA API operations the double lists (DOUBLE_SDK_HSA_*). */
+static const struct {
+    int kind;
+    int op;
+    const char* name;
+} HSA_OPS[] = {
+    {ROCPROFILER_BUFFER_TRACING_HSA_CORE_API, DOUBLE_SDK_HSA_INIT, "hsa_init"},
+    {ROCPROFILER_BUFFER_TRACING_HSA_CORE_API, DOUBLE_SDK_HSA_SYSTEM_GET_INFO, "hsa_system_get_info"},
+    {ROCPROFILER_BUFFER_TRACING_HSA_CORE_API, DOUBLE_SDK_HSA_AGENT_GET_INFO, "hsa_agent_get_info"},
+    {ROCPROFILER_BUFFER_TRACING_HSA_CORE_API, DOUBLE_SDK_HSA_SIGNAL_WAIT_SCACQUIRE,
+     "hsa_signal_wait_scacquire"},
+    {ROCPROFILER_BUFFER_TRACING_HSA_AMD_EXT_API, DOUBLE_SDK_HSA_AMD_MEMORY_POOL_ALLOCATE,
+     "hsa_amd_memory_pool_allocate"},
+    {ROCPROFILER_BUFFER_TRACING_HSA_AMD_EXT_API, DOUBLE_SDK_HSA_AMD_AGENTS_ALLOW_ACCESS,
+     "hsa_amd_agents_allow_access"},
+};
+#define N_HSA_OPS (sizeof(HSA_OPS) / sizeof(HSA_OPS[0]))
+
+static int is_hsa_kind(int kind) {
+    return kind == ROCPROFILER_BUFFER_TRACING_HSA_CORE_API ||
+           kind == ROCPROFILER_BUFFER_TRACING_HSA_AMD_EXT_API;
+}
+
+static const char* hsa_op_name(int kind, int op) {
+    for (size_t i = 0; i < N_HSA_OPS; ++i)
+        if (HSA_OPS[i].kind == kind && HSA_OPS[i].op == op) return HSA_OPS[i].name;
     return NULL;
 }
 
@@ -422,9 +452,9 @@ rocprofiler_status_t rocprofiler_query_buffer_tracing_kind_operation_name(
     ++operation_name_queries;
     if (delivering()) ++operation_name_queries_delivering;
     pthread_mutex_unlock(&lock);
-    if (kind != ROCPROFILER_BUFFER_TRACING_HIP_RUNTIME_API)
+    if (kind != ROCPROFILER_BUFFER_TRACING_HIP_RUNTIME_API && !is_hsa_kind(kind))
         return ROCPROFILER_STATUS_ERROR_NOT_IMPLEMENTED;
-    const char* n = hip_op_name(operation);
+    const char* n = is_hsa_kind(kind) ? hsa_op_name(kind, operation) : hip_op_name(operation);
     if (!n) return ROCPROFILER_STATUS_ERROR_OPERATION_NOT_FOUND;
     if (name) *name = n;
     if (name_len) *name_len = strlen(n);
@@ -440,11 +470,16 @@ rocprofiler_status_t rocprofiler_iterate_buffer_tracing_kind_operations(
     }
     if (kind <= ROCPROFILER_BUFFER_TRACING_NONE || kind >= ROCPROFILER_BUFFER_TRACING_LAST)
         return ROCPROFILER_STATUS_ERROR_KIND_NOT_FOUND;
-    if (kind != ROCPROFILER_BUFFER_TRACING_HIP_RUNTIME_API)
+    if (kind != ROCPROFILER_BUFFER_TRACING_HIP_RUNTIME_API && !is_hsa_kind(kind))
         return ROCPROFILER_STATUS_ERROR_NOT_IMPLEMENTED;
     pthread_mutex_lock(&lock);
     ++operation_iterations;
     pthread_mutex_unlock(&lock);
+    if (is_hsa_kind(kind)) {
+        for (size_t i = 0; i < N_HSA_OPS; ++i)
+            if (HSA_OPS[i].kind == (int)kind && callback(kind, HSA_OPS[i].op, data) != 0) break;
+        return ROCPROFILER_STATUS_SUCCESS;
+    }
     /* Every operation but the last (hipFree): see rocprofiler_sdk_double.h. */
     for (size_t i = 0; i + 1 < N_HIP_OPS; ++i)
         if (callback(kind, HIP_OPS[i].op, data) != 0) break;
@@ -594,6 +629,10 @@ rocprofiler_status_t rocprofiler_configure_buffer_tracing_service(
     if (kind == ROCPROFILER_BUFFER_TRACING_HIP_RUNTIME_API)
         for (size_t i = 0; operations && i < operations_count; ++i)
             if (!hip_op_name(operations[i])) return ROCPROFILER_STATUS_ERROR_OPERATION_NOT_FOUND;
+    if (is_hsa_kind(kind))
+        for (size_t i = 0; operations && i < operations_count; ++i)
+            if (!hsa_op_name(kind, operations[i]))
+                return ROCPROFILER_STATUS_ERROR_OPERATION_NOT_FOUND;
     buffer* b = find_buffer(buffer_id.handle);
     if (!b || b->context != context_id.handle) {
         violation("rocprofiler_configure_buffer_tracing_service with a buffer of another context");
@@ -975,6 +1014,23 @@ uint64_t double_sdk_hip_end(void) {
     api_correlation = 0;
     buffered(ROCPROFILER_BUFFER_TRACING_HIP_RUNTIME_API, r.operation, &r, sizeof(r));
     return end - api_start;
+}
+
+void double_sdk_hsa_call(rocprofiler_buffer_tracing_kind_t kind, int operation,
+                         uint64_t duration_ns, uint64_t* start_monotonic) {
+    if (!hsa_op_name((int)kind, operation)) violation("the double knows no such HSA API operation");
+    rocprofiler_buffer_tracing_hsa_api_record_t r;
+    memset(&r, 0, sizeof(r));
+    r.size = sizeof(r);
+    r.kind = kind;
+    r.operation = operation;
+    pthread_mutex_lock(&lock);
+    r.correlation_id.internal = next_correlation++;
+    pthread_mutex_unlock(&lock);
+    pair_clocks(&r.start_timestamp, start_monotonic);
+    r.end_timestamp = r.start_timestamp + duration_ns;
+    r.thread_id = tid();
+    buffered(kind, operation, &r, sizeof(r));
 }
 
 void double_sdk_add_drops(uint64_t count) {

@@ -272,6 +272,17 @@ typedef struct rocprofiler_buffer_tracing_hip_api_record_t {
     rocprofiler_thread_id_t thread_id;
 } rocprofiler_buffer_tracing_hip_api_record_t;
 
+/* The HSA API record: the same fields (buffer_tracing.h). */
+typedef struct rocprofiler_buffer_tracing_hsa_api_record_t {
+    uint64_t size;
+    rocprofiler_buffer_tracing_kind_t kind;
+    rocprofiler_tracing_operation_t operation;
+    rocprofiler_correlation_id_t correlation_id;
+    rocprofiler_timestamp_t start_timestamp;
+    rocprofiler_timestamp_t end_timestamp;
+    rocprofiler_thread_id_t thread_id;
+} rocprofiler_buffer_tracing_hsa_api_record_t;
+
 typedef struct rocprofiler_callback_tracing_code_object_kernel_symbol_register_data_t {
     uint64_t size;
     uint64_t kernel_id;
@@ -561,6 +572,22 @@ enum {
 uint64_t double_sdk_hip_begin(int operation, uint64_t* start_monotonic);
 /* The call ends: its buffered record (HIP_RUNTIME_API). Returns its duration in ns. */
 uint64_t double_sdk_hip_end(void);
+/* HSA API operations the double lists (kind, operation): the numbering follows ROCr's API
+ * tables, as rocprofiler_hsa_core_api_id_t and rocprofiler_hsa_amd_ext_api_id_t do; names
+ * only through rocprofiler_query_buffer_tracing_kind_operation_name. */
+enum {
+    DOUBLE_SDK_HSA_INIT = 0,                   /* HSA_CORE_API */
+    DOUBLE_SDK_HSA_SYSTEM_GET_INFO = 2,        /* HSA_CORE_API */
+    DOUBLE_SDK_HSA_AGENT_GET_INFO = 6,         /* HSA_CORE_API */
+    DOUBLE_SDK_HSA_SIGNAL_WAIT_SCACQUIRE = 44, /* HSA_CORE_API */
+    DOUBLE_SDK_HSA_AMD_MEMORY_POOL_ALLOCATE = 13, /* HSA_AMD_EXT_API */
+    DOUBLE_SDK_HSA_AMD_AGENTS_ALLOW_ACCESS = 17,  /* HSA_AMD_EXT_API */
+};
+/* An HSA API call on this thread lasting exactly `duration_ns` on the SDK's clock, from now:
+ * its buffered record (kind HSA_CORE_API or HSA_AMD_EXT_API). Writes the CLOCK_MONOTONIC
+ * time of its start. */
+void double_sdk_hsa_call(rocprofiler_buffer_tracing_kind_t kind, int operation,
+                         uint64_t duration_ns, uint64_t* start_monotonic);
 /* Records lost in the SDK: reported as drop_count with the next delivery. */
 void double_sdk_add_drops(uint64_t count);
 /* Prints what the tools configured and every contract violation seen (key=value lines). */

@@ -76,6 +76,15 @@ static void hip_call(const char* label, int op, unsigned us) {
     hip_end(label);
 }
 
+/* An HSA API call of exactly `ns` nanoseconds (on the SDK's clock). */
+static void hsa_call(const char* label, rocprofiler_buffer_tracing_kind_t kind, int op,
+                     uint64_t ns) {
+    uint64_t start = 0;
+    double_sdk_hsa_call(kind, op, ns, &start);
+    printf("hsa.%s.start_monotonic=%" PRIu64 "\nhsa.%s.duration=%" PRIu64 "\n", label, start,
+           label, ns);
+}
+
 static void* worker(void* arg) {
     (void)arg;
     check(metron_set_thread_name("sdk-worker"), "thread name");
@@ -108,6 +117,17 @@ int main(void) {
     double_sdk_load_code_object(KERNELS, sizeof(KERNELS) / sizeof(KERNELS[0]));
 
     printf("main_tid=%" PRIu64 "\n", gettid_());
+    /* HSA calls (as HIP makes them underneath): delivered only to a tool that asked for the
+     * HSA API kinds. */
+    hsa_call("init", ROCPROFILER_BUFFER_TRACING_HSA_CORE_API, DOUBLE_SDK_HSA_INIT, 7000);
+    hsa_call("system_get_info", ROCPROFILER_BUFFER_TRACING_HSA_CORE_API,
+             DOUBLE_SDK_HSA_SYSTEM_GET_INFO, 300);
+    hsa_call("agent_get_info", ROCPROFILER_BUFFER_TRACING_HSA_CORE_API,
+             DOUBLE_SDK_HSA_AGENT_GET_INFO, 400);
+    hsa_call("pool_allocate", ROCPROFILER_BUFFER_TRACING_HSA_AMD_EXT_API,
+             DOUBLE_SDK_HSA_AMD_MEMORY_POOL_ALLOCATE, 1500);
+    hsa_call("allow_access", ROCPROFILER_BUFFER_TRACING_HSA_AMD_EXT_API,
+             DOUBLE_SDK_HSA_AMD_AGENTS_ALLOW_ACCESS, 600);
     hip_call("malloc", DOUBLE_SDK_HIP_MALLOC, 100);
 
     check(metron_region_begin("forward"), "begin forward");
@@ -119,6 +139,8 @@ int main(void) {
            (rocprofiler_dim3_t){256, 1, 1}, 1024, 16, 250000);
     hip_end("launch_vector_add");
     hip_call("synchronize", DOUBLE_SDK_HIP_DEVICE_SYNCHRONIZE, 300);
+    hsa_call("signal_wait", ROCPROFILER_BUFFER_TRACING_HSA_CORE_API,
+             DOUBLE_SDK_HSA_SIGNAL_WAIT_SCACQUIRE, 4000);
     check(metron_region_end("forward"), "end forward");
 
     check(metron_region_begin("backward"), "begin backward");
