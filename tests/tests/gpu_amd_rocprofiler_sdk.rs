@@ -85,6 +85,24 @@ fn build(dir: &Path) -> PathBuf {
     exe
 }
 
+/// Runs the program in `dir` with `env`, asserts it succeeded, and returns it with its
+/// `key=value` lines.
+fn run_app(exe: &Path, dir: &Path, env: &[(&str, &str)]) -> (std::process::Output, Printed) {
+    let out = run_in(exe, dir, &[], env);
+    assert_success(&out, "sdk_app");
+    let p = printed(&out.stdout);
+    (out, p)
+}
+
+/// The buffer tracing services the tool configured, `kind/operation count`, sorted.
+fn buffer_services(p: &Printed) -> Vec<String> {
+    let mut services = p["buffer_service"].clone();
+    services.sort();
+    services
+}
+
+type Printed = BTreeMap<String, Vec<String>>;
+
 /// The program's `key=value` lines (a key printed twice keeps every value).
 fn printed(stdout: &[u8]) -> BTreeMap<String, Vec<String>> {
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -153,18 +171,15 @@ const GPU: &str = "AMD Instinct MI210";
 fn rocprofiler_sdk_tool_traces_kernels_and_copies_with_regions_on_metrons_clock() {
     let dir = temp_dir("rocprofiler-sdk");
     let exe = build(&dir);
-    let out = run_in(
+    let (out, p) = run_app(
         &exe,
         &dir,
-        &[],
         &[
             ("METRON_TRACE", "true"),
             // The smallest buffer: the loop's records cross the watermark while it runs.
             ("METRON_GPU_AMD_BUFFER_BYTES", "4096"),
         ],
     );
-    assert_success(&out, "sdk_app");
-    let p = printed(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let run = dir.join("run");
 
@@ -192,8 +207,7 @@ fn rocprofiler_sdk_tool_traces_kernels_and_copies_with_regions_on_metrons_clock(
     );
     // ROCPROFILER_BUFFER_TRACING_KERNEL_DISPATCH (11), _MEMORY_COPY (10) and _HIP_RUNTIME_API
     // (5), every operation.
-    let mut buffered = p["buffer_service"].clone();
-    buffered.sort();
+    let buffered = buffer_services(&p);
     assert_eq!(buffered, ["10/0", "11/0", "5/0"]);
     // The HIP API names: every operation the SDK lists, named once at initialize; hipFree (not
     // listed by the double) asked for once, on the buffer thread.
@@ -584,20 +598,16 @@ print(json.dumps(out))
 fn rocprofiler_sdk_hip_api_off_with_metron_gpu_api_none() {
     let dir = temp_dir("rocprofiler-sdk-api-none");
     let exe = build(&dir);
-    let out = run_in(
+    let (out, p) = run_app(
         &exe,
         &dir,
-        &[],
         &[("METRON_TRACE", "true"), ("METRON_GPU_API", "none")],
     );
-    assert_success(&out, "sdk_app");
-    let p = printed(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let run = dir.join("run");
     assert_eq!(num(&p, "tools_initialized"), 1, "{p:?}\n{stderr}");
     assert_eq!(num(&p, "violations"), 0, "{stderr}");
-    let mut buffered = p["buffer_service"].clone();
-    buffered.sort();
+    let buffered = buffer_services(&p);
     assert_eq!(buffered, ["10/0", "11/0"], "no HIP_RUNTIME_API service");
     assert_eq!(num(&p, "operation_name_queries"), 0, "{p:?}");
 
@@ -631,10 +641,9 @@ fn rocprofiler_sdk_hip_api_off_with_metron_gpu_api_none() {
 fn rocprofiler_sdk_counters_reach_kernels_csv() {
     let dir = temp_dir("rocprofiler-sdk-counters");
     let exe = build(&dir);
-    let out = run_in(
+    let (out, p) = run_app(
         &exe,
         &dir,
-        &[],
         &[
             (
                 "METRON_GPU_METRICS",
@@ -643,8 +652,6 @@ fn rocprofiler_sdk_counters_reach_kernels_csv() {
             ("METRON_GPU_AMD_BUFFER_BYTES", "4096"),
         ],
     );
-    assert_success(&out, "sdk_app");
-    let p = printed(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let run = dir.join("run");
     assert_eq!(num(&p, "violations"), 0, "{stderr}");
@@ -714,10 +721,9 @@ fn rocprofiler_sdk_counters_reach_kernels_csv() {
 fn rocprofiler_sdk_traces_the_hsa_calls_named() {
     let dir = temp_dir("rocprofiler-sdk-hsa-api");
     let exe = build(&dir);
-    let out = run_in(
+    let (out, p) = run_app(
         &exe,
         &dir,
-        &[],
         &[
             ("METRON_TRACE", "true"),
             (
@@ -727,12 +733,9 @@ fn rocprofiler_sdk_traces_the_hsa_calls_named() {
             ),
         ],
     );
-    assert_success(&out, "sdk_app");
-    let p = printed(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(num(&p, "violations"), 0, "{stderr}");
-    let mut buffered = p["buffer_service"].clone();
-    buffered.sort();
+    let buffered = buffer_services(&p);
     assert_eq!(
         buffered,
         ["1/2", "10/0", "11/0", "2/1", "5/0"],
@@ -784,16 +787,12 @@ fn rocprofiler_sdk_traces_the_hsa_calls_named() {
     assert_eq!(slices_on(&trace, "HIP API tid ").len(), 6);
 
     let all = temp_dir("rocprofiler-sdk-hsa-api-all");
-    let out = run_in(
+    let (_, p) = run_app(
         &exe,
         &all,
-        &[],
         &[("METRON_TRACE", "true"), ("METRON_GPU_AMD_HSA_API", "all")],
     );
-    assert_success(&out, "sdk_app");
-    let p = printed(&out.stdout);
-    let mut buffered = p["buffer_service"].clone();
-    buffered.sort();
+    let buffered = buffer_services(&p);
     assert_eq!(
         buffered,
         ["1/0", "10/0", "11/0", "2/0", "5/0"],
