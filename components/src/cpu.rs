@@ -90,13 +90,17 @@ mod tests {
         timeval_ns(usage.ru_utime) + timeval_ns(usage.ru_stime)
     }
 
-    /// Spins until this thread has used `ms` of CPU time (by `getrusage`), however long that
-    /// takes on a loaded machine: spinning by wall time gives less CPU time when other
-    /// threads share the cores.
+    /// Spins in user space until this thread has used `ms` of CPU time (by `getrusage`),
+    /// however long that takes on a loaded machine: spinning by wall time gives less CPU time
+    /// when other threads share the cores. The clock is read only every ~10^5 multiplications,
+    /// so the time is user time, not the system time of the `getrusage` calls.
     fn spin_ms(ms: u64) {
         let end = rusage_cpu_ns() + ms * 1_000_000;
+        let mut x = 1u64;
         while rusage_cpu_ns() < end {
-            std::hint::black_box(0);
+            for _ in 0..100_000 {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
         }
     }
 
