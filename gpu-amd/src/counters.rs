@@ -235,22 +235,7 @@ fn try_setup(
         let events = events.into_boxed_slice();
         let mut slots = Vec::with_capacity(SLOTS_PER_GPU);
         for _ in 0..SLOTS_PER_GPU {
-            let mut profile = Box::new(Profile {
-                agent: gpu.handle,
-                kind: aql::EVENT_TYPE_PMC,
-                events: events.as_ptr(),
-                event_count: events.len() as u32,
-                parameters: std::ptr::null(),
-                parameter_count: 0,
-                output_buffer: Descriptor {
-                    ptr: std::ptr::null_mut(),
-                    size: 0,
-                },
-                command_buffer: Descriptor {
-                    ptr: std::ptr::null_mut(),
-                    size: 0,
-                },
-            });
+            let mut profile = Box::new(Profile::pmc(gpu.handle, &events));
             let command = table
                 .info_u32(&profile, aql::INFO_COMMAND_BUFFER_SIZE)
                 .ok_or("AQLprofile gives no command buffer size")?;

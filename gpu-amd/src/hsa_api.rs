@@ -8,7 +8,7 @@
 
 use crate::sys::{self, HsaApiTable};
 use crate::sys_api_trace::{self, CORE_ENTRIES, ENTRIES, NAMES, ORIGINAL};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The setting's name.
 pub const SETTING: &str = "METRON_GPU_AMD_HSA_API";
@@ -126,7 +126,6 @@ pub fn selected_in(selection: &Selection, table: Table) -> (Vec<&'static str>, b
 }
 
 static ENABLED: [AtomicBool; ENTRIES] = [const { AtomicBool::new(false) }; ENTRIES];
-static WRAPPED: AtomicUsize = AtomicUsize::new(0);
 
 /// Whether calls of entry `id` are recorded.
 pub fn enabled(id: usize) -> bool {
@@ -135,17 +134,12 @@ pub fn enabled(id: usize) -> bool {
 
 /// Points every selected entry the runtime filled (other than Metron's own hooks) at its
 /// wrapper, after saving the runtime's entry for the wrapper to call. `async_copy_hooked`:
-/// Metron hooked `hsa_amd_memory_async_copy` (it does when the runtime times copies). Returns
-/// how many entries were wrapped.
+/// Metron hooked `hsa_amd_memory_async_copy` (it does when the runtime times copies).
 ///
 /// # Safety
 /// `table` passed [`sys::check_table`]; called from `OnLoad`, before the application uses the
 /// table and after Metron copied the entries it calls itself.
-pub unsafe fn install(
-    table: *mut HsaApiTable,
-    selection: &Selection,
-    async_copy_hooked: bool,
-) -> usize {
+pub unsafe fn install(table: *mut HsaApiTable, selection: &Selection, async_copy_hooked: bool) {
     for (flag, &on) in ENABLED.iter().zip(&selection.enabled) {
         flag.store(on, Ordering::Relaxed);
     }
@@ -161,7 +155,6 @@ pub unsafe fn install(
             .enumerate()
             .map(|(i, e)| (CORE_ENTRIES + i, e)),
     );
-    let mut wrapped = 0;
     for (id, slot) in slots {
         if !selection.enabled[id] || hooked.contains(&id) {
             continue;
@@ -171,23 +164,20 @@ pub unsafe fn install(
         };
         ORIGINAL[id].store(original as usize, Ordering::Release);
         *slot = Some(wrapper);
-        wrapped += 1;
     }
-    WRAPPED.store(wrapped, Ordering::Relaxed);
-    wrapped
 }
 
-/// The calls recorded, by name (for `metadata.json`: the hooked ones count when selected).
-pub fn traced_names() -> Vec<&'static str> {
-    (0..ENTRIES)
-        .filter(|&i| enabled(i))
-        .map(|i| NAMES[i])
-        .collect()
+/// How many calls are recorded (the hooked ones count when selected).
+pub fn traced_count() -> usize {
+    (0..ENTRIES).filter(|&i| enabled(i)).count()
 }
 
-/// Entries given a wrapper by [`install`].
+/// Entries given a wrapper by [`install`] (those whose runtime entry it saved).
 pub fn wrapped_count() -> usize {
-    WRAPPED.load(Ordering::Relaxed)
+    ORIGINAL
+        .iter()
+        .filter(|o| o.load(Ordering::Relaxed) != 0)
+        .count()
 }
 
 #[cfg(test)]

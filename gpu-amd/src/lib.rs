@@ -189,7 +189,7 @@ impl Status {
             "counters": counters::metadata(),
             "hsa_api": {
                 "setting": std::env::var(hsa_api::SETTING).ok(),
-                "functions_traced": hsa_api::traced_names().len(),
+                "functions_traced": hsa_api::traced_count(),
                 "wrappers_installed": hsa_api::wrapped_count(),
                 "problems": self.hsa_api_problems,
             },

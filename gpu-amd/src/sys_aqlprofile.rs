@@ -76,6 +76,31 @@ pub struct Profile {
     pub command_buffer: Descriptor,
 }
 
+impl Profile {
+    /// A counter (PMC) profile of `agent` over `events`, with no buffers yet (AQLprofile sizes
+    /// them through `get_info` before they are made).
+    pub fn pmc(agent: Handle, events: &[Event]) -> Profile {
+        let none = Descriptor {
+            ptr: std::ptr::null_mut(),
+            size: 0,
+        };
+        Profile {
+            agent,
+            kind: EVENT_TYPE_PMC,
+            events: if events.is_empty() {
+                std::ptr::null()
+            } else {
+                events.as_ptr()
+            },
+            event_count: events.len() as u32,
+            parameters: std::ptr::null(),
+            parameter_count: 0,
+            output_buffer: none,
+            command_buffer: none,
+        }
+    }
+}
+
 // SAFETY: a Profile is only used by one dispatch at a time (its counter slot is taken from a
 // lock-free queue); the buffers it points at are Metron's, made once and never freed.
 unsafe impl Send for Profile {}
@@ -303,22 +328,7 @@ impl AqlprofileTable {
     /// How many instances the agent's block `name` has (`None`: AQLprofile does not say).
     pub fn instances(&self, agent: Handle, name: &str) -> Option<u32> {
         let name = std::ffi::CString::new(name).ok()?;
-        let profile = Profile {
-            agent,
-            kind: EVENT_TYPE_PMC,
-            events: std::ptr::null(),
-            event_count: 0,
-            parameters: std::ptr::null(),
-            parameter_count: 0,
-            output_buffer: Descriptor {
-                ptr: std::ptr::null_mut(),
-                size: 0,
-            },
-            command_buffer: Descriptor {
-                ptr: std::ptr::null_mut(),
-                size: 0,
-            },
-        };
+        let profile = Profile::pmc(agent, &[]);
         let mut query = IdQuery {
             name: name.as_ptr(),
             id: 0,
