@@ -14,12 +14,7 @@
 use criterion::{criterion_group, criterion_main, Criterion};
 
 fn dispatch(c: &mut Criterion) {
-    std::env::set_var(
-        "METRON_OUTPUT_PATH",
-        std::env::temp_dir().join("metron-bench-amd"),
-    );
-    std::env::set_var("METRON_TRACE", "false");
-    std::env::set_var("METRON_GPU_AMD_HSA_API", "hsa_signal_store_relaxed");
+    metron_benches::configure_env_with(&[("METRON_GPU_AMD_HSA_API", "hsa_signal_store_relaxed")]);
     metron::init();
     if let Err(why) = metron_gpu_amd::fake_runtime::install() {
         println!("SKIPPED amd_dispatch: {why}");

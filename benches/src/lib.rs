@@ -12,8 +12,16 @@ use std::hint::black_box;
 
 /// Installs the environment the benches want, unless the caller set it: Metron's run folder
 /// under the system temporary folder and no Perfetto trace (its session would share the
-/// process with the perfetto-sdk peer). Call before anything else starts a thread.
+/// process with the perfetto-sdk peer). Call first thing in `main`.
 pub fn configure_env() {
+    configure_env_with(&[]);
+}
+
+/// [`configure_env`] plus `extra` settings. Metron reads its settings before `main` (its
+/// runtime starts from an ELF constructor), so when the environment lacks any of them the
+/// program sets them and re-executes itself once; the second run finds them and goes on.
+pub fn configure_env_with(extra: &[(&str, &str)]) {
+    use std::os::unix::process::CommandExt;
     let defaults = [
         (
             "METRON_OUTPUT_PATH",
@@ -25,10 +33,25 @@ pub fn configure_env() {
         ("METRON_TRACE", "0".to_string()),
         ("TRACY_NO_INVARIANT_CHECK", "1".to_string()),
     ];
+    let mut changed = false;
     for (name, value) in defaults {
         if std::env::var_os(name).is_none() {
             std::env::set_var(name, value);
+            changed = true;
         }
+    }
+    for (name, value) in extra {
+        if std::env::var(name).ok().as_deref() != Some(*value) {
+            std::env::set_var(name, value);
+            changed = true;
+        }
+    }
+    if changed {
+        let exe = std::env::current_exe().expect("the bench's own path");
+        let err = std::process::Command::new(exe)
+            .args(std::env::args_os().skip(1))
+            .exec();
+        panic!("cannot re-execute the bench with its settings: {err}");
     }
 }
 
@@ -181,8 +204,11 @@ impl Impl {
                 metron::set_collecting(false);
             }
             Impl::MetronEnvOff => {
-                std::env::set_var("METRON_ENABLED", "0");
-                metron::init();
+                // METRON_ENABLED=0 is in the environment (`configure_env_with`, see `pairs`).
+                assert!(
+                    !metron::init(),
+                    "metron-env-off needs METRON_ENABLED=0 in the environment before main"
+                );
             }
             #[cfg(feature = "peers")]
             Impl::Tracing => peers::tracing_impl::setup(),

@@ -14,7 +14,16 @@ fn main() {
         .and_then(|a| a.parse().ok())
         .unwrap_or(10_000);
     let api = std::env::args().nth(2).as_deref() == Some("api");
-    std::env::set_var("METRON_TRACE", "false");
+    // Metron reads METRON_TRACE before main (its runtime starts from a constructor): set it and
+    // run again once.
+    if std::env::var_os("METRON_TRACE").is_none() {
+        use std::os::unix::process::CommandExt;
+        let err = std::process::Command::new(std::env::current_exe().expect("own path"))
+            .args(std::env::args_os().skip(1))
+            .env("METRON_TRACE", "false")
+            .exec();
+        panic!("cannot re-execute with METRON_TRACE=false: {err}");
+    }
     std::env::set_var("METRON_GPU_AMD_HSA_API", "hsa_signal_store_relaxed");
     metron::init();
     metron_gpu_amd::fake_runtime::install().expect("the stand-in runtime installs");

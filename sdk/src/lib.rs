@@ -75,10 +75,27 @@ pub use sampling::Backtrace;
 pub use sink::{Event, RunInfo, SampleTrigger, Sink, ThreadInfo};
 pub use thread_buffer::{pause_thread, resume_thread, thread_paused};
 
-/// Starts the runtime now instead of on the first record (reads the settings, calibrates the
-/// clock, starts the flusher). Returns false when `METRON_ENABLED` is off.
+/// Makes sure the runtime is up (it normally starts before `main`: settings read, clock
+/// calibrated, flusher running) and marks the run as used, so that it is written at exit even
+/// if nothing is recorded. Returns false when `METRON_ENABLED` is off.
 pub fn init() -> bool {
+    if cfg!(feature = "enabled") {
+        runtime::mark_used();
+    }
     cfg!(feature = "enabled") && runtime::started_and_collecting()
+}
+
+/// Sets the run folder from a template with the keys of `METRON_OUTPUT_PATH` (`%pid%`, `%exe%`,
+/// `%hostname%`, `%time%`, `%env{NAME}%`), overriding the setting. The runtime starts before
+/// `main` with the setting's folder; this moves it, which is possible until the flusher first
+/// hands records to the outputs (call it first thing in `main`). Returns the folder, or why it
+/// cannot be changed; an unknown key is kept as written and reported on stderr.
+pub fn set_output_path(template: &str) -> Result<std::path::PathBuf, String> {
+    let (dir, warnings) = runtime::set_output_path(template)?;
+    for w in &warnings {
+        eprintln!("metron: {w}");
+    }
+    Ok(dir)
 }
 
 /// True when recording is on (starts the runtime if needed; always false when instrumentation
@@ -95,6 +112,7 @@ pub fn flush() {
 /// Ends the run now: drains every buffer, writes the run folder and prints where it went.
 /// Runs automatically at normal exit; only the first call does anything.
 pub fn finish() -> Option<RunReport> {
+    runtime::mark_used();
     runtime::finish()
 }
 

@@ -44,6 +44,8 @@ pub(crate) struct Pipeline {
     pub(crate) calibration: Calibration,
     initial: Calibration,
     finished: bool,
+    /// Whether any sink has been handed anything (after which the run folder cannot move).
+    delivered: bool,
 }
 
 impl Pipeline {
@@ -58,11 +60,24 @@ impl Pipeline {
             calibration,
             initial: calibration,
             finished: false,
+            delivered: false,
         }
     }
 
     pub(crate) fn add_sink(&mut self, sink: Box<dyn Sink>) {
         self.sinks.push(sink);
+    }
+
+    /// Moves the run folder of every sink to `dir`; false (and nothing changed) once a sink was
+    /// handed anything, since it may have started writing into the old folder.
+    pub(crate) fn move_output_dir(&mut self, dir: &std::path::Path) -> bool {
+        if self.delivered {
+            return false;
+        }
+        for sink in &mut self.sinks {
+            sink.output_dir_changed(dir);
+        }
+        true
     }
 
     pub(crate) fn initial_calibration(&self) -> Calibration {
@@ -140,6 +155,7 @@ impl Pipeline {
             }
         }
         let thread = state.thread.clone().expect("set above");
+        self.delivered = true;
         for sink in &mut self.sinks {
             sink.events(&thread, &events);
         }
@@ -206,6 +222,7 @@ impl Pipeline {
             });
         }
         let thread = state.thread.clone().expect("set above");
+        self.delivered = true;
         for sink in &mut self.sinks {
             sink.events(&thread, &events);
         }
@@ -357,6 +374,7 @@ impl Pipeline {
         if self.finished {
             return;
         }
+        self.delivered = true;
         for sink in &mut self.sinks {
             sink.gpu_records(records);
         }

@@ -1,8 +1,14 @@
 //! The process-wide runtime: settings, the slot service and its flusher pipeline, the run
 //! folder, and the end of the run (flush, outputs, the one stderr line).
 //!
-//! It starts lazily on the first record (or [`crate::init`]) and finishes once, at normal exit
-//! (`atexit`) or on [`crate::finish`].
+//! It starts before `main`, from an ELF constructor ([`START_BEFORE_MAIN`]), so that no
+//! application thread ever waits for it: settings, the 2 ms clock calibration, the sinks and the
+//! flusher are ready when the program's first thread records. Where the constructor did not run
+//! (a record made by another library's constructor that ran first) the first record starts it.
+//! It finishes once, at normal exit (`atexit`) or on [`crate::finish`]; at exit it writes the run
+//! folder only if the run was used (a thread recorded, a sink was added, [`crate::init`] or
+//! [`crate::finish`] was called), so a program that links Metron and records nothing writes
+//! nothing, as before.
 
 use crate::buffer::{BufferConfig, BufferedService, CallbackThread};
 use crate::output_path::{self, PathKeys};
@@ -27,6 +33,28 @@ const OFF: u8 = 2;
 /// and collection disabled at run time costs a handful of instructions per region.
 static STATE: AtomicU8 = AtomicU8::new(ON);
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+/// Whether anything used the runtime (see the module documentation); decides whether the exit
+/// handler writes a run folder.
+static USED: AtomicBool = AtomicBool::new(false);
+
+/// The runtime starts before `main`. `.init_array` entries of the default priority run after
+/// the standard library's own (which records `argv` at priority 99), so `std::env::args` works.
+#[cfg(all(feature = "enabled", target_os = "linux"))]
+#[used]
+#[link_section = ".init_array"]
+static START_BEFORE_MAIN: extern "C" fn() = start_before_main;
+
+#[cfg(all(feature = "enabled", target_os = "linux"))]
+extern "C" fn start_before_main() {
+    // Must not unwind into the dynamic loader.
+    let _ = std::panic::catch_unwind(get);
+}
+
+/// Notes that the run is used, so that the exit handler writes it. One relaxed store; called
+/// on cold paths only (a thread's first record, `init`, `add_sink`, `finish`).
+pub(crate) fn mark_used() {
+    USED.store(true, Ordering::Relaxed);
+}
 
 pub(crate) struct Runtime {
     pub(crate) settings: Settings,
@@ -81,20 +109,13 @@ fn start() -> Runtime {
         .unwrap_or_else(|| "unknown".into());
     let hostname = sys::hostname();
     let pid = sys::getpid();
-    let time = output_path::utc_stamp(start_realtime_ns / 1_000_000_000);
-    let keys = PathKeys {
+    let (output_dir, path_warnings) = run_folder(
+        &settings.output_path,
         pid,
-        exe: &exe,
-        hostname: &hostname,
-        time: &time,
-    };
-    let (output_dir, unknown) =
-        output_path::expand(&settings.output_path, &keys, |n| std::env::var(n).ok());
-    let output_dir = output_path::not_yet_written(output_dir);
-    let path_warnings: Vec<String> = unknown
-        .iter()
-        .map(|k| format!("METRON_OUTPUT_PATH: unknown key {k} kept as written; accepted: %pid%, %exe%, %hostname%, %time%, %env{{NAME}}%"))
-        .collect();
+        &exe,
+        &hostname,
+        start_realtime_ns,
+    );
     for w in &path_warnings {
         eprintln!("metron: {w}");
     }
@@ -130,6 +151,11 @@ fn start() -> Runtime {
                 .consume(batch)
         },
     );
+    // The first threads of the program attach without mapping memory (see `keep_free`).
+    if settings.enabled {
+        let cpus = std::thread::available_parallelism().map_or(4, |n| n.get());
+        service.keep_free((2 * cpus).clamp(16, 64));
+    }
     let run = RunInfo {
         output_dir,
         pid,
@@ -161,13 +187,68 @@ fn start() -> Runtime {
     runtime
 }
 
+/// The run folder for the output-path template `template`, and a warning per unknown key.
+fn run_folder(
+    template: &str,
+    pid: u32,
+    exe: &str,
+    hostname: &str,
+    start_realtime_ns: u64,
+) -> (PathBuf, Vec<String>) {
+    let time = output_path::utc_stamp(start_realtime_ns / 1_000_000_000);
+    let keys = PathKeys {
+        pid,
+        exe,
+        hostname,
+        time: &time,
+    };
+    let (output_dir, unknown) = output_path::expand(template, &keys, |n| std::env::var(n).ok());
+    let warnings = unknown
+        .iter()
+        .map(|k| format!("METRON_OUTPUT_PATH: unknown key {k} kept as written; accepted: %pid%, %exe%, %hostname%, %time%, %env{{NAME}}%"))
+        .collect();
+    (output_path::not_yet_written(output_dir), warnings)
+}
+
+/// Changes the run folder to the expansion of `template` (the keys of `METRON_OUTPUT_PATH`).
+/// Possible until the flusher first hands records to the sinks (the trace is written while
+/// the run goes on); then it is refused, with the reason. Returns the folder and a warning per
+/// unknown key.
+pub(crate) fn set_output_path(template: &str) -> Result<(PathBuf, Vec<String>), String> {
+    let rt = get().ok_or("Metron is not running")?;
+    if rt.finished.load(Ordering::Acquire) {
+        return Err("the run already finished".into());
+    }
+    let mut pipeline = rt.pipeline.lock().unwrap_or_else(|e| e.into_inner());
+    let mut run = rt.run.lock().unwrap_or_else(|e| e.into_inner());
+    let (dir, warnings) = run_folder(
+        template,
+        run.pid,
+        &run.exe,
+        &run.hostname,
+        run.start_realtime_ns,
+    );
+    if !pipeline.move_output_dir(&dir) {
+        return Err(format!(
+            "records were already handed to the outputs in {}; set the output path before the first records are flushed",
+            run.output_dir.display()
+        ));
+    }
+    run.output_dir.clone_from(&dir);
+    Ok((dir, warnings))
+}
+
 extern "C" fn finish_at_exit() {
+    if !USED.load(Ordering::Relaxed) {
+        return;
+    }
     // A panic must not unwind into libc's exit path.
     let _ = std::panic::catch_unwind(finish);
 }
 
 /// Adds a sink; it sees the events flushed from now on.
 pub(crate) fn add_sink(sink: Box<dyn Sink>) {
+    mark_used();
     if let Some(rt) = get() {
         rt.pipeline
             .lock()

@@ -157,6 +157,10 @@ pub trait Sink: Send {
     /// GPU activity records (kernels, copies, API calls) from a GPU backend, in the order the
     /// backend delivered them (see [`crate::gpu`]); the default ignores them.
     fn gpu_records(&mut self, _records: &[crate::gpu::GpuRecord]) {}
+    /// The run folder was changed ([`crate::set_output_path`]) before this sink was handed
+    /// anything; a sink that writes into the folder while the run goes on writes into `dir`.
+    /// The default does nothing (`finish` gets the folder in [`RunInfo`]).
+    fn output_dir_changed(&mut self, _dir: &std::path::Path) {}
     /// What this sink reports into `metadata.json` under `outputs.<name>` (called after
     /// `finish`); `None` adds nothing.
     fn metadata(&self) -> Option<serde_json::Value> {

@@ -169,6 +169,7 @@ fn make_room(p: &RawProducer<Slot>, n: usize, drop_weight: u64) -> bool {
         if !p.attach(&rt.service.inner, ProducerInfo::of_current_thread()) {
             return false;
         }
+        runtime::mark_used();
         // `try_with`: a write after this thread's thread-locals were destroyed (an `atexit`
         // handler on the main thread) still gets its record; the producer is drained at finish.
         let _ = EXIT.try_with(|_| {});

@@ -22,7 +22,7 @@ fn without_a_driver_start_fails_with_the_reason_and_the_run_goes_on() {
     assert!(!probe.enabled);
     let dir = std::env::temp_dir().join(format!("metron-gpu-off-{}", std::process::id()));
     // SAFETY-free: environment before the runtime starts, single-threaded test binary.
-    std::env::set_var("METRON_OUTPUT_PATH", &dir);
+    metron::set_output_path(&dir.to_string_lossy()).expect("nothing flushed yet");
     // GPU counters asked for: they are off with the backend, nothing panics.
     std::env::set_var(
         "METRON_GPU_METRICS",

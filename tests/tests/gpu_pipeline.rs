@@ -36,7 +36,7 @@ fn kernel(name: &str, start: u64, end: u64, corr: u32) -> GpuRecord {
 #[test]
 fn gpu_records_reach_csv_summary_metadata_and_trace() {
     let dir = std::env::temp_dir().join(format!("metron-gpu-pipeline-{}", std::process::id()));
-    std::env::set_var("METRON_OUTPUT_PATH", &dir);
+    metron::set_output_path(&dir.to_string_lossy()).expect("nothing flushed yet");
     assert!(metron::init());
     assert!(metron::gpu::set_backend(
         metron::gpu::Backend {

@@ -43,7 +43,7 @@ fn without_a_gpu_the_component_reads_nan_with_a_reason() {
     );
     std::env::set_var("METRON_GPU_COUNTER_MODE", "region");
     let dir = std::env::temp_dir().join(format!("metron-gpu-region-{}", std::process::id()));
-    std::env::set_var("METRON_OUTPUT_PATH", &dir);
+    metron::set_output_path(&dir.to_string_lossy()).expect("nothing flushed yet");
     assert!(metron_gpu::start().is_err());
     assert!(!metron_gpu::c_region_mode());
 

@@ -59,21 +59,17 @@ pub unsafe extern "C" fn metron_init(args: *const InitArgs) -> Status {
                 // SAFETY: struct_size covers `output_path`.
                 let path = unsafe { (*args).output_path };
                 if !path.is_null() {
-                    if preload::started() {
+                    // SAFETY: non-NULL and NUL-terminated per the contract.
+                    let path = unsafe { CStr::from_ptr(path) }.to_string_lossy();
+                    if let Err(why) = metron::set_output_path(&path) {
                         return Err(Failure::new(
                             ERROR_ALREADY_STARTED,
-                            "metron_init: output_path given after Metron already started (an earlier Metron call started it); call metron_init first",
+                            format!("metron_init: output_path cannot be used: {why}; call metron_init first"),
                         ));
                     }
-                    // SAFETY: non-NULL and NUL-terminated per the contract.
-                    let path = unsafe { CStr::from_ptr(path) }
-                        .to_string_lossy()
-                        .into_owned();
-                    std::env::set_var("METRON_OUTPUT_PATH", path);
                 }
             }
         }
-        preload::mark_started();
         if off_in_child() || !metron::init() {
             return Err(Failure::new(
                 ERROR_DISABLED,
@@ -113,7 +109,6 @@ pub extern "C" fn metron_flush() -> Status {
 #[no_mangle]
 pub extern "C" fn metron_start() -> Status {
     call(|| {
-        preload::mark_started();
         if !off_in_child() {
             metron::set_collecting(true);
         }
@@ -125,7 +120,6 @@ pub extern "C" fn metron_start() -> Status {
 #[no_mangle]
 pub extern "C" fn metron_stop() -> Status {
     call(|| {
-        preload::mark_started();
         if !off_in_child() {
             metron::set_collecting(false);
         }

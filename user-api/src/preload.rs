@@ -13,20 +13,6 @@
 //! costs nothing at load time.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, Ordering};
-
-/// Set once Metron was started through this library (any call, or the constructor).
-static STARTED: AtomicBool = AtomicBool::new(false);
-
-/// True when a call of this library may already have started Metron.
-pub(crate) fn started() -> bool {
-    STARTED.load(Ordering::Relaxed)
-}
-
-/// Notes that Metron is (being) started.
-pub(crate) fn mark_started() {
-    STARTED.store(true, Ordering::Relaxed);
-}
 
 #[used]
 #[link_section = ".init_array"]
@@ -50,7 +36,6 @@ extern "C" fn on_load() {
 }
 
 fn start_program_region() {
-    mark_started();
     crate::errors::register_metadata();
     metron::add_metadata_section("process", process_section);
     if !metron::init() {

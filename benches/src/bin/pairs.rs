@@ -14,6 +14,13 @@
 use metron_benches::Impl;
 
 fn main() {
+    // METRON_ENABLED is read before main: the env-off row runs with it in the environment.
+    let env_off = Some(Impl::MetronEnvOff.name());
+    if std::env::args().nth(1).as_deref() == env_off
+        || std::env::args().nth(2).as_deref() == env_off
+    {
+        metron_benches::configure_env_with(&[("METRON_ENABLED", "0")]);
+    }
     metron_benches::configure_env();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let usage = || {

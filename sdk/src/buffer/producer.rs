@@ -170,12 +170,16 @@ impl<R: Copy + Send + 'static> RawProducer<R> {
     }
 
     fn start_segment(&self, segment: *mut Segment<R>) {
+        /// The first records of a segment land in memory already faulted in (see
+        /// [`Segment::prefault`]); later pages fault as they are reached, 4 KiB apart.
+        const PREFAULT_BYTES: usize = 16 << 10;
         // SAFETY: `segment` is a live segment this producer now owns as its current one.
         let seg = unsafe { &*segment };
         let service = self.service_ref();
         self.segment.set(segment);
         self.end.set(seg.end_word());
         let start = seg.published();
+        seg.prefault(start, PREFAULT_BYTES);
         self.limit
             .set(seg.slot(service.config.watermark.max(start + 1).min(seg.capacity())));
     }

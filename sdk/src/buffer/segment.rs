@@ -50,6 +50,26 @@ impl<R: Copy> Segment<R> {
         }))
     }
 
+    /// Touches the pages holding the `bytes` after slot `from` (writes a zero byte into each),
+    /// so that the records written there next do not take a page fault inside the region they
+    /// time: a thread's first region would otherwise include the kernel zero-filling its first
+    /// page (~2 µs measured). Producer only, before it writes there; those slots are beyond the
+    /// published end, which the reader never reads.
+    pub(crate) fn prefault(&self, from: usize, bytes: usize) {
+        const PAGE: usize = 4096;
+        let size = std::mem::size_of::<R>();
+        let end = (from * size + bytes).min(self.capacity * size);
+        let base = self.base.cast::<u8>();
+        let mut offset = from * size;
+        while offset < end {
+            // SAFETY: `offset < capacity * size`, inside the mapping; the byte lies beyond the
+            // published end (the caller is the producer, before writing there), so no reader
+            // looks at it and the record later written over it is unaffected.
+            unsafe { base.add(offset).write_volatile(0) };
+            offset += PAGE;
+        }
+    }
+
     /// Capacity in records.
     pub(crate) fn capacity(&self) -> usize {
         self.capacity

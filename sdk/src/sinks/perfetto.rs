@@ -942,6 +942,12 @@ impl Sink for PerfettoSink {
         self.gpu.add(records);
     }
 
+    fn output_dir_changed(&mut self, dir: &Path) {
+        if self.session.is_none() {
+            self.output_dir = dir.to_path_buf();
+        }
+    }
+
     fn finish(&mut self, run: &RunInfo) -> std::io::Result<Vec<PathBuf>> {
         if !self.ensure_session(Some(&run.output_dir)) {
             let why = self.failed.clone().unwrap_or_default();
