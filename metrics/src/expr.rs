@@ -5,6 +5,18 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
+use crate::cut::cut_input;
+
+/// The deepest nesting of parentheses and unary minus an expression may have. Deeper input
+/// is refused with [`ParseErrorKind::TooDeep`] at the token that goes past it, so hostile
+/// input (20,000 `(`) gets an error instead of overflowing the parser's stack.
+pub const MAX_NESTING: usize = 256;
+
+/// The most binary operators (`+ - * /`) one expression may have. A chain `a+b+c+...` is a
+/// tree as deep as it is long, and evaluating, walking and dropping it recurse; this keeps
+/// them within a small stack. Longer input is refused with [`ParseErrorKind::TooLong`].
+pub const MAX_OPERATORS: usize = 4096;
+
 /// A position in a source text: 1-based line and 1-based column (in characters).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Pos {
@@ -152,6 +164,17 @@ pub enum ParseErrorKind {
         /// The literal text.
         text: String,
     },
+    /// Parentheses and unary minus nest deeper than [`MAX_NESTING`]; the position is the
+    /// token that went past the limit.
+    TooDeep {
+        /// The limit, [`MAX_NESTING`].
+        limit: usize,
+    },
+    /// More binary operators than [`MAX_OPERATORS`]; the position is the first one past it.
+    TooLong {
+        /// The limit, [`MAX_OPERATORS`].
+        limit: usize,
+    },
 }
 
 /// An expression parse error with its position in the source file.
@@ -181,10 +204,22 @@ impl fmt::Display for ParseError {
             }
             ParseErrorKind::UnknownFunction { name } => write!(
                 f,
-                "unknown function '{name}' (known functions: {})",
+                "unknown function '{}' (known functions: {})",
+                cut_input(name),
                 Reduction::NAMES.join(", ")
             ),
-            ParseErrorKind::MalformedNumber { text } => write!(f, "malformed number '{text}'"),
+            ParseErrorKind::MalformedNumber { text } => {
+                write!(f, "malformed number '{}'", cut_input(text))
+            }
+            ParseErrorKind::TooDeep { limit } => write!(
+                f,
+                "parentheses and unary minus nest deeper than {limit} levels here; \
+                 at most {limit} are accepted"
+            ),
+            ParseErrorKind::TooLong { limit } => write!(
+                f,
+                "more than {limit} operators in one expression; at most {limit} are accepted"
+            ),
         }
     }
 }
@@ -230,20 +265,27 @@ impl fmt::Display for EvalError {
                 close,
                 available,
             } => {
-                write!(f, "unknown counter '{name}'")?;
+                write!(f, "unknown counter '{}'", cut_input(name))?;
                 if !close.is_empty() {
                     write!(f, " (did you mean {}?)", quoted_list(close, "or"))
                 } else if !available.is_empty() {
+                    let available: Vec<_> = available.iter().map(|n| cut_input(n)).collect();
                     write!(f, " (available: {})", available.join(", "))
                 } else {
                     Ok(())
                 }
             }
-            Self::MissingValue { name } => write!(f, "no value supplied for counter '{name}'"),
-            Self::EmptyCounter { name } => write!(f, "counter '{name}' has no instance values"),
+            Self::MissingValue { name } => {
+                write!(f, "no value supplied for counter '{}'", cut_input(name))
+            }
+            Self::EmptyCounter { name } => {
+                write!(f, "counter '{}' has no instance values", cut_input(name))
+            }
             Self::DivisionByZero { expr, divisor } => write!(
                 f,
-                "division by zero in '{expr}': divisor '{divisor}' evaluated to 0"
+                "division by zero in '{}': divisor '{}' evaluated to 0",
+                cut_input(expr),
+                cut_input(divisor)
             ),
         }
     }
@@ -252,7 +294,10 @@ impl fmt::Display for EvalError {
 impl std::error::Error for EvalError {}
 
 pub(crate) fn quoted_list(names: &[String], conj: &str) -> String {
-    let quoted: Vec<String> = names.iter().map(|n| format!("'{n}'")).collect();
+    let quoted: Vec<String> = names
+        .iter()
+        .map(|n| format!("'{}'", cut_input(n)))
+        .collect();
     match quoted.len() {
         0 => String::new(),
         1 => quoted[0].clone(),
@@ -444,6 +489,10 @@ struct Parser<'s> {
     toks: Vec<Token>,
     at: usize,
     pos_of: &'s dyn Fn(usize) -> Pos,
+    /// Open parentheses and unary minuses around the token being parsed.
+    depth: usize,
+    /// Binary operators parsed so far.
+    operators: usize,
 }
 
 const OPERAND: &str = "a number, counter or '('";
@@ -464,12 +513,40 @@ impl Parser<'_> {
     fn found(&self, t: &Token) -> String {
         match &t.tok {
             Tok::End => "end of expression".to_owned(),
-            _ => format!("'{}'", &self.src[t.span.clone()]),
+            _ => format!("'{}'", cut_input(&self.src[t.span.clone()])),
         }
     }
 
     fn prev_text(&self) -> Option<String> {
-        (self.at > 0).then(|| self.src[self.toks[self.at - 1].span.clone()].to_owned())
+        (self.at > 0)
+            .then(|| cut_input(&self.src[self.toks[self.at - 1].span.clone()]).into_owned())
+    }
+
+    /// Enters one level of nesting (a `(` or unary `-`, the current token); refused past
+    /// [`MAX_NESTING`]. The caller leaves it with `self.depth -= 1`.
+    fn enter(&mut self) -> Result<(), ParseError> {
+        if self.depth >= MAX_NESTING {
+            return Err(ParseError {
+                pos: (self.pos_of)(self.peek().span.start),
+                kind: ParseErrorKind::TooDeep { limit: MAX_NESTING },
+            });
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
+    /// Counts one binary operator (the current token); refused past [`MAX_OPERATORS`].
+    fn count_operator(&mut self) -> Result<(), ParseError> {
+        if self.operators >= MAX_OPERATORS {
+            return Err(ParseError {
+                pos: (self.pos_of)(self.peek().span.start),
+                kind: ParseErrorKind::TooLong {
+                    limit: MAX_OPERATORS,
+                },
+            });
+        }
+        self.operators += 1;
+        Ok(())
     }
 
     fn err_expected(&self, expected: &str, after: Option<String>) -> ParseError {
@@ -498,6 +575,7 @@ impl Parser<'_> {
                 Tok::Minus => BinOp::Sub,
                 _ => return Ok(lhs),
             };
+            self.count_operator()?;
             self.bump();
             let rhs = self.term()?;
             lhs = binary(op, lhs, rhs);
@@ -512,6 +590,7 @@ impl Parser<'_> {
                 Tok::Slash => BinOp::Div,
                 _ => return Ok(lhs),
             };
+            self.count_operator()?;
             self.bump();
             let rhs = self.unary()?;
             lhs = binary(op, lhs, rhs);
@@ -520,8 +599,10 @@ impl Parser<'_> {
 
     fn unary(&mut self) -> Result<Spanned, ParseError> {
         if self.peek().tok == Tok::Minus {
+            self.enter()?;
             let start = self.bump().span.start;
             let inner = self.unary()?;
+            self.depth -= 1;
             let end = inner.span.end;
             return Ok(Spanned {
                 node: Node::Neg(Box::new(inner)),
@@ -565,7 +646,7 @@ impl Parser<'_> {
                 };
                 self.bump();
                 if self.peek().tok != Tok::RParen {
-                    return Err(self.err_expected("')'", Some(arg_name)));
+                    return Err(self.err_expected("')'", Some(cut_input(&arg_name).into_owned())));
                 }
                 let end = self.bump().span.end;
                 Ok(Spanned {
@@ -578,8 +659,10 @@ impl Parser<'_> {
                 })
             }
             Tok::LParen => {
+                self.enter()?;
                 self.bump();
                 let inner = self.expr()?;
+                self.depth -= 1;
                 if self.peek().tok != Tok::RParen {
                     let open = (self.pos_of)(t.span.start);
                     return Err(self.err_expected(
@@ -649,6 +732,8 @@ impl Expr {
             toks: lex(source),
             at: 0,
             pos_of,
+            depth: 0,
+            operators: 0,
         };
         let root = p.expr()?;
         if p.peek().tok != Tok::End {
@@ -676,21 +761,22 @@ impl Expr {
 
     /// Every referenced name (plain or inside a reduction) with its position, in source order.
     pub fn references(&self) -> Vec<(&str, Pos)> {
-        fn walk<'a>(n: &'a Spanned, out: &mut Vec<(&'a str, Pos)>) {
+        // An explicit stack: a long operator chain is a deep tree.
+        let mut out = Vec::new();
+        let mut todo = vec![&self.root];
+        while let Some(n) = todo.pop() {
             match &n.node {
                 Node::Number(_) => {}
                 Node::Ref { name, pos } | Node::Reduce { name, pos, .. } => {
-                    out.push((name, *pos));
+                    out.push((name.as_str(), *pos));
                 }
-                Node::Neg(inner) => walk(inner, out),
+                Node::Neg(inner) => todo.push(inner),
                 Node::Binary { lhs, rhs, .. } => {
-                    walk(lhs, out);
-                    walk(rhs, out);
+                    todo.push(rhs);
+                    todo.push(lhs);
                 }
             }
         }
-        let mut out = Vec::new();
-        walk(&self.root, &mut out);
         out
     }
 
@@ -733,46 +819,74 @@ impl Expr {
         self.eval_node(&self.root, resolve)
     }
 
+    /// Evaluates `root` left to right with an explicit stack (a long operator chain is a
+    /// deep tree; a metric may refer to metrics, so recursion here would multiply).
     fn eval_node<'v>(
         &self,
-        n: &Spanned,
+        root: &Spanned,
         resolve: &dyn Fn(&str) -> Result<Values<'v>, EvalError>,
     ) -> Result<f64, EvalError> {
-        Ok(match &n.node {
-            Node::Number(v) => *v,
-            Node::Ref { name, .. } => match resolve(name)? {
-                Values::Scalar(v) => v,
-                Values::Slice([]) => {
-                    return Err(EvalError::EmptyCounter { name: name.clone() });
-                }
-                Values::Slice(vs) => vs.iter().sum(),
-            },
-            Node::Reduce { func, name, .. } => match resolve(name)? {
-                Values::Scalar(v) => v,
-                Values::Slice(vs) => func
-                    .apply(vs)
-                    .ok_or_else(|| EvalError::EmptyCounter { name: name.clone() })?,
-            },
-            Node::Neg(inner) => -self.eval_node(inner, resolve)?,
-            Node::Binary { op, lhs, rhs } => {
-                let a = self.eval_node(lhs, resolve)?;
-                let b = self.eval_node(rhs, resolve)?;
-                match op {
-                    BinOp::Add => a + b,
-                    BinOp::Sub => a - b,
-                    BinOp::Mul => a * b,
-                    BinOp::Div => {
-                        if b == 0.0 {
-                            return Err(EvalError::DivisionByZero {
-                                expr: self.source.clone(),
-                                divisor: self.source[rhs.span.clone()].to_owned(),
-                            });
+        enum Step<'n> {
+            Visit(&'n Spanned),
+            Apply(&'n Spanned),
+        }
+        let mut work = vec![Step::Visit(root)];
+        let mut values: Vec<f64> = Vec::new();
+        while let Some(step) = work.pop() {
+            match step {
+                Step::Visit(n) => match &n.node {
+                    Node::Number(v) => values.push(*v),
+                    Node::Ref { name, .. } => values.push(match resolve(name)? {
+                        Values::Scalar(v) => v,
+                        Values::Slice([]) => {
+                            return Err(EvalError::EmptyCounter { name: name.clone() });
                         }
-                        a / b
+                        Values::Slice(vs) => vs.iter().sum(),
+                    }),
+                    Node::Reduce { func, name, .. } => values.push(match resolve(name)? {
+                        Values::Scalar(v) => v,
+                        Values::Slice(vs) => func
+                            .apply(vs)
+                            .ok_or_else(|| EvalError::EmptyCounter { name: name.clone() })?,
+                    }),
+                    Node::Neg(inner) => {
+                        work.push(Step::Apply(n));
+                        work.push(Step::Visit(inner));
                     }
+                    Node::Binary { lhs, rhs, .. } => {
+                        work.push(Step::Apply(n));
+                        work.push(Step::Visit(rhs));
+                        work.push(Step::Visit(lhs));
+                    }
+                },
+                Step::Apply(n) => {
+                    // Every Visit pushed one value; an Apply follows its operands'.
+                    let b = values.pop().unwrap_or(f64::NAN);
+                    let v = match &n.node {
+                        Node::Binary { op, rhs, .. } => {
+                            let a = values.pop().unwrap_or(f64::NAN);
+                            match op {
+                                BinOp::Add => a + b,
+                                BinOp::Sub => a - b,
+                                BinOp::Mul => a * b,
+                                BinOp::Div => {
+                                    if b == 0.0 {
+                                        return Err(EvalError::DivisionByZero {
+                                            expr: self.source.clone(),
+                                            divisor: self.source[rhs.span.clone()].to_owned(),
+                                        });
+                                    }
+                                    a / b
+                                }
+                            }
+                        }
+                        _ => -b,
+                    };
+                    values.push(v);
                 }
             }
-        })
+        }
+        Ok(values.pop().unwrap_or(f64::NAN))
     }
 }
 

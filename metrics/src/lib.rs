@@ -71,16 +71,20 @@
 //! the defaults** (same-named metric, or same-named counter in the same arch, replaces the
 //! default one).
 
+mod cut;
 mod expr;
 mod list;
 pub mod passes;
 mod set;
+mod xml_text;
 
+pub use cut::{cut_input, MAX_QUOTED_CHARS};
 pub use expr::{
     close_names, BinOp, EvalError, Expr, Node, ParseError, ParseErrorKind, Pos, Reduction, Spanned,
+    MAX_NESTING, MAX_OPERATORS,
 };
 pub use list::{split_list, MetricList};
 pub use set::{
     Arch, Counter, Location, Metric, MetricSet, MetricsError, DEFAULT_AMD_GPU_FILE,
-    DEFAULT_AMD_GPU_XML, DEFAULT_CPU_FILE, DEFAULT_CPU_XML,
+    DEFAULT_AMD_GPU_XML, DEFAULT_CPU_FILE, DEFAULT_CPU_XML, MAX_METRIC_DEPTH,
 };

@@ -2,7 +2,7 @@
 //! by commas, and derived metrics written `name=expression` in the metric layer's language,
 //! whose references are counted too. Shared by the NVIDIA and AMD GPU backends.
 
-use crate::Expr;
+use crate::{cut_input, Expr};
 
 /// Names split on commas, trimmed, empty ones and repeats dropped.
 pub fn split_list(raw: &str) -> Vec<String> {
@@ -42,8 +42,13 @@ impl MetricList {
                 None => add(&mut list.hardware, &entry),
                 Some((name, source)) => {
                     let (name, source) = (name.trim(), source.trim());
-                    let expr = Expr::parse(source)
-                        .map_err(|e| format!("derived GPU metric {name}={source}: {e}"))?;
+                    let expr = Expr::parse(source).map_err(|e| {
+                        format!(
+                            "derived GPU metric {}={}: {e}",
+                            cut_input(name),
+                            cut_input(source)
+                        )
+                    })?;
                     for r in expr.names() {
                         add(&mut list.hardware, r);
                     }

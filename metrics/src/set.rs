@@ -4,7 +4,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::Path;
 
+use crate::cut::cut_input;
 use crate::expr::{close_names, quoted_list, EvalError, Expr, ParseError, Pos, Values};
+use crate::xml_text::{self, LineIndex, Prepared, WRAPPER};
+
+/// The longest chain of metrics defined through other metrics (`A` uses `B` uses `C`...)
+/// a metric file may have. Checking and evaluating follow such chains recursively; a longer
+/// one is refused with [`MetricsError::TooDeep`].
+pub const MAX_METRIC_DEPTH: usize = 64;
 
 /// The default CPU metric file (generic `perf` events), embedded in the crate.
 pub const DEFAULT_CPU_XML: &str = include_str!("../data/cpu.xml");
@@ -150,13 +157,24 @@ pub enum MetricsError {
         /// The failure.
         error: EvalError,
     },
+    /// Metrics defined through other metrics deeper than [`MAX_METRIC_DEPTH`].
+    TooDeep {
+        /// The reference that goes past the limit.
+        at: Location,
+        /// The metric at the top of the chain.
+        metric: String,
+        /// The limit, [`MAX_METRIC_DEPTH`].
+        limit: usize,
+    },
 }
 
 impl fmt::Display for MetricsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Io { file, message } => write!(f, "{file}: cannot read: {message}"),
-            Self::Xml { at, message } => write!(f, "{at}: malformed XML: {message}"),
+            Self::Xml { at, message } => {
+                write!(f, "{at}: malformed XML: {}", cut_input(message))
+            }
             Self::Schema { at, message } => write!(f, "{at}: {message}"),
             Self::Parse { file, error, .. } => write!(f, "{file}:{error}"),
             Self::UnknownReference {
@@ -167,7 +185,9 @@ impl fmt::Display for MetricsError {
             } => {
                 write!(
                     f,
-                    "{at}: metric '{metric}' refers to unknown counter or metric '{name}'"
+                    "{at}: metric '{}' refers to unknown counter or metric '{}'",
+                    cut_input(metric),
+                    cut_input(name)
                 )?;
                 if !close.is_empty() {
                     write!(f, " (did you mean {}?)", quoted_list(close, "or"))?;
@@ -185,13 +205,19 @@ impl fmt::Display for MetricsError {
                 )
             }
             Self::UnknownMetric { name, close } => {
-                write!(f, "unknown metric or counter '{name}'")?;
+                write!(f, "unknown metric or counter '{}'", cut_input(name))?;
                 if !close.is_empty() {
                     write!(f, " (did you mean {}?)", quoted_list(close, "or"))?;
                 }
                 Ok(())
             }
-            Self::Eval { metric, error } => write!(f, "metric '{metric}': {error}"),
+            Self::Eval { metric, error } => write!(f, "metric '{}': {error}", cut_input(metric)),
+            Self::TooDeep { at, metric, limit } => write!(
+                f,
+                "{at}: metric '{}' is defined through more than {limit} levels of other \
+                 metrics; at most {limit} are accepted",
+                cut_input(metric)
+            ),
         }
     }
 }
@@ -208,20 +234,20 @@ pub struct MetricSet {
 const COUNTER_ATTRS: [&str; 4] = ["name", "block", "event", "descr"];
 const METRIC_ATTRS: [&str; 4] = ["name", "expr", "descr", "unit"];
 
-struct FileCtx<'a, 'input> {
+struct FileCtx<'a> {
     file: &'a str,
-    doc: &'a roxmltree::Document<'input>,
+    /// The text the XML parser read (offsets of nodes and attributes are into it).
+    prepared: &'a Prepared,
+    /// The file's own lines.
+    lines: &'a LineIndex<'a>,
 }
 
-impl FileCtx<'_, '_> {
+impl FileCtx<'_> {
+    /// Where byte `offset` of the parsed text is in the file.
     fn loc(&self, offset: usize) -> Location {
-        let p = self.doc.text_pos_at(offset);
         Location {
             file: self.file.to_owned(),
-            pos: Pos {
-                line: p.row,
-                column: p.col,
-            },
+            pos: self.lines.pos(self.prepared.file_offset(offset)),
         }
     }
 
@@ -243,8 +269,8 @@ impl FileCtx<'_, '_> {
                     a.range().start,
                     format!(
                         "unknown attribute '{}' on <{}> (expected {})",
-                        a.name(),
-                        node.tag_name().name(),
+                        cut_input(a.name()),
+                        cut_input(node.tag_name().name()),
                         allowed.join(", ")
                     ),
                 ));
@@ -263,7 +289,7 @@ impl FileCtx<'_, '_> {
                 node.range().start,
                 format!(
                     "<{}> is missing the '{attr}' attribute",
-                    node.tag_name().name()
+                    cut_input(node.tag_name().name())
                 ),
             )
         })
@@ -343,110 +369,201 @@ impl MetricSet {
     }
 
     fn parse_xml(file: &str, text: &str) -> Result<Self, MetricsError> {
-        let doc = roxmltree::Document::parse(text).map_err(|e| {
-            let p = e.pos();
-            MetricsError::Xml {
-                at: Location {
-                    file: file.to_owned(),
-                    pos: Pos {
-                        line: p.row,
-                        column: p.col,
-                    },
-                },
-                message: e.to_string(),
+        let lines = LineIndex::new(text);
+        let quotes = xml_text::unquoted_values(text);
+        let as_is = Prepared::new(text, &quotes);
+        let wrapped_text;
+        // A file of several top-level sections (rocprofiler's layout) is not one XML
+        // document: when it does not parse as one, it is parsed again inside a synthetic
+        // root, and the error reported is the one found further into the file.
+        let (doc, prepared, wrapped) = match parse_document(&as_is) {
+            Ok(doc) => (doc, &as_is, false),
+            Err(first) => {
+                let start = xml_text::wrapper_start(text);
+                let open = format!("<{WRAPPER}>");
+                let close = format!("</{WRAPPER}>");
+                let mut insertions = quotes.clone();
+                let at = insertions.partition_point(|&(o, _)| o < start);
+                insertions.insert(at, (start, open.as_str()));
+                insertions.push((text.len(), close.as_str()));
+                wrapped_text = Prepared::new(text, &insertions);
+                match parse_document(&wrapped_text) {
+                    Ok(doc) => (doc, &wrapped_text, true),
+                    Err(second) => {
+                        let (prepared, error) = if second.0 > first.0 {
+                            (&wrapped_text, second)
+                        } else {
+                            (&as_is, first)
+                        };
+                        let parsed_lines = LineIndex::new(&prepared.text);
+                        let offset = parsed_lines.offset(error.1.pos().row, error.1.pos().col);
+                        return Err(MetricsError::Xml {
+                            at: Location {
+                                file: file.to_owned(),
+                                pos: lines.pos(prepared.file_offset(offset)),
+                            },
+                            message: xml_message(&error.1),
+                        });
+                    }
+                }
             }
-        })?;
-        let cx = FileCtx { file, doc: &doc };
+        };
+        let cx = FileCtx {
+            file,
+            prepared,
+            lines: &lines,
+        };
         let root = doc.root_element();
-        if root.tag_name().name() != "metrics" {
-            return Err(cx.schema(
-                root.range().start,
-                format!(
-                    "root element must be <metrics>, found <{}>",
-                    root.tag_name().name()
-                ),
-            ));
-        }
-        cx.check_attrs(root, &[])?;
+        let top: Vec<roxmltree::Node<'_, '_>> = if wrapped {
+            root.children()
+                .filter(roxmltree::Node::is_element)
+                .collect()
+        } else {
+            vec![root]
+        };
         let mut set = MetricSet::new();
-        for node in root.children().filter(roxmltree::Node::is_element) {
-            match node.tag_name().name() {
-                "arch" => set.parse_arch(&cx, node)?,
-                "metric" => set.parse_metric(&cx, node)?,
-                other => {
-                    return Err(cx.schema(
-                        node.range().start,
-                        format!(
-                            "unknown element <{other}> in <metrics> (expected <arch> or <metric>)"
-                        ),
-                    ))
+        match top.as_slice() {
+            [only] if only.tag_name().name() == "metrics" => {
+                cx.check_attrs(*only, &[])?;
+                for node in only.children().filter(roxmltree::Node::is_element) {
+                    set.parse_item(&cx, node, "in <metrics>")?;
+                }
+            }
+            _ => {
+                for &node in &top {
+                    if node.tag_name().name() == "metrics" {
+                        return Err(cx.schema(
+                            node.range().start,
+                            "a <metrics> root must be the only top-level element".to_owned(),
+                        ));
+                    }
+                    set.parse_item(&cx, node, "at the top level")?;
                 }
             }
         }
         Ok(set)
     }
 
+    /// One element of the file's top level (or of its `<metrics>` root): `<arch>`, a global
+    /// `<metric>`, a `<global>` section or an architecture section `<gfxN>`.
+    fn parse_item(
+        &mut self,
+        cx: &FileCtx<'_>,
+        node: roxmltree::Node<'_, '_>,
+        place: &str,
+    ) -> Result<(), MetricsError> {
+        match node.tag_name().name() {
+            "arch" => self.parse_arch(cx, node),
+            "metric" => self.parse_metric(cx, node),
+            "global" => {
+                cx.check_attrs(node, &[])?;
+                for m in node.children().filter(roxmltree::Node::is_element) {
+                    if m.tag_name().name() != "metric" {
+                        return Err(cx.schema(
+                            m.range().start,
+                            format!(
+                                "unknown element <{}> in <global> (expected <metric name expr>)",
+                                cut_input(m.tag_name().name())
+                            ),
+                        ));
+                    }
+                    self.parse_metric(cx, m)?;
+                }
+                Ok(())
+            }
+            name if is_section_name(name) => self.parse_section(cx, node),
+            other => Err(cx.schema(
+                node.range().start,
+                format!(
+                    "unknown element <{}> {place} (expected {ITEMS})",
+                    cut_input(other)
+                ),
+            )),
+        }
+    }
+
+    /// An architecture section in rocprofiler's layout, `<gfx9>`: the arch is named by the
+    /// tag; a `<metric name block event [descr]>` (or `<counter>`) in it is a counter, and a
+    /// `<metric name expr>` a derived metric (global, like every Metron metric).
+    fn parse_section(
+        &mut self,
+        cx: &FileCtx<'_>,
+        node: roxmltree::Node<'_, '_>,
+    ) -> Result<(), MetricsError> {
+        cx.check_attrs(node, &[])?;
+        let name = node.tag_name().name();
+        let mut arch = self.new_arch(cx, node, name)?;
+        for c in node.children().filter(roxmltree::Node::is_element) {
+            let tag = c.tag_name().name();
+            let counter = tag == "counter"
+                || (tag == "metric" && (c.has_attribute("block") || c.has_attribute("event")));
+            if counter {
+                parse_counter(cx, &mut arch, c)?;
+            } else if tag == "metric" && c.has_attribute("expr") {
+                self.parse_metric(cx, c)?;
+            } else if tag == "metric" {
+                return Err(cx.schema(
+                    c.range().start,
+                    format!(
+                        "<metric> in <{}> needs 'block' and 'event' (a counter) or 'expr' (a derived metric)",
+                        cut_input(name)
+                    ),
+                ));
+            } else {
+                return Err(cx.schema(
+                    c.range().start,
+                    format!(
+                        "unknown element <{}> in <{}> (expected <metric name block event> or <metric name expr>)",
+                        cut_input(tag),
+                        cut_input(name)
+                    ),
+                ));
+            }
+        }
+        self.arches.insert(name.to_owned(), arch);
+        Ok(())
+    }
+
+    /// A new, empty arch `name` defined by `node`, unless this file already has one.
+    fn new_arch(
+        &self,
+        cx: &FileCtx<'_>,
+        node: roxmltree::Node<'_, '_>,
+        name: &str,
+    ) -> Result<Arch, MetricsError> {
+        if let Some(first) = self.arches.get(name) {
+            return Err(MetricsError::Duplicate {
+                at: cx.loc(node.range().start),
+                what: format!("arch '{}'", cut_input(name)),
+                first: first.location.clone(),
+            });
+        }
+        Ok(Arch {
+            name: name.to_owned(),
+            counters: BTreeMap::new(),
+            location: cx.loc(node.range().start),
+        })
+    }
+
     fn parse_arch(
         &mut self,
-        cx: &FileCtx<'_, '_>,
+        cx: &FileCtx<'_>,
         node: roxmltree::Node<'_, '_>,
     ) -> Result<(), MetricsError> {
         cx.check_attrs(node, &["name"])?;
         let name = cx.required(node, "name")?;
-        if let Some(first) = self.arches.get(name) {
-            return Err(MetricsError::Duplicate {
-                at: cx.loc(node.range().start),
-                what: format!("arch '{name}'"),
-                first: first.location.clone(),
-            });
-        }
-        let mut arch = Arch {
-            name: name.to_owned(),
-            counters: BTreeMap::new(),
-            location: cx.loc(node.range().start),
-        };
+        let mut arch = self.new_arch(cx, node, name)?;
         for c in node.children().filter(roxmltree::Node::is_element) {
             if c.tag_name().name() != "counter" {
                 return Err(cx.schema(
                     c.range().start,
                     format!(
                         "unknown element <{}> in <arch> (expected <counter>)",
-                        c.tag_name().name()
+                        cut_input(c.tag_name().name())
                     ),
                 ));
             }
-            cx.check_attrs(c, &COUNTER_ATTRS)?;
-            let cname = cx.required(c, "name")?;
-            let block = cx.required(c, "block")?;
-            let event_text = cx.required(c, "event")?;
-            let event = parse_event(event_text).ok_or_else(|| {
-                let at = c.attribute_node("event").map_or(c.range().start, |a| a.range().start);
-                cx.schema(
-                    at,
-                    format!("counter '{cname}': event '{event_text}' is not a decimal or 0x-hex integer"),
-                )
-            })?;
-            let location = cx.loc(c.range().start);
-            if let Some(first) = arch.counters.get(cname) {
-                return Err(MetricsError::Duplicate {
-                    at: location,
-                    what: format!("counter '{cname}' in arch '{name}'"),
-                    first: first.location.clone(),
-                });
-            }
-            if !is_valid_name(cname) {
-                return Err(cx.schema(c.range().start, bad_name("counter", cname)));
-            }
-            arch.counters.insert(
-                cname.to_owned(),
-                Counter {
-                    name: cname.to_owned(),
-                    block: block.to_owned(),
-                    event,
-                    description: c.attribute("descr").map(str::to_owned),
-                    location,
-                },
-            );
+            parse_counter(cx, &mut arch, c)?;
         }
         self.arches.insert(name.to_owned(), arch);
         Ok(())
@@ -454,7 +571,7 @@ impl MetricSet {
 
     fn parse_metric(
         &mut self,
-        cx: &FileCtx<'_, '_>,
+        cx: &FileCtx<'_>,
         node: roxmltree::Node<'_, '_>,
     ) -> Result<(), MetricsError> {
         if node.children().any(|c| c.is_element()) {
@@ -472,7 +589,7 @@ impl MetricSet {
         if let Some(first) = self.metrics.get(name) {
             return Err(MetricsError::Duplicate {
                 at: location,
-                what: format!("metric '{name}'"),
+                what: format!("metric '{}'", cut_input(name)),
                 first: first.location.clone(),
             });
         }
@@ -482,7 +599,7 @@ impl MetricSet {
             .ok_or_else(|| cx.schema(node.range().start, "missing expr".to_owned()))?;
         let value = attr.value();
         let range = attr.range_value();
-        let raw = cx.doc.input_text().get(range.clone()).unwrap_or("");
+        let raw = cx.prepared.text.get(range.clone()).unwrap_or("");
         // Offsets within the value map 1:1 onto the file when the attribute has no entity
         // references (whitespace normalisation keeps lengths); otherwise errors point at the
         // start of the value.
@@ -538,7 +655,10 @@ impl MetricSet {
             if let Some(c) = self.find_counter(&m.name) {
                 return Err(MetricsError::Duplicate {
                     at: m.location.clone(),
-                    what: format!("name '{}': metric has the name of a counter", m.name),
+                    what: format!(
+                        "name '{}': metric has the name of a counter",
+                        cut_input(&m.name)
+                    ),
                     first: c.location.clone(),
                 });
             }
@@ -561,45 +681,56 @@ impl MetricSet {
             }
         }
         // Cycle detection: depth-first, in name order, so the reported cycle is deterministic.
+        // A finished metric keeps its height (the longest chain of metrics from it, itself
+        // included), so chains are bounded however the search first reached their parts.
         #[derive(Clone, Copy, PartialEq)]
         enum Mark {
             Active,
-            Done,
+            Done { height: usize },
         }
         fn visit<'a>(
             set: &'a MetricSet,
             name: &'a str,
             marks: &mut BTreeMap<&'a str, Mark>,
             stack: &mut Vec<&'a str>,
-        ) -> Result<(), MetricsError> {
+        ) -> Result<usize, MetricsError> {
             marks.insert(name, Mark::Active);
             stack.push(name);
             let m = &set.metrics[name];
+            let mut below = 0;
             for (r, pos) in m.expr.references() {
                 let Some((r, _)) = set.metrics.get_key_value(r) else {
                     continue;
                 };
-                match marks.get(r.as_str()) {
-                    Some(Mark::Done) => {}
+                let at = || Location {
+                    file: m.location.file.clone(),
+                    pos,
+                };
+                let height = match marks.get(r.as_str()) {
+                    Some(Mark::Done { height }) => *height,
                     Some(Mark::Active) => {
                         let start = stack.iter().position(|s| *s == r).unwrap_or(0);
                         let mut path: Vec<String> =
                             stack[start..].iter().map(|s| (*s).to_owned()).collect();
                         path.push(r.clone());
-                        return Err(MetricsError::Cycle {
-                            at: Location {
-                                file: m.location.file.clone(),
-                                pos,
-                            },
-                            path,
-                        });
+                        return Err(MetricsError::Cycle { at: at(), path });
                     }
+                    // Checked before going down, so the search itself stays shallow.
+                    None if stack.len() >= MAX_METRIC_DEPTH => MAX_METRIC_DEPTH,
                     None => visit(set, r, marks, stack)?,
+                };
+                if stack.len() + height > MAX_METRIC_DEPTH {
+                    return Err(MetricsError::TooDeep {
+                        at: at(),
+                        metric: stack[0].to_owned(),
+                        limit: MAX_METRIC_DEPTH,
+                    });
                 }
+                below = below.max(height);
             }
             stack.pop();
-            marks.insert(name, Mark::Done);
-            Ok(())
+            marks.insert(name, Mark::Done { height: below + 1 });
+            Ok(below + 1)
         }
         let mut marks = BTreeMap::new();
         for name in self.metrics.keys() {
@@ -716,8 +847,92 @@ fn is_valid_name(name: &str) -> bool {
 
 fn bad_name(kind: &str, name: &str) -> String {
     format!(
-        "{kind} name '{name}' is not a valid identifier (letters, digits, '_', '.', and '-' before a letter; starting with a letter or '_')"
+        "{kind} name '{}' is not a valid identifier (letters, digits, '_', '.', and '-' before a letter; starting with a letter or '_')",
+        cut_input(name)
     )
+}
+
+/// What may stand at the top level of a metric file or in its `<metrics>` root.
+const ITEMS: &str = "<arch>, <metric>, <global> or an architecture section such as <gfx9>";
+
+/// An architecture section of rocprofiler's layout: `gfx` and letters, digits or `_`
+/// (`gfx8`, `gfx9`, `gfx90a`, `gfx1030`).
+fn is_section_name(name: &str) -> bool {
+    name.strip_prefix("gfx").is_some_and(|rest| {
+        !rest.is_empty() && rest.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
+}
+
+/// Parses the prepared text; the error comes with its file offset, for choosing between the
+/// plain and the wrapped attempt.
+fn parse_document(
+    prepared: &Prepared,
+) -> Result<roxmltree::Document<'_>, (usize, roxmltree::Error)> {
+    roxmltree::Document::parse(&prepared.text).map_err(|e| {
+        let lines = LineIndex::new(&prepared.text);
+        let offset = lines.offset(e.pos().row, e.pos().col);
+        (prepared.file_offset(offset), e)
+    })
+}
+
+/// The XML parser's message without its own position (which is into the prepared text; the
+/// error carries the file's) and without the synthetic root's name.
+fn xml_message(e: &roxmltree::Error) -> String {
+    e.to_string()
+        .replace(&format!(" at {}", e.pos()), "")
+        .replace(&format!("'{WRAPPER}'"), "the end of the file")
+}
+
+/// One `<counter>` (or, in a rocprofiler section, `<metric>`) with `name`, `block`, `event`
+/// and an optional `descr`, added to `arch`.
+fn parse_counter(
+    cx: &FileCtx<'_>,
+    arch: &mut Arch,
+    c: roxmltree::Node<'_, '_>,
+) -> Result<(), MetricsError> {
+    cx.check_attrs(c, &COUNTER_ATTRS)?;
+    let cname = cx.required(c, "name")?;
+    let block = cx.required(c, "block")?;
+    let event_text = cx.required(c, "event")?;
+    let event = parse_event(event_text).ok_or_else(|| {
+        let at = c
+            .attribute_node("event")
+            .map_or(c.range().start, |a| a.range().start);
+        cx.schema(
+            at,
+            format!(
+                "counter '{}': event '{}' is not a decimal or 0x-hex integer",
+                cut_input(cname),
+                cut_input(event_text)
+            ),
+        )
+    })?;
+    let location = cx.loc(c.range().start);
+    if let Some(first) = arch.counters.get(cname) {
+        return Err(MetricsError::Duplicate {
+            at: location,
+            what: format!(
+                "counter '{}' in arch '{}'",
+                cut_input(cname),
+                cut_input(&arch.name)
+            ),
+            first: first.location.clone(),
+        });
+    }
+    if !is_valid_name(cname) {
+        return Err(cx.schema(c.range().start, bad_name("counter", cname)));
+    }
+    arch.counters.insert(
+        cname.to_owned(),
+        Counter {
+            name: cname.to_owned(),
+            block: block.to_owned(),
+            event,
+            description: c.attribute("descr").map(str::to_owned),
+            location,
+        },
+    );
+    Ok(())
 }
 
 /// The name used in messages for `path`, and its text.

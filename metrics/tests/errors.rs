@@ -211,11 +211,11 @@ fn schema_and_xml_errors() {
     );
     assert_eq!(
         load_err("<metrics><group/></metrics>").to_string(),
-        "metrics.xml:1:10: unknown element <group> in <metrics> (expected <arch> or <metric>)"
+        "metrics.xml:1:10: unknown element <group> in <metrics> (expected <arch>, <metric>, <global> or an architecture section such as <gfx9>)"
     );
     assert_eq!(
         load_err("<counters/>").to_string(),
-        "metrics.xml:1:1: root element must be <metrics>, found <counters>"
+        "metrics.xml:1:1: unknown element <counters> at the top level (expected <arch>, <metric>, <global> or an architecture section such as <gfx9>)"
     );
     assert_eq!(
         load_err("<metrics><arch name=\"a\"><counter name=\"c\" block=\"b\" event=\"0xZZ\"/></arch></metrics>")
