@@ -43,6 +43,7 @@
 pub mod buffer;
 mod callsite;
 pub mod counters;
+mod crash;
 pub mod gpu;
 pub mod info;
 pub mod lifecycle;

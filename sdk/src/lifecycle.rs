@@ -1,4 +1,5 @@
-//! Process lifecycle: `fork`, `SIGINT`/`SIGTERM`/`SIGABRT`, and what happens at exit.
+//! Process lifecycle: `fork`, `SIGINT`/`SIGTERM`, and what happens at exit (crash signals,
+//! `SIGABRT` included, are `crate::crash`'s).
 //!
 //! Installed once when the runtime starts. All the `unsafe` calls of this module are the
 //! operating-system calls in [`sys`] at the bottom.
@@ -15,15 +16,13 @@
 //! The parent is not affected.
 //!
 //! # Signals
-//! With `METRON_SIGNALS=on` (`auto`, the default, means on under `metron run`), `SIGINT`,
-//! `SIGTERM` and `SIGABRT` get a handler — only where the program left the default action in
-//! place. Writing the outputs is not async-signal-safe (it allocates, locks and does file I/O),
-//! so the handler only records the signal and writes one byte to a pipe; a dedicated thread
-//! (`metron-signals`) waiting on that pipe runs [`crate::finish`] once, restores the default
-//! action and re-raises the signal, so the process still dies by it (exit status and core
-//! dump as without Metron). A second signal while the first is handled is ignored. For
-//! `SIGABRT` the handler waits (at most 5 s) for the outputs before returning, since `abort`
-//! kills the process as soon as the handler returns.
+//! With `METRON_SIGNALS=on` (`auto`, the default, means on under `metron run`), `SIGINT` and
+//! `SIGTERM` get a handler — only where the program left the default action in place. Writing
+//! the outputs is not async-signal-safe (it allocates, locks and does file I/O), so the handler
+//! only records the signal and writes one byte to a pipe; a dedicated thread (`metron-signals`)
+//! waiting on that pipe runs [`crate::finish`] once, restores the default action and re-raises
+//! the signal, so the process still dies by it (exit status and core dump as without Metron).
+//! A second signal while the first is handled is ignored.
 //!
 //! # exit
 //! The runtime's `atexit` handler finishes the run at `exit` or a return from `main`.
@@ -33,7 +32,7 @@
 
 use crate::settings::Settings;
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 /// Set in a forked child whose Metron was turned off.
 static CHILD_DISABLED: AtomicBool = AtomicBool::new(false);
@@ -64,35 +63,29 @@ extern "C" fn after_fork_in_child() {
     crate::thread_buffer::forget_after_fork();
     crate::sampling::after_fork_in_child();
     signals::reset_in_child();
+    crate::crash::uninstall_in_child();
 }
 
 mod signals {
     use super::*;
 
     /// The signals Metron handles.
-    pub(super) const HANDLED: [c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGABRT];
-    /// How long an aborting thread waits for the outputs.
-    const ABORT_WAIT_MS: c_int = 5000;
+    /// (`SIGABRT` is a crash signal: see `crate::crash`.)
+    pub(super) const HANDLED: [c_int; 2] = [libc::SIGINT, libc::SIGTERM];
 
     /// Write end of the wake-up pipe (-1: not installed).
     static WAKE_WRITE: AtomicI32 = AtomicI32::new(-1);
-    /// Read end of the "outputs written" pipe.
-    static DONE_READ: AtomicI32 = AtomicI32::new(-1);
     /// The signal being handled (0: none).
     static PENDING: AtomicI32 = AtomicI32::new(0);
-    /// Kernel id of the `metron-signals` thread.
-    static THREAD_TID: AtomicU32 = AtomicU32::new(0);
     /// Which of [`HANDLED`] got our handler.
-    static INSTALLED: [AtomicBool; 3] = [const { AtomicBool::new(false) }; 3];
+    static INSTALLED: [AtomicBool; 2] = [const { AtomicBool::new(false) }; 2];
 
     pub(super) fn install() -> std::io::Result<()> {
         let (wake_read, wake_write) = sys::pipe()?;
-        let (done_read, done_write) = sys::pipe()?;
         WAKE_WRITE.store(wake_write, Ordering::Relaxed);
-        DONE_READ.store(done_read, Ordering::Relaxed);
         std::thread::Builder::new()
             .name("metron-signals".into())
-            .spawn(move || wait_for_signals(wake_read, done_write))?;
+            .spawn(move || wait_for_signals(wake_read))?;
         for (i, sig) in HANDLED.iter().enumerate() {
             if sys::install_if_default(*sig, on_signal) {
                 INSTALLED[i].store(true, Ordering::Relaxed);
@@ -110,7 +103,7 @@ mod signals {
         }
     }
 
-    /// The handler. Async-signal-safe: atomics, `write`, `poll` and `gettid` only; no
+    /// The handler. Async-signal-safe: atomics and `write` only; no
     /// allocation, no lock, no panic; saves and restores `errno`.
     extern "C" fn on_signal(sig: c_int) {
         let saved = sys::errno();
@@ -120,16 +113,12 @@ mod signals {
         {
             sys::write_byte(WAKE_WRITE.load(Ordering::Relaxed), sig as u8);
         }
-        if sig == libc::SIGABRT && sys::gettid() != THREAD_TID.load(Ordering::Relaxed) {
-            sys::wait_readable(DONE_READ.load(Ordering::Relaxed), ABORT_WAIT_MS);
-        }
         sys::set_errno(saved);
     }
 
     /// The `metron-signals` thread: finishes the run once per process, then lets the signal
     /// take its default course.
-    fn wait_for_signals(wake_read: c_int, done_write: c_int) {
-        THREAD_TID.store(sys::gettid(), Ordering::Relaxed);
+    fn wait_for_signals(wake_read: c_int) {
         let Some(sig) = sys::read_byte(wake_read) else {
             return;
         };
@@ -137,17 +126,13 @@ mod signals {
         if !super::disabled_in_child() {
             let _ = std::panic::catch_unwind(crate::runtime::finish);
         }
-        sys::write_byte(done_write, 1);
-        if sig != libc::SIGABRT {
-            // abort() re-raises by itself once its handler returns.
-            sys::set_default(sig);
-            sys::raise_in_process(sig);
-        }
+        sys::set_default(sig);
+        sys::raise_in_process(sig);
     }
 }
 
-/// The operating-system calls of this module.
-mod sys {
+/// The operating-system calls of this module (the pipe and errno helpers also serve `crash`).
+pub(crate) mod sys {
     use std::ffi::c_int;
 
     /// Registers `child` to run in the child after every `fork`.
@@ -158,7 +143,7 @@ mod sys {
     }
 
     /// A close-on-exec pipe: (read end, write end).
-    pub(super) fn pipe() -> std::io::Result<(c_int, c_int)> {
+    pub(crate) fn pipe() -> std::io::Result<(c_int, c_int)> {
         let mut fds = [-1 as c_int; 2];
         // SAFETY: `fds` is a writable array of two ints, as pipe2 requires.
         if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -201,7 +186,7 @@ mod sys {
     }
 
     /// Writes one byte, retrying on EINTR (async-signal-safe).
-    pub(super) fn write_byte(fd: c_int, byte: u8) {
+    pub(crate) fn write_byte(fd: c_int, byte: u8) {
         if fd < 0 {
             return;
         }
@@ -215,7 +200,7 @@ mod sys {
     }
 
     /// Blocks until one byte arrives; None at end of file or on error.
-    pub(super) fn read_byte(fd: c_int) -> Option<u8> {
+    pub(crate) fn read_byte(fd: c_int) -> Option<u8> {
         let mut byte = 0u8;
         loop {
             // SAFETY: `byte` is a writable 1-byte buffer for the call.
@@ -229,7 +214,7 @@ mod sys {
     }
 
     /// Waits until `fd` is readable or `timeout_ms` passed (async-signal-safe).
-    pub(super) fn wait_readable(fd: c_int, timeout_ms: c_int) {
+    pub(crate) fn wait_readable(fd: c_int, timeout_ms: c_int) {
         if fd < 0 {
             return;
         }
@@ -243,19 +228,19 @@ mod sys {
     }
 
     /// The calling thread's kernel id (async-signal-safe).
-    pub(super) fn gettid() -> u32 {
+    pub(crate) fn gettid() -> u32 {
         // SAFETY: gettid has no preconditions.
         unsafe { libc::gettid() as u32 }
     }
 
     /// This thread's errno.
-    pub(super) fn errno() -> c_int {
+    pub(crate) fn errno() -> c_int {
         // SAFETY: __errno_location returns this thread's errno slot, valid for the thread.
         unsafe { *libc::__errno_location() }
     }
 
     /// Sets this thread's errno.
-    pub(super) fn set_errno(value: c_int) {
+    pub(crate) fn set_errno(value: c_int) {
         // SAFETY: as in `errno`.
         unsafe { *libc::__errno_location() = value };
     }

@@ -61,6 +61,9 @@ pub(crate) fn build(rt: &Runtime, run: &RunInfo, pipeline: &Pipeline, errors: &[
         "output_errors": errors,
         "outputs": pipeline.sink_metadata(),
     });
+    if let Some(died) = crate::crash::died() {
+        metadata["died"] = json!(died);
+    }
     for (name, value) in extra_sections() {
         metadata[name] = value;
     }

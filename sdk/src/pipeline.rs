@@ -23,6 +23,8 @@ pub struct ThreadStats {
     pub unbalanced_ends: u64,
     /// Regions still open when the run finished (closed by Metron).
     pub open_at_exit: u64,
+    /// Regions still open when the process crashed, ended by Metron at the crash.
+    pub open_at_crash: u64,
     /// Records whose id or layout could not be decoded.
     pub malformed: u64,
     /// Call stacks decoded (sampler and backtraces).
@@ -381,7 +383,9 @@ impl Pipeline {
     }
 
     /// Closes regions still open, hands the last events to the sinks and lets them write.
-    pub(crate) fn finish(&mut self, run: &RunInfo) -> (Vec<PathBuf>, Vec<String>) {
+    /// After a crash (`crashed`) they are counted as `open_at_crash` instead of `open_at_exit`;
+    /// either way they end at `run.end_ns`.
+    pub(crate) fn finish(&mut self, run: &RunInfo, crashed: bool) -> (Vec<PathBuf>, Vec<String>) {
         self.finished = true;
         let end_ns = run.end_ns;
         for state in self.threads.values_mut() {
@@ -389,7 +393,12 @@ impl Pipeline {
                 continue;
             }
             let mut events = Vec::new();
-            state.open_at_exit += state.stack.len() as u64;
+            let open = state.stack.len() as u64;
+            if crashed {
+                state.open_at_crash += open;
+            } else {
+                state.open_at_exit += open;
+            }
             while let Some((site, begin_ns)) = state.stack.pop() {
                 events.push(Event::End {
                     begin_ns,

@@ -53,7 +53,11 @@ extern "C" fn start_before_main() {
 /// Notes that the run is used, so that the exit handler writes it. One relaxed store; called
 /// on cold paths only (a thread's first record, `init`, `add_sink`, `finish`).
 pub(crate) fn mark_used() {
-    USED.store(true, Ordering::Relaxed);
+    if !USED.load(Ordering::Relaxed) && !USED.swap(true, Ordering::AcqRel) {
+        // After `main` began, usually: the program's own handlers (and Rust's stack-overflow
+        // handler) are in place by then, and Metron's chain to them.
+        crate::crash::install_handlers();
+    }
 }
 
 pub(crate) struct Runtime {
@@ -182,6 +186,13 @@ fn start() -> Runtime {
     }
     if enabled {
         crate::lifecycle::install(&runtime.settings);
+        if runtime.settings.crash {
+            crate::crash::start();
+            // Used before the runtime existed (`init` from a constructor): install now.
+            if USED.load(Ordering::Relaxed) {
+                crate::crash::install_handlers();
+            }
+        }
     }
     STATE.store(if enabled && open { ON } else { OFF }, Ordering::Release);
     runtime
@@ -306,6 +317,30 @@ pub struct RunReport {
 /// Ends the run once: stops recording, drains every buffer, lets the sinks write, writes
 /// `metadata.json` and prints where the output went. Later calls return `None`.
 pub(crate) fn finish() -> Option<RunReport> {
+    finish_with(None)
+}
+
+/// [`finish`] after a crash at `crash_ns` (`CLOCK_MONOTONIC`): the run ends there, regions
+/// still open end there too and are counted as `open_at_crash` (see `crate::crash`).
+pub(crate) fn finish_at_crash(crash_ns: u64) -> Option<RunReport> {
+    finish_with(Some(crash_ns))
+}
+
+/// `ticks` on the run's timeline (`CLOCK_MONOTONIC` ns), with the pipeline's calibration.
+pub(crate) fn ticks_to_ns(ticks: u64) -> u64 {
+    match RUNTIME.get() {
+        Some(rt) => rt
+            .pipeline
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .calibration
+            .refined()
+            .to_monotonic_ns(ticks),
+        None => clock::calibration().to_monotonic_ns(ticks),
+    }
+}
+
+fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
     let rt = RUNTIME.get()?;
     if !rt.settings.enabled || rt.finished.swap(true, Ordering::AcqRel) {
         return None;
@@ -318,10 +353,12 @@ pub(crate) fn finish() -> Option<RunReport> {
     let mut pipeline = rt.pipeline.lock().unwrap_or_else(|e| e.into_inner());
     let run = {
         let mut run = rt.run.lock().unwrap_or_else(|e| e.into_inner());
-        run.end_ns = pipeline
-            .calibration
-            .refined()
-            .to_monotonic_ns(clock::now_ticks());
+        run.end_ns = crash_ns.unwrap_or_else(|| {
+            pipeline
+                .calibration
+                .refined()
+                .to_monotonic_ns(clock::now_ticks())
+        });
         run.clone()
     };
     if let Err(e) = std::fs::create_dir_all(&run.output_dir) {
@@ -331,7 +368,7 @@ pub(crate) fn finish() -> Option<RunReport> {
         );
         return None;
     }
-    let (mut files, errors) = pipeline.finish(&run);
+    let (mut files, errors) = pipeline.finish(&run, crash_ns.is_some());
     for e in &errors {
         eprintln!("metron: {e}");
     }

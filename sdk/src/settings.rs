@@ -144,7 +144,13 @@ pub static REGISTRY: &[SettingSpec] = &[
         name: "METRON_SIGNALS",
         kind: Kind::Choice(&["auto", "on", "off"]),
         default: "auto",
-        description: "on SIGINT, SIGTERM and SIGABRT write the outputs once, then die by the signal as before (only where the program kept the default action); auto: on under `metron run`",
+        description: "on SIGINT and SIGTERM write the outputs once, then die by the signal as before (only where the program kept the default action); auto: on under `metron run`",
+    },
+    SettingSpec {
+        name: "METRON_CRASH",
+        kind: Kind::Bool,
+        default: "true",
+        description: "on SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT write the outputs (with the crash site in `died`) before the program's own handler or the default action runs; the process still dies by its signal",
     },
     SettingSpec {
         name: "METRON_FORK",
@@ -370,6 +376,8 @@ pub struct Settings {
     pub preload: bool,
     /// `METRON_SIGNALS`, with `auto` resolved (on when preloaded).
     pub signals: bool,
+    /// `METRON_CRASH`.
+    pub crash: bool,
     /// The counter settings, as written (checked by `crate::counters`).
     pub counters: crate::counters::CounterSettings,
     /// `METRON_SAMPLING*` and the time windows (`METRON_TRACE_PERIODS`, `_DELAY`, `_DURATION`).
@@ -453,6 +461,7 @@ impl Settings {
             "off" => false,
             _ => preload,
         };
+        let crash = value_of("METRON_CRASH").bool();
         // METRON_FORK has one policy so far (disable); read it so a bad value is reported.
         let _ = value_of("METRON_FORK");
         // Read by the GPU backend (`metron-gpu`); checked and reported here like the rest.
@@ -507,6 +516,7 @@ impl Settings {
             trace_categories,
             preload,
             signals,
+            crash,
             counters,
             sampling,
             resolved,

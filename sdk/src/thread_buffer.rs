@@ -86,6 +86,16 @@ fn write_slow(
     make_room(p, 1, drop_weight) && p.push(slot)
 }
 
+/// Stores a one-slot record from a signal handler (a crash): only into room the thread's
+/// current segment already has, never through the cold path (which may map memory or take a
+/// lock). Async-signal-safe; false when there was no room or the thread never recorded.
+pub(crate) fn write_in_signal_handler(ticks: u64, header: u64) -> bool {
+    // `try_with`: the thread-local may already be gone on a thread that is exiting.
+    PRODUCER
+        .try_with(|p| p.push(Slot { ticks, header }))
+        .unwrap_or(false)
+}
+
 /// Stores an `n`-slot record written by `fill` into contiguous slots (`n <= 255`); the flags
 /// mean what they mean for [`write`].
 #[inline(always)]

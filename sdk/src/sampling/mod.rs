@@ -224,6 +224,19 @@ pub(crate) fn finish() {
 
 /// In a forked child: no sampling, and the parent's perf descriptors closed (not disabled).
 /// Async-signal-safe.
+/// Unwinds a thread that is parked in a signal handler (a crash) from its interrupted
+/// registers (pc, sp, bp), innermost first. Not async-signal-safe: it builds a fresh view of
+/// the loaded modules (allocates) and runs on another thread while the crashed one waits, its
+/// stack intact.
+pub(crate) fn unwind_parked_thread(regs: (u64, u64, u64)) -> Vec<u64> {
+    let view = unwind::View::build();
+    let mut cache = unwind::new_cache();
+    let mut frames = vec![0u64; unwind::MAX_FRAMES];
+    let n = unwind::unwind(&view, &mut cache, regs, None, &mut frames);
+    frames.truncate(n);
+    frames
+}
+
 pub(crate) fn after_fork_in_child() {
     ARMED.store(false, Ordering::Relaxed);
     slot::close_all_routed_in_child();

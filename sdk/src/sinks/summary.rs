@@ -195,6 +195,7 @@ impl SummarySink {
             "async_ranges": self.async_ranges.to_json(),
             "sampling": self.samples.summarize().to_json(),
             "gpu": self.gpu.to_json(),
+            "died": crate::crash::died(),
         })
     }
 
@@ -216,6 +217,16 @@ impl SummarySink {
             regions,
             run.end_ns.saturating_sub(run.start_ns) as f64 / 1e6
         );
+        if let Some(died) = crate::crash::died() {
+            let _ = writeln!(
+                out,
+                "died: {} (address {}) on thread {} \"{}\" at {} ns; regions still open were ended there (open_at_crash)",
+                died.signal, died.address, died.thread, died.thread_name, died.ts_ns
+            );
+            for (i, frame) in died.frames.iter().enumerate() {
+                let _ = writeln!(out, "  #{i:<3} {frame}");
+            }
+        }
         let merged = self.merged();
         write_tree_tables(
             &mut out,
