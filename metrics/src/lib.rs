@@ -18,6 +18,12 @@
 //! (with spaces, or `a-1`) to subtract. `*`/`/` bind tighter than `+`/`-`; all binary
 //! operators are left-associative.
 //!
+//! Input is bounded: parentheses and unary minus nest at most [`MAX_NESTING`] (256) levels
+//! and one expression holds at most [`MAX_OPERATORS`] (4096) binary operators; past either,
+//! parsing stops with an error at the offending token ([`ParseErrorKind::TooDeep`],
+//! [`ParseErrorKind::TooLong`]). Every message that quotes input cuts it with [`cut_input`]
+//! (80 characters and `…`).
+//!
 //! A counter may have several instance values (per core, per shader engine...). The
 //! reductions `sum(X)`, `max(X)`, `min(X)`, `avg(X)` combine them; **a multi-instance
 //! counter used outside a reduction contributes the sum of its instances**, like `sum(X)`.
@@ -51,6 +57,21 @@
 //! ```
 //!
 //! * The root is `<metrics>`; its children are `<arch>` and `<metric>` elements, in any order.
+//! * rocprofiler's layout loads too, with or without a `<metrics>` root around it, attribute
+//!   values quoted or not (`event=4`), `#` comment lines between sections:
+//!
+//!   ```xml
+//!   <gfx9>
+//!     <metric name=SQ_WAVES block=SQ event=4 descr="waves"></metric>
+//!   </gfx9>
+//!   <global>
+//!     <metric name=WAVES_PER_CYCLE expr=SQ_WAVES/GRBM_COUNT></metric>
+//!   </global>
+//!   ```
+//!
+//!   A `<gfxN>` section (`gfx` then letters, digits, `_`) is the arch of that name: its
+//!   `<metric name block event [descr]>` elements are counters (a `<metric name expr>` there
+//!   is a derived metric). `<global>` holds `<metric name expr [descr unit]>` elements.
 //! * `<arch name>` holds `<counter>` elements with the required attributes `name`, `block`
 //!   (the counting unit) and `event` (decimal or `0x` hex id), and an optional `descr`.
 //! * `<metric>` (global, for every arch) has the required `name` and `expr` and optional
@@ -59,7 +80,8 @@
 //! * Unknown elements or attributes are errors, as are duplicate arches, counters (per arch)
 //!   and metrics within one file, names used both as a counter and a metric, references to
 //!   unknown names (reported with file, line and column and close names) and cycles between
-//!   metrics (reported with their path, `IPC -> X -> IPC`).
+//!   metrics (reported with their path, `IPC -> X -> IPC`), and chains of metrics defined
+//!   through other metrics deeper than [`MAX_METRIC_DEPTH`] (64).
 //!
 //! [`MetricSet::default_cpu`] loads the embedded [`DEFAULT_CPU_XML`] (generic `perf`
 //! events: `cycles`, `instructions`, `cache-references`, `cache-misses`,
