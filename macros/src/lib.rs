@@ -28,6 +28,11 @@ pub fn derive_bundle(input: TokenStream) -> TokenStream {
 /// `bundle = Type` (default: wall clock only). On an `async fn`, each poll of the future is one
 /// region on the thread that polls it, so time spent suspended is not counted and a task that
 /// moves between threads never leaves a region open on the wrong thread.
+///
+/// The body is not wrapped: one statement, `let <guard> = metron::scope!(name);` under a
+/// mixed-site name, goes before its first statement (after its leading items), so no lint fires
+/// in the user's code. An `async fn`'s body becomes `async move { body }` inside the per-poll
+/// future, awaited at once.
 #[proc_macro_attribute]
 pub fn profile(args: TokenStream, item: TokenStream) -> TokenStream {
     profile::expand(args.into(), item.into())
