@@ -45,6 +45,9 @@ fn every_function_shape_records_one_region_per_call_under_its_name() {
         "question_mark",
         "before ?",
         "renamed",
+        "with bundle",
+        "async_with_bundle",
+        "boxed",
         "generic",
         "lifetimes_and_consts",
         "impl_trait",
@@ -71,6 +74,7 @@ fn every_function_shape_records_one_region_per_call_under_its_name() {
     ];
     let mut expected: BTreeMap<String, u64> = once.iter().map(|n| (n.to_string(), 1)).collect();
     expected.insert("fib".into(), 9); // fib(4)
+    expected.insert("new".into(), 2);
     expected.insert("async_generic".into(), 2); // pending once: two polls, two regions
     assert_eq!(counts, expected, "tree: {}", shape(merged));
 

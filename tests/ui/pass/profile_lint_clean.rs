@@ -75,6 +75,20 @@ fn with_name() -> &'static str {
     "x"
 }
 
+#[derive(metron::Bundle, Default)]
+struct Cpu {
+    cpu: metron::components::ThreadCpuClock,
+}
+
+#[metron::profile(name = "with bundle", bundle = Cpu)]
+#[rustfmt::skip]
+fn with_bundle(x: u32) -> u32 { if x > 1 { x } else { 1 } }
+
+#[metron::profile(bundle = Cpu)]
+async fn async_with_bundle(items: impl IntoIterator<Item = u32>) -> u32 {
+    items.into_iter().sum()
+}
+
 #[metron::profile]
 fn generic<T, U>(t: T, u: U) -> (T, U)
 where
@@ -221,6 +235,12 @@ impl Counter {
     }
 
     #[metron::profile]
+    #[allow(clippy::boxed_local)] // the receiver is the shape under test
+    fn boxed(self: Box<Self>) -> u64 {
+        self.n
+    }
+
+    #[metron::profile]
     async fn async_method(&self, by: u64) -> u64 {
         self.n + by
     }
@@ -311,6 +331,8 @@ pub fn main() {
     assert_eq!(early_return(-3), 3);
     assert!(question_mark("x").is_err());
     assert_eq!(with_name(), "x");
+    assert_eq!(with_bundle(3), 3);
+    assert_eq!(block_on(async_with_bundle([1, 2])), 3);
     assert_eq!(generic("a", 1u8), ("a", 1));
     assert_eq!(lifetimes_and_consts(["a", "b"], "c"), "a");
     assert_eq!(impl_trait([1, 2]).sum::<u32>(), 6);
@@ -330,6 +352,7 @@ pub fn main() {
     assert_eq!(counter.bump().get(), 1);
     assert_eq!(counter.double_area(), 2);
     assert_eq!(block_on(counter.async_method(2)), 3);
+    assert_eq!(Box::new(Counter::new()).boxed(), 0);
     assert_eq!(counter.into_inner(), 1);
     assert_eq!(block_on(async_plain(1)), 2);
     assert_eq!(block_on(async_question_mark("5")), Ok(5));
