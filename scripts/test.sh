@@ -6,5 +6,5 @@ scripts/install-deps.sh
 # Instrumentation compiled out: every macro still type-checks, nothing is recorded.
 cargo test -p metron --no-default-features --release
 cargo test --workspace --release "$@"
-# Fuzz the metric layer's parsers for a bounded time (FUZZ_SECONDS per target, default 30).
+# Fuzz the metric layer's parsers deterministically: corpus replay, then a fixed seed and run count.
 scripts/fuzz.sh

@@ -198,10 +198,20 @@ impl fmt::Display for MetricsError {
                 write!(f, "{at}: duplicate {what} (first defined at {first})")
             }
             Self::Cycle { at, path } => {
+                // Long cycles show their two ends; every name is cut.
+                let names: Vec<_> = path.iter().map(|n| cut_input(n)).collect();
+                let shown = if names.len() > 8 {
+                    let mut ends = names[..4].to_vec();
+                    ends.push("…".into());
+                    ends.extend_from_slice(&names[names.len() - 3..]);
+                    ends
+                } else {
+                    names
+                };
                 write!(
                     f,
                     "{at}: metrics refer to each other in a cycle: {}",
-                    path.join(" -> ")
+                    shown.join(" -> ")
                 )
             }
             Self::UnknownMetric { name, close } => {
