@@ -413,9 +413,24 @@ impl Pipeline {
                 sink.events(&thread, &events);
             }
         }
+        self.finish_sinks(run, false)
+    }
+
+    /// Lets the sinks that write while the run goes on (the trace) write their last part:
+    /// after [`Pipeline::finish`] and `metadata.json`, so that a full disk takes none of
+    /// their space.
+    pub(crate) fn finish_late(&mut self, run: &RunInfo) -> (Vec<PathBuf>, Vec<String>) {
+        self.finish_sinks(run, true)
+    }
+
+    fn finish_sinks(&mut self, run: &RunInfo, late: bool) -> (Vec<PathBuf>, Vec<String>) {
         let mut files = Vec::new();
         let mut errors = Vec::new();
-        for sink in &mut self.sinks {
+        for sink in self
+            .sinks
+            .iter_mut()
+            .filter(|s| s.writes_while_running() == late)
+        {
             match sink.finish(run) {
                 Ok(mut written) => files.append(&mut written),
                 Err(e) => errors.push(format!("{} output failed: {e}", sink.name())),

@@ -368,24 +368,42 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
         );
         return None;
     }
-    let (mut files, errors) = pipeline.finish(&run, crash_ns.is_some());
+    // The small outputs first, into the space the reserve kept; the trace's last part after.
+    crate::sinks::space::release(&run.output_dir);
+    let (mut files, mut errors) = pipeline.finish(&run, crash_ns.is_some());
+    let metadata_path = run.output_dir.join("metadata.json");
+    let mut metadata_error = write_metadata(rt, &run, &pipeline, &errors, &metadata_path).err();
+    let (late_files, late_errors) = pipeline.finish_late(&run);
+    if !late_files.is_empty() || !late_errors.is_empty() {
+        files.extend(late_files);
+        errors.extend(late_errors);
+        // Again with the trace's report; a failure leaves the first version in place.
+        if let Err(e) = write_metadata(rt, &run, &pipeline, &errors, &metadata_path) {
+            metadata_error.get_or_insert(e);
+        }
+    }
     for e in &errors {
         eprintln!("metron: {e}");
+    }
+    match &metadata_error {
+        None => files.push(metadata_path),
+        Some(e) => {
+            eprintln!("metron: {e}");
+            errors.push(e.clone());
+        }
     }
     let threads = pipeline.thread_stats();
     let written: u64 = threads.iter().map(|t| t.records_written).sum();
     let dropped: u64 = threads.iter().map(|t| t.records_dropped).sum();
-    let metadata = crate::metadata::build(rt, &run, &pipeline, &errors);
-    let metadata_path = run.output_dir.join("metadata.json");
-    match serde_json::to_string_pretty(&metadata) {
-        Ok(text) => match std::fs::write(&metadata_path, text + "\n") {
-            Ok(()) => files.push(metadata_path),
-            Err(e) => eprintln!("metron: cannot write {}: {e}", metadata_path.display()),
-        },
-        Err(e) => eprintln!("metron: cannot encode metadata.json: {e}"),
-    }
+    // The last line names every output that failed, so a full disk is never reported as a
+    // success.
+    let failed = if errors.is_empty() {
+        String::new()
+    } else {
+        format!("; FAILED: {}", errors.join("; "))
+    };
     eprintln!(
-        "metron: wrote {} ({} records, {} dropped)",
+        "metron: wrote {} ({} records, {} dropped){failed}",
         run.output_dir.display(),
         written,
         dropped
@@ -396,6 +414,27 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
         records_written: written,
         records_dropped: dropped,
     })
+}
+
+/// Writes `metadata.json` through a temporary file and a rename, so that a failed write (a
+/// full disk) never leaves a truncated file in place of a complete one.
+fn write_metadata(
+    rt: &Runtime,
+    run: &RunInfo,
+    pipeline: &Pipeline,
+    errors: &[String],
+    path: &std::path::Path,
+) -> Result<(), String> {
+    let metadata = crate::metadata::build(rt, run, pipeline, errors);
+    let text = serde_json::to_string_pretty(&metadata)
+        .map_err(|e| format!("cannot encode metadata.json: {e}"))?;
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, text + "\n")
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            format!("cannot write {}: {e}", path.display())
+        })
 }
 
 impl Runtime {

@@ -161,6 +161,12 @@ pub trait Sink: Send {
     /// anything; a sink that writes into the folder while the run goes on writes into `dir`.
     /// The default does nothing (`finish` gets the folder in [`RunInfo`]).
     fn output_dir_changed(&mut self, _dir: &std::path::Path) {}
+    /// True for a sink that writes into the run folder while the run goes on (the trace):
+    /// at the end it finishes after the small outputs and `metadata.json` are written, so a
+    /// full disk cannot take their space.
+    fn writes_while_running(&self) -> bool {
+        false
+    }
     /// What this sink reports into `metadata.json` under `outputs.<name>` (called after
     /// `finish`); `None` adds nothing.
     fn metadata(&self) -> Option<serde_json::Value> {

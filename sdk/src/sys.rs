@@ -63,3 +63,16 @@ pub(crate) fn at_exit(f: extern "C" fn()) {
     // SAFETY: `f` is a plain `extern "C" fn()` with static lifetime, as atexit requires.
     unsafe { libc::atexit(f) };
 }
+
+/// Bytes an unprivileged process may still write on the filesystem holding `path`.
+pub(crate) fn available_bytes(path: &std::path::Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: an all-zero statvfs is a valid out-value.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is NUL-terminated and `st` a writable statvfs.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some(st.f_bavail as u64 * st.f_frsize as u64)
+}

@@ -204,6 +204,7 @@ fn samples_become_a_profile_folded_stacks_and_trace_callstacks() {
         categories: Categories::ALL,
         write_interval: None,
         segment_bytes: 64 << 10,
+        max_file_bytes: None,
     };
     let mut sinks: Vec<Box<dyn Sink>> = vec![
         Box::new(SummarySink::new()),

@@ -11,6 +11,7 @@ mod perfetto_gpu;
 mod perfetto_samples;
 mod perfetto_session;
 mod profile;
+pub(crate) mod space;
 mod stats;
 pub mod summary;
 

@@ -434,10 +434,20 @@ pub(crate) struct Output {
     /// The packets the sink encoded.
     pub(crate) own: Scan,
     pub(crate) error: Option<String>,
+    /// The size limit (`SessionConfig::max_file_bytes`), and the bytes left out because of it.
+    max_bytes: u64,
+    capped: bool,
+    pub(crate) cut_bytes: u64,
 }
 
 impl Output {
     fn write(&mut self, data: &[u8], own: bool) {
+        // Whole writes (whole packets) are left out once the file would pass its limit, so
+        // the file stays a valid trace; they are counted as cut, and missing from the scan.
+        if self.capped && (self.cut_bytes > 0 || self.bytes + data.len() as u64 > self.max_bytes) {
+            self.cut_bytes += data.len() as u64;
+            return;
+        }
         if own {
             self.own.feed(data);
         } else {
@@ -467,6 +477,7 @@ impl Output {
 pub(crate) struct SessionConfig {
     pub(crate) buffer_kb: u32,
     pub(crate) fill_policy: FillPolicy,
+    pub(crate) max_file_bytes: Option<u64>,
 }
 
 /// A tracing session handle that may move to another thread.
@@ -537,6 +548,9 @@ impl Session {
                 scan: Scan::default(),
                 own: Scan::default(),
                 error: None,
+                max_bytes: config.max_file_bytes.unwrap_or(u64::MAX),
+                capped: config.max_file_bytes.is_some(),
+                cut_bytes: 0,
             })),
             path: path.to_path_buf(),
             stopped: false,
@@ -588,6 +602,14 @@ impl Session {
             self.stopped = true;
         }
         self.read();
+    }
+
+    /// Lets the packets that close the trace (process track, run end, the service's stats)
+    /// through the size limit: a few KB over it.
+    pub(crate) fn lift_cap(&mut self) {
+        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        out.max_bytes = u64::MAX;
+        out.capped = false;
     }
 
     /// The output state (bytes written, scan results, I/O error).

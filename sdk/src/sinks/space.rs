@@ -1,0 +1,43 @@
+//! Room for the small outputs on a filling disk.
+//!
+//! The trace is written while the run goes on and can fill the disk; `summary.txt`,
+//! `summary.json` and `metadata.json` are written at the end and would then find no space.
+//! So when the run folder is first written, a reserve file (`.metron-reserve`, up to
+//! [`RESERVE_BYTES`], at most half the space left) is written next to the trace; at the end it
+//! is removed just before the small outputs are written, and the trace finishes last (see
+//! `Sink::writes_while_running`).
+
+use std::io::Write;
+use std::path::Path;
+
+/// The most space kept for the small outputs.
+pub(crate) const RESERVE_BYTES: u64 = 256 << 10;
+const FILE: &str = ".metron-reserve";
+
+/// Creates `dir` and the reserve in it (best effort: whatever fits).
+pub(crate) fn reserve(dir: &Path) {
+    if std::fs::create_dir_all(dir).is_err() {
+        return;
+    }
+    let room = crate::sys::available_bytes(dir).map_or(RESERVE_BYTES, |free| free / 2);
+    let bytes = RESERVE_BYTES.min(room) as usize;
+    let Ok(mut file) = std::fs::File::create(dir.join(FILE)) else {
+        return;
+    };
+    // Written, not `set_len`: a sparse file would hold no blocks.
+    let zeros = vec![0u8; 16 << 10];
+    let mut written = 0;
+    while written < bytes {
+        let n = zeros.len().min(bytes - written);
+        if file.write_all(&zeros[..n]).is_err() {
+            break;
+        }
+        written += n;
+    }
+    let _ = file.sync_data();
+}
+
+/// Gives the reserve back (at the end, before the small outputs are written).
+pub(crate) fn release(dir: &Path) {
+    let _ = std::fs::remove_file(dir.join(FILE));
+}
