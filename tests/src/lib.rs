@@ -147,15 +147,14 @@ impl Scenario {
             }
             std::thread::sleep(Duration::from_millis(5));
         };
-        let run = Run {
+        Run {
             name: self.name,
             output_dir,
             status,
             stdout: stdout.join().expect("stdout reader"),
             stderr: stderr.join().expect("stderr reader"),
             elapsed: started.elapsed(),
-        };
-        run
+        }
     }
 }
 
