@@ -336,11 +336,16 @@ pub struct SettingError {
 }
 
 impl fmt::Display for SettingError {
+    /// Quotes the value cut to 80 characters and `…` (`metron_metrics::cut_input`), so a
+    /// pasted 40 KB value stays a one-line message.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
             "{}={:?} is not accepted: expected {}; using the default {:?}",
-            self.name, self.value, self.accepted, self.default
+            self.name,
+            metron_metrics::cut_input(&self.value),
+            self.accepted,
+            self.default
         )
     }
 }
