@@ -8,15 +8,19 @@
 //!   ([`CUPTI_PATHS`] and `<venv>/lib/python3*/site-packages/nvidia/cu13/lib`). When anything is
 //!   missing the backend is off and says why ([`Status::reason`], `metron avail`,
 //!   `metadata.json` key `gpu`); nothing panics.
-//! - **Records**: CONCURRENT_KERNEL, MEMCPY, MEMSET and (per `METRON_GPU_API`) RUNTIME and
-//!   DRIVER activity, timestamps on `CLOCK_MONOTONIC` through
+//! - **API calls** (`METRON_GPU_API`, default `runtime`): recorded from the one Callback API
+//!   subscriber's enter/exit into Metron's per-thread buffers (`api_log.rs`), not from CUPTI's
+//!   RUNTIME/DRIVER activity kinds (`activity` keeps the old way).
+//! - **Records**: CONCURRENT_KERNEL, MEMCPY, MEMSET (graph id and node id too), timestamps on
+//!   `CLOCK_MONOTONIC` through
 //!   `cuptiActivityRegisterTimestampCallback`. Buffers come from a pool preallocated at start
 //!   (8 × `METRON_GPU_ACTIVITY_BUFFER`); completed buffers are decoded on CUPTI's own
 //!   completion thread and handed to [`metron::gpu::submit`], never on an application thread.
 //!   CUPTI's dropped-record count is read for each completed buffer.
-//! - **Kernel ↔ region**: a Callback API subscriber on the kernel-launch functions only (runtime
-//!   and driver) records the annotation [`metron::gpu::LAUNCH_KEY`] with the correlation id on
-//!   the launching thread; the flusher resolves it to the innermost open region.
+//! - **Kernel ↔ region**: at each kernel or graph launch (runtime and driver) the subscriber
+//!   records the annotation [`metron::gpu::LAUNCH_KEY`] with the correlation id on the
+//!   launching thread; the flusher resolves it to the innermost open region. A graph launch's
+//!   kernels, copies and sets share its correlation id, so they all join its region.
 //! - **Counters** (`METRON_GPU_METRICS`, `METRON_GPU_COUNTER_MODE`): the CUPTI Range Profiler.
 //!   Kernel mode: one range per kernel with kernel replay, bracketed by the same launch
 //!   callbacks; values go to `kernels.csv` by correlation id. Region mode: [`GpuCounters`]
@@ -24,6 +28,7 @@
 //!   pass) per region instance. See `range_profiler.rs` (logic) and `sys_profiler.rs`
 //!   (the parameter structs and calls).
 
+mod api_log;
 mod component;
 mod metric_list;
 mod range_profiler;
@@ -368,22 +373,15 @@ fn start_inner() -> Result<Status, Status> {
     };
     sys::register(cupti, buffer_requested, buffer_completed, timestamp)
         .map_err(|e| fail(&status, e))?;
-    let api = std::env::var("METRON_GPU_API").unwrap_or_else(|_| "both".into());
-    let (runtime, driver_api) = match api.as_str() {
-        "runtime" => (true, false),
-        "driver" => (false, true),
-        "none" => (false, false),
-        _ => (true, true),
-    };
+    let api = ApiMode::parse(std::env::var("METRON_GPU_API").ok().as_deref());
+    API_MODE.store(api as u8, Ordering::Relaxed);
     let mut kinds = vec![
         sys::kind::CONCURRENT_KERNEL,
         sys::kind::MEMCPY,
         sys::kind::MEMSET,
     ];
-    if runtime {
+    if api == ApiMode::Activity {
         kinds.push(sys::kind::RUNTIME);
-    }
-    if driver_api {
         kinds.push(sys::kind::DRIVER);
     }
     for k in kinds {
@@ -393,17 +391,41 @@ fn start_inner() -> Result<Status, Status> {
         metron::intern(metron::gpu::LAUNCH_KEY, metron::CallsiteKind::AnnotationKey),
         Ordering::Release,
     );
-    let mut ids: Vec<(i32, u32)> = sys::RUNTIME_LAUNCH_CBIDS
+    api_log::preallocate();
+    let mut domains = Vec::new();
+    if api.runtime() {
+        domains.push(sys::DOMAIN_RUNTIME);
+    }
+    if api.driver() {
+        domains.push(sys::DOMAIN_DRIVER);
+    }
+    let mut ids: Vec<(i32, u32)> = Vec::new();
+    for &c in sys::RUNTIME_LAUNCH_CBIDS
         .iter()
-        .map(|&c| (sys::DOMAIN_RUNTIME, c))
-        .collect();
-    ids.extend(
-        sys::DRIVER_LAUNCH_CBIDS
-            .iter()
-            .map(|&c| (sys::DOMAIN_DRIVER, c)),
-    );
-    if let Err(e) = sys::subscribe(cupti, on_launch, &ids) {
-        // Tracing still works; only the region join is lost.
+        .chain(sys::RUNTIME_GRAPH_LAUNCH_CBIDS)
+    {
+        ids.push((sys::DOMAIN_RUNTIME, c));
+    }
+    for &c in sys::DRIVER_LAUNCH_CBIDS
+        .iter()
+        .chain(sys::DRIVER_GRAPH_LAUNCH_CBIDS)
+    {
+        ids.push((sys::DOMAIN_DRIVER, c));
+    }
+    for &c in sys::RUNTIME_CAPTURE_BEGIN_CBIDS
+        .iter()
+        .chain(sys::RUNTIME_CAPTURE_END_CBIDS)
+    {
+        ids.push((sys::DOMAIN_RUNTIME, c));
+    }
+    for &c in sys::DRIVER_CAPTURE_BEGIN_CBIDS
+        .iter()
+        .chain(sys::DRIVER_CAPTURE_END_CBIDS)
+    {
+        ids.push((sys::DOMAIN_DRIVER, c));
+    }
+    if let Err(e) = sys::subscribe(cupti, on_callback, &domains, &ids) {
+        // Tracing still works; only the region join and API slices are lost.
         eprintln!("metron: GPU kernels will not be tied to regions: {e}");
     }
     range_profiler::configure(
@@ -458,42 +480,201 @@ fn read_device_info() {
     });
 }
 
-thread_local! {
-    /// Inside a runtime-API launch on this thread: its inner driver launch is not annotated
-    /// again (the kernel carries the runtime call's correlation id).
-    static IN_RUNTIME_LAUNCH: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+/// `METRON_GPU_API`: which API calls become slices, and how.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum ApiMode {
+    /// Every runtime call (Callback API), plus driver launches made outside the runtime.
+    Runtime = 0,
+    /// Every driver call (Callback API), runtime launches still join kernels to regions.
+    Driver = 1,
+    /// Every runtime and driver call (Callback API).
+    Both = 2,
+    /// No API slices; launches still join kernels to regions.
+    None = 3,
+    /// CUPTI's RUNTIME and DRIVER activity records (the old, costlier way).
+    Activity = 4,
 }
 
-/// On each kernel launch (enter): the correlation id as an annotation of the open region.
-extern "C" fn on_launch(_user: *mut c_void, domain: i32, _cbid: u32, data: *const c_void) {
-    if data.is_null() {
-        return;
+impl ApiMode {
+    /// The setting's value (`runtime` for anything unknown, as the registry reports).
+    pub fn parse(raw: Option<&str>) -> ApiMode {
+        match raw.map(str::trim) {
+            Some("driver") => ApiMode::Driver,
+            Some("both") => ApiMode::Both,
+            Some("none") => ApiMode::None,
+            Some("activity") => ApiMode::Activity,
+            _ => ApiMode::Runtime,
+        }
     }
-    // SAFETY: for the runtime and driver API domains CUPTI passes a CUpti_CallbackData valid
-    // for the duration of the callback.
-    let data = unsafe { &*data.cast::<sys::CallbackData>() };
-    let enter = data.callback_site == 0;
+
+    fn from_u8(v: u8) -> ApiMode {
+        match v {
+            1 => ApiMode::Driver,
+            2 => ApiMode::Both,
+            3 => ApiMode::None,
+            4 => ApiMode::Activity,
+            _ => ApiMode::Runtime,
+        }
+    }
+
+    /// Every runtime call is recorded.
+    pub fn runtime(self) -> bool {
+        matches!(self, ApiMode::Runtime | ApiMode::Both)
+    }
+
+    /// Every driver call is recorded.
+    pub fn driver(self) -> bool {
+        matches!(self, ApiMode::Driver | ApiMode::Both)
+    }
+
+    /// The setting's word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApiMode::Runtime => "runtime",
+            ApiMode::Driver => "driver",
+            ApiMode::Both => "both",
+            ApiMode::None => "none",
+            ApiMode::Activity => "activity",
+        }
+    }
+}
+
+static API_MODE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+thread_local! {
+    /// Depth of runtime-API calls in progress on this thread: a driver call inside one (cudart
+    /// calling the driver) is not a launch of its own (the work carries the runtime call's
+    /// correlation id).
+    static IN_RUNTIME: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// This thread's kernel tid (0 until read).
+    static TID: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// A kernel or graph launch (the callbacks that join work to regions and profile kernels).
+#[inline]
+fn is_launch(domain: i32, cbid: u32) -> bool {
     if domain == sys::DOMAIN_RUNTIME {
-        let _ = IN_RUNTIME_LAUNCH.try_with(|f| f.set(enter));
-    } else if IN_RUNTIME_LAUNCH.try_with(|f| f.get()).unwrap_or(false) {
+        sys::RUNTIME_LAUNCH_CBIDS.contains(&cbid) || sys::RUNTIME_GRAPH_LAUNCH_CBIDS.contains(&cbid)
+    } else {
+        sys::DRIVER_LAUNCH_CBIDS.contains(&cbid) || sys::DRIVER_GRAPH_LAUNCH_CBIDS.contains(&cbid)
+    }
+}
+
+/// Stream captures in progress in the process (a launch into a capturing stream runs nothing,
+/// and a profiler call during a global capture would invalidate it).
+static CAPTURES: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// A stream capture is in progress somewhere in the process.
+pub(crate) fn capturing() -> bool {
+    CAPTURES.load(Ordering::Acquire) > 0
+}
+
+#[inline]
+fn capture_bookkeeping(domain: i32, cbid: u32) {
+    let (begin, end) = if domain == sys::DOMAIN_RUNTIME {
+        (
+            sys::RUNTIME_CAPTURE_BEGIN_CBIDS.contains(&cbid),
+            sys::RUNTIME_CAPTURE_END_CBIDS.contains(&cbid),
+        )
+    } else {
+        (
+            sys::DRIVER_CAPTURE_BEGIN_CBIDS.contains(&cbid),
+            sys::DRIVER_CAPTURE_END_CBIDS.contains(&cbid),
+        )
+    };
+    if begin {
+        CAPTURES.fetch_add(1, Ordering::AcqRel);
+    } else if end {
+        let _ = CAPTURES.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+            Some((n - 1).max(0))
+        });
+    }
+}
+
+#[inline]
+fn tid() -> u32 {
+    TID.try_with(|t| {
+        let v = t.get();
+        if v != 0 {
+            return v;
+        }
+        let v = sys::gettid();
+        t.set(v);
+        v
+    })
+    .unwrap_or_else(|_| sys::gettid())
+}
+
+/// The one Callback API subscriber (runtime and driver domains): launch enter/exit for the
+/// kernel ↔ region join and kernel-mode counters, and every traced call's enter/exit into
+/// [`api_log`] (Metron's clock, no allocation).
+extern "C" fn on_callback(_user: *mut c_void, domain: i32, cbid: u32, data: *const c_void) {
+    if data.is_null() || (domain != sys::DOMAIN_RUNTIME && domain != sys::DOMAIN_DRIVER) {
         return;
     }
-    if range_profiler::active() {
-        if enter {
-            range_profiler::before_launch(data.context, data.correlation_id, timestamp());
-        } else {
-            range_profiler::after_launch(data.correlation_id, timestamp());
-        }
-    }
+    // SAFETY: non-null data for the runtime or driver API domain.
+    let data = unsafe { sys::CallbackData::from_raw(data) };
+    let enter = data.callback_site == 0;
+    let mode = ApiMode::from_u8(API_MODE.load(Ordering::Relaxed));
+    let nested = if domain == sys::DOMAIN_RUNTIME {
+        let _ = IN_RUNTIME.try_with(|d| {
+            if enter {
+                d.set(d.get() + 1);
+            } else {
+                d.set(d.get().saturating_sub(1));
+            }
+        });
+        false
+    } else {
+        IN_RUNTIME.try_with(|d| d.get() > 0).unwrap_or(false)
+    };
+    let launch = !nested && is_launch(domain, cbid);
+    let traced = match mode {
+        ApiMode::Runtime => domain == sys::DOMAIN_RUNTIME || launch,
+        ApiMode::Driver => domain == sys::DOMAIN_DRIVER,
+        ApiMode::Both => true,
+        ApiMode::None | ApiMode::Activity => false,
+    };
     if enter {
-        if DEVICE_INFO.get().is_none() {
-            read_device_info();
+        let now = timestamp();
+        data.stash(now);
+        if launch {
+            if DEVICE_INFO.get().is_none() {
+                read_device_info();
+            }
+            metron::by_id::annotate(
+                LAUNCH_KEY_ID.load(Ordering::Relaxed),
+                metron::AnnotationValue::U64(u64::from(data.correlation_id)),
+            );
+            if range_profiler::active() {
+                let graph = if domain == sys::DOMAIN_RUNTIME {
+                    sys::RUNTIME_GRAPH_LAUNCH_CBIDS.contains(&cbid)
+                } else {
+                    sys::DRIVER_GRAPH_LAUNCH_CBIDS.contains(&cbid)
+                };
+                range_profiler::before_launch(data.context, data.correlation_id, now, graph);
+            }
         }
-        let key = LAUNCH_KEY_ID.load(Ordering::Relaxed);
-        metron::by_id::annotate(
-            key,
-            metron::AnnotationValue::U64(u64::from(data.correlation_id)),
-        );
+    } else {
+        let now = timestamp();
+        if launch && range_profiler::active() {
+            range_profiler::after_launch(data.correlation_id, now);
+        }
+        if !nested && data.return_code() == 0 {
+            capture_bookkeeping(domain, cbid);
+        }
+        if traced {
+            api_log::record(&api_log::ApiCall {
+                start: data.stashed(),
+                end: now,
+                correlation: data.correlation_id,
+                cbid,
+                domain,
+                tid: tid(),
+                status: data.return_code(),
+            });
+        }
     }
 }
 
@@ -654,6 +835,7 @@ extern "C" fn buffer_completed(
         COUNTS[i].fetch_add(1, Ordering::Relaxed);
     }
     metron::gpu::submit(&records);
+    drain_api(loaded);
 }
 
 /// One record as a [`GpuRecord`] (`None` for kinds Metron does not read).
@@ -669,6 +851,16 @@ unsafe fn decode(loaded: &Loaded, names: &mut Names, p: *const u8) -> Option<Gpu
             let k: sys::ActivityKernel = unsafe { sys::read_record(p) };
             // SAFETY: the name is CUPTI's NUL-terminated string, valid during the callback.
             let raw = unsafe { sys::c_str(k.name) };
+            if is_cupti_internal(&raw) {
+                // CUPTI's own kernel (user replay launches one after each user range): not
+                // the application's work.
+                CUPTI_INTERNAL.fetch_add(1, Ordering::Relaxed);
+                let mut seen = INTERNAL_NAMES.lock().unwrap_or_else(|e| e.into_inner());
+                if seen.len() < 4 && !seen.contains(&raw) {
+                    seen.push(raw);
+                }
+                return None;
+            }
             let name = names
                 .kernels
                 .entry(raw)
@@ -689,6 +881,8 @@ unsafe fn decode(loaded: &Loaded, names: &mut Names, p: *const u8) -> Option<Gpu
             r.context = k.context_id;
             r.stream = k.stream_id;
             r.correlation = k.correlation_id;
+            r.graph_id = k.graph_id;
+            r.graph_node = k.graph_node_id;
             r.grid = k.grid;
             r.block = k.block;
             r.registers = k.registers_per_thread;
@@ -722,6 +916,8 @@ unsafe fn decode(loaded: &Loaded, names: &mut Names, p: *const u8) -> Option<Gpu
             r.context = m.context_id;
             r.stream = m.stream_id;
             r.correlation = m.correlation_id;
+            r.graph_id = m.graph_id;
+            r.graph_node = m.graph_node_id;
             r.bytes = m.bytes;
             Some(r)
         }
@@ -735,6 +931,8 @@ unsafe fn decode(loaded: &Loaded, names: &mut Names, p: *const u8) -> Option<Gpu
             r.context = m.context_id;
             r.stream = m.stream_id;
             r.correlation = m.correlation_id;
+            r.graph_id = m.graph_id;
+            r.graph_node = m.graph_node_id;
             r.bytes = m.bytes;
             Some(r)
         }
@@ -774,10 +972,59 @@ unsafe fn decode(loaded: &Loaded, names: &mut Names, p: *const u8) -> Option<Gpu
     }
 }
 
-/// Flushes CUPTI's buffers through the completion callback.
+/// The API calls recorded since the last drain, as records for the sinks (CUPTI's completion
+/// thread or the flush: never an application thread).
+fn drain_api(loaded: &Loaded) {
+    let mut records = Vec::new();
+    {
+        let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+        let names = names.get_or_insert_with(Names::default);
+        api_log::drain(|c| {
+            let name = names
+                .apis
+                .entry((c.domain, c.cbid))
+                .or_insert_with(|| {
+                    loaded
+                        .cupti
+                        .callback_name(c.domain, c.cbid)
+                        .map_or_else(|| format!("cbid {}", c.cbid), |n| api_name(&n))
+                        .into()
+                })
+                .clone();
+            let kind = if c.domain == sys::DOMAIN_RUNTIME {
+                GpuKind::RuntimeApi
+            } else {
+                GpuKind::DriverApi
+            };
+            let mut r = GpuRecord::new(kind, name);
+            r.start_ns = c.start;
+            r.end_ns = c.end;
+            r.tid = c.tid;
+            r.correlation = c.correlation;
+            r.status = c.status;
+            records.push(r);
+        });
+    }
+    for r in &records {
+        COUNTS[if r.kind == GpuKind::RuntimeApi { 3 } else { 4 }].fetch_add(1, Ordering::Relaxed);
+    }
+    metron::gpu::submit(&records);
+}
+
+/// Kernels CUPTI itself launches while a user range is open (seen on the H100 as `WaitNs`
+/// after each range; gpu-machine notes §3), told apart by name.
+fn is_cupti_internal(raw: &str) -> bool {
+    range_profiler::region_requested() && raw.contains("WaitNs")
+}
+
+static CUPTI_INTERNAL: AtomicU64 = AtomicU64::new(0);
+static INTERNAL_NAMES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Flushes CUPTI's buffers through the completion callback, and Metron's API-call buffers.
 fn flush(at_end: bool) {
     let Some(loaded) = LOADED.get() else { return };
     let _ = loaded.cupti.flush(at_end);
+    drain_api(loaded);
     if at_end && device_info().is_none_or(|d| d.devices.is_empty()) {
         // No launch read them (copies only?): the driver may still answer.
         read_device_info();
@@ -810,6 +1057,19 @@ pub fn metadata() -> Value {
         "driver_api": COUNTS[4].load(Ordering::Relaxed),
     });
     v["cupti_dropped"] = json!(CUPTI_DROPPED.load(Ordering::Relaxed));
+    v["cupti_internal_kernels"] = json!({
+        "filtered": CUPTI_INTERNAL.load(Ordering::Relaxed),
+        "names": *INTERNAL_NAMES.lock().unwrap_or_else(|e| e.into_inner()),
+    });
+    let (recorded, dropped, chunks) = api_log::counts();
+    v["api_tracing"] = json!({
+        "mode": ApiMode::from_u8(API_MODE.load(Ordering::Relaxed)).as_str(),
+        "source": if API_MODE.load(Ordering::Relaxed) == ApiMode::Activity as u8 { "CUPTI RUNTIME/DRIVER activity records" } else { "CUPTI Callback API enter/exit into Metron's per-thread buffers" },
+        "calls_recorded": recorded,
+        "calls_dropped": dropped,
+        "chunks": chunks,
+        "chunk_bytes": api_log::CHUNK_RECORDS * 32,
+    });
     v["counters"] = range_profiler::metadata();
     v["activity_buffers"] = json!({
         "bytes_each": BUFFER_BYTES.load(Ordering::Relaxed),

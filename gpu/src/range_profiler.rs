@@ -10,12 +10,30 @@
 //!   launch's correlation id, hence to its `kernels.csv` row and its launching region.
 //! - **Region mode** (user range, user replay, single-pass metric sets): [`region_begin`]
 //!   (`Start`, `PushRange`) and [`region_end`] (`PopRange`, `Stop`, `DecodeData`, evaluation,
-//!   a fresh counter-data image) bracket one region instance, called by the `GpuCounters`
-//!   component and the C API's region hooks (`component.rs`). One range at a time in the
-//!   process (an inner region reads NaN). Kernel activity is disabled while a range is open:
-//!   with it on, CUPTI counts an internal `WaitNs` kernel in each user range. The launch
-//!   callbacks only set the profiler up. With N > 1 passes region mode is refused
-//!   ([`decide`]): kernel mode runs and regions read NaN with the reason.
+//!   a fresh counter-data image) bracket one region instance on the calling thread's current
+//!   context, called by the `GpuCounters` component and the C API's regions
+//!   (`component.rs`). One range per context at a time: a nested region on the same thread,
+//!   or a region of another thread that overlaps it on the same GPU, reads NaN with the
+//!   reason, and so does the open region when another thread launched work on its context
+//!   meanwhile (the GPU's counters cannot tell them apart). Kernel activity is off while a
+//!   range is open (`METRON_GPU_REGION_KERNELS=off`, the default): with it on, CUPTI counts its
+//!   own `WaitNs` kernel in every range (+16.8M instructions per range on the H100, measured
+//!   2026-11-24; `edges`, off only around Start/Push and Pop/Stop, did not help). With N > 1
+//!   passes region mode is refused ([`decide`]): kernel mode runs and regions read NaN.
+//! - **Threads** (kernel mode): CUPTI's auto range allows one `Start`..`Stop` per context at a
+//!   time, so each context has a gate taken at a launch's enter callback and released at its
+//!   exit: a launch on another thread waits there until the profiled launch is decoded
+//!   (`metadata.json` `gpu.counters.launches_serialized` counts the waits and their time).
+//!   Kernel replay already serializes profiled kernels on the GPU; the gate adds the host-side
+//!   wait. A failed launch reads NaN with CUPTI's error and the session is reset: counters are
+//!   never turned off for the rest of the run by one launch.
+//! - **CUDA graphs** (kernel mode): `Start`/`Stop` around `cudaGraphLaunch` decodes no range and
+//!   loses the graph's activity records (H100, CUDA 13.0), so graph launches are not bracketed:
+//!   their kernels are traced, joined to the launching region, and read NaN with that reason.
+//!   Region mode counts graph work like any other. Launches while a stream capture is in
+//!   progress are not profiled either (a profiler call would invalidate a global capture).
+//! - **Several GPUs**: one session (config, image, gate) per context, the chip of the context's
+//!   device. Only one GPU was available to run it.
 //! - **Timestamps.** Under kernel replay CUPTI writes kernel activity records with
 //!   `start = end = 0`. Tracing stays on (so `kernels.csv` still has every kernel), and such a
 //!   record takes the host span of its launch call (which includes every replay pass); the
@@ -23,9 +41,6 @@
 //!   The device time of a kernel is then the metric `gpu__time_duration.sum`.
 //! - **Derived metrics**: `name=expression` entries ([`parse_spec`]), evaluated per range with
 //!   the metric layer's expressions.
-//! - **Threads.** Profiler calls are serialized by one lock; two threads launching at once can
-//!   make `Start` fail, which turns counters off with CUPTI's error (never wrong numbers).
-//!   Multi-threaded launches with counters were not run on a GPU.
 
 use crate::sys::Cupti;
 use crate::sys_profiler::{
@@ -35,10 +50,12 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Condvar, Mutex};
 
-/// Ranges the counter-data image holds before it is initialized again.
-const MAX_RANGES: usize = 64;
+/// Ranges the counter-data image holds (a graph launch needs one per kernel node).
+const MAX_RANGES: usize = 128;
+/// The image is initialized again once fewer than this many ranges are free.
+const RANGES_FREE: usize = 64;
 
 /// How counters are scoped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,18 +117,59 @@ pub fn decide(requested: Mode, passes: usize) -> (Mode, Option<String>) {
     }
 }
 
-/// The profiler's state once set up (on the first launch).
+/// The profiler's state on one CUDA context (set up on its first launch or region).
 struct Session {
     profiler: Profiler,
     host: Object,
     object: Object,
     names: Names,
-    _config: Vec<u8>,
+    config: Vec<u8>,
     image: Vec<u8>,
     /// Ranges already evaluated in `image`.
     evaluated: usize,
     /// Kernel (auto range, kernel replay) or region (user range, user replay).
     mode: Mode,
+    /// The CUDA device of the context.
+    device: i32,
+    /// Held from a launch's enter to its exit (kernel mode): one profiled launch at a time
+    /// on this context, whichever thread launches.
+    gate: Arc<Gate>,
+    /// The user range open on this context (region mode).
+    open: Option<OpenRange>,
+}
+
+/// A region's user range, open on a context.
+struct OpenRange {
+    /// The thread that opened it.
+    owner: u32,
+    /// Another thread that launched work on the context while it was open (its values would
+    /// include that work).
+    foreign: Option<u32>,
+}
+
+/// A lock that can be taken in one callback and released in another (launch enter, exit).
+#[derive(Default)]
+struct Gate {
+    busy: Mutex<bool>,
+    free: Condvar,
+}
+
+impl Gate {
+    /// Waits until no other launch holds the gate; returns true when it had to wait.
+    fn acquire(&self) -> bool {
+        let mut busy = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        let waited = *busy;
+        while *busy {
+            busy = self.free.wait(busy).unwrap_or_else(|e| e.into_inner());
+        }
+        *busy = true;
+        waited
+    }
+
+    fn release(&self) {
+        *self.busy.lock().unwrap_or_else(|e| e.into_inner()) = false;
+        self.free.notify_one();
+    }
 }
 
 #[derive(Default)]
@@ -125,11 +183,17 @@ struct Info {
     error: Option<String>,
     config_bytes: usize,
     counter_data_bytes: usize,
+    /// Devices with a profiler session.
+    devices: Vec<i32>,
+    /// Why launches were not profiled: reason → count.
+    launch_errors: HashMap<String, u64>,
 }
 
 struct State {
     info: Info,
-    session: Option<Session>,
+    /// context → session.
+    sessions: HashMap<usize, Session>,
+    initialized: bool,
     spec: Spec,
 }
 
@@ -140,19 +204,30 @@ static LAUNCHES: Mutex<Option<HashMap<u32, (u64, u64)>>> = Mutex::new(None);
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 static SET_UP: AtomicBool = AtomicBool::new(false);
 static PROFILED: AtomicU64 = AtomicU64::new(0);
+static NAN_LAUNCHES: AtomicU64 = AtomicU64::new(0);
+static GRAPH_LAUNCHES: AtomicU64 = AtomicU64::new(0);
 static RANGES_DROPPED: AtomicU64 = AtomicU64::new(0);
 static HOST_TIME: AtomicU64 = AtomicU64::new(0);
+/// Launches that waited for another thread's profiled launch, and the time they waited.
+static GATE_WAITS: AtomicU64 = AtomicU64::new(0);
+static GATE_WAIT_NS: AtomicU64 = AtomicU64::new(0);
 static STATE: Mutex<Option<State>> = Mutex::new(None);
 static CUPTI: Mutex<Option<(Cupti, Profiler)>> = Mutex::new(None);
 
-/// Counters are on (metrics were asked for and nothing failed so far).
+thread_local! {
+    /// The gate this thread holds between a launch's enter and exit: (context, gate).
+    static HELD: std::cell::RefCell<Option<(usize, Arc<Gate>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Counters are on (metrics were asked for and the profiler could be loaded).
 pub fn active() -> bool {
     ACTIVE.load(Ordering::Relaxed)
 }
 
 /// Reads the settings and, when metrics are asked for, resolves the profiler functions from
-/// the libcupti at `cupti_path`. Called at start; the profiler itself is set up at the first
-/// launch.
+/// the libcupti at `cupti_path`. Called at start; the profiler itself is set up on each
+/// context's first launch.
 pub fn configure(cupti: &Cupti, cupti_path: &str) {
     let raw = std::env::var("METRON_GPU_METRICS").unwrap_or_default();
     if parse_metrics(&raw).is_empty() {
@@ -205,30 +280,49 @@ pub fn configure(cupti: &Cupti, cupti_path: &str) {
     }
     *STATE.lock().unwrap_or_else(|e| e.into_inner()) = Some(State {
         info,
-        session: None,
+        sessions: HashMap::new(),
+        initialized: false,
         spec,
     });
 }
 
+/// Counters off for the rest of the run: only for what no later launch can fix (the
+/// profiler cannot be set up: unknown metric, unsupported device).
 fn fail(state: &mut State, e: String) {
     eprintln!("metron: GPU counters off: {e}");
     state.info.error = Some(e);
     ACTIVE.store(false, Ordering::Release);
 }
 
-/// Sets the profiler up on `ctx` (first launch): passes said on stderr.
+/// This launch's kernels read NaN with `reason` (counted; said once per distinct reason).
+fn launch_nan(state: &mut State, correlation: u32, reason: String) {
+    NAN_LAUNCHES.fetch_add(1, Ordering::Relaxed);
+    let n = state.info.launch_errors.entry(reason.clone()).or_insert(0);
+    if *n == 0 {
+        eprintln!("metron: GPU counters: a launch reads NaN: {reason}");
+    }
+    *n += 1;
+    metron::sinks::kernels_csv::record_kernel_nan(correlation, reason);
+}
+
+/// Sets the profiler up on `ctx` (its first launch or region): passes said on stderr once.
 fn set_up(state: &mut State, ctx: *mut c_void) -> Result<(), String> {
     let (cupti, p) = CUPTI
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .ok_or("CUPTI not loaded")?;
     if ctx.is_null() {
-        return Err("the first launch has no current CUDA context".into());
+        return Err("the launch has no current CUDA context".into());
     }
-    p.initialize(&cupti)?;
-    // Device 0: one GPU per process is what was validated (several GPUs: not run).
-    let chip = p.chip_name(&cupti, 0)?;
-    state.info.chip = Some(chip.clone());
+    if !state.initialized {
+        p.initialize(&cupti)?;
+        state.initialized = true;
+    }
+    let device = crate::LOADED
+        .get()
+        .and_then(|l| l.driver.current_device())
+        .unwrap_or(0);
+    let chip = p.chip_name(&cupti, device.max(0) as usize)?;
     let availability = p.counter_availability(&cupti, ctx)?;
     let host = p.host_init(&cupti, &chip, &availability)?;
     let mut unknown = Vec::new();
@@ -249,19 +343,22 @@ fn set_up(state: &mut State, ctx: *mut c_void) -> Result<(), String> {
     let passes = p.num_passes(&cupti, &mut config)?;
     let requested = state.info.requested.unwrap_or(Mode::Kernel);
     let (mode, note) = decide(requested, passes);
-    eprintln!(
-        "metron: GPU counters: {} metric(s) on {chip} need {passes} pass(es); mode {}{}",
-        state.info.metrics.len(),
-        mode.as_str(),
-        if passes > 1 {
-            format!(" (kernel replay: each kernel runs {passes} times)")
-        } else {
-            String::new()
+    if state.info.chip.is_none() {
+        eprintln!(
+            "metron: GPU counters: {} metric(s) on {chip} need {passes} pass(es); mode {}{}",
+            state.info.metrics.len(),
+            mode.as_str(),
+            if passes > 1 {
+                format!(" (kernel replay: each kernel runs {passes} times)")
+            } else {
+                String::new()
+            }
+        );
+        if let Some(n) = &note {
+            eprintln!("metron: GPU counters: {n}");
         }
-    );
-    if let Some(n) = &note {
-        eprintln!("metron: GPU counters: {n}");
     }
+    state.info.chip = Some(chip);
     state.info.passes = Some(passes);
     state.info.mode = Some(mode);
     state.info.note = note;
@@ -275,47 +372,128 @@ fn set_up(state: &mut State, ctx: *mut c_void) -> Result<(), String> {
         &cupti, object, &config, &mut image, range, replay, MAX_RANGES,
     )?;
     state.info.counter_data_bytes = size;
-    state.session = Some(Session {
-        profiler: p,
-        host,
-        object,
-        names,
-        _config: config,
-        image,
-        evaluated: 0,
-        mode,
-    });
+    state.info.devices.push(device);
+    state.sessions.insert(
+        ctx as usize,
+        Session {
+            profiler: p,
+            host,
+            object,
+            names,
+            config,
+            image,
+            evaluated: 0,
+            mode,
+            device,
+            gate: Arc::new(Gate::default()),
+            open: None,
+        },
+    );
     SET_UP.store(true, Ordering::Release);
     Ok(())
 }
 
-/// Launch enter (outermost launch API call, application thread): sets up on the first launch,
-/// then `Start`.
-pub fn before_launch(ctx: *mut c_void, correlation: u32, now: u64) {
-    let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(state) = guard.as_mut() else { return };
-    if !ACTIVE.load(Ordering::Acquire) {
-        return;
+/// The session of `ctx`, set up on first use. `Err((reason, permanent))`.
+fn session_of(state: &mut State, ctx: *mut c_void) -> Result<&mut Session, (String, bool)> {
+    if !state.sessions.contains_key(&(ctx as usize)) {
+        if ctx.is_null() {
+            return Err(("the launch has no current CUDA context".into(), false));
+        }
+        set_up(state, ctx).map_err(|e| (e, true))?;
     }
-    if state.session.is_none() {
-        if let Err(e) = set_up(state, ctx) {
-            fail(state, e);
+    state
+        .sessions
+        .get_mut(&(ctx as usize))
+        .ok_or_else(|| ("no profiler session".to_string(), false))
+}
+
+/// Launch enter (outermost kernel or graph launch call, application thread).
+///
+/// Kernel mode: takes the context's gate (a launch profiled on another thread finishes
+/// first: CUPTI's auto range with kernel replay allows one Start..Stop per context at a time),
+/// then `Start`. Region mode: marks an open range of another thread as mixed.
+pub fn before_launch(ctx: *mut c_void, correlation: u32, now: u64, graph: bool) {
+    let gate = {
+        let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(state) = guard.as_mut() else { return };
+        if !ACTIVE.load(Ordering::Acquire) {
             return;
         }
-    }
-    let Some((cupti, _)) = *CUPTI.lock().unwrap_or_else(|e| e.into_inner()) else {
-        return;
+        if crate::capturing() {
+            // A launch into a capturing stream runs nothing; any other launch meanwhile is not
+            // profiled (Start/Stop would invalidate a global-mode capture).
+            launch_nan(
+                state,
+                correlation,
+                "launched while a CUDA stream capture was in progress in the process (profiling \
+                 it would invalidate the capture)"
+                    .into(),
+            );
+            return;
+        }
+        match session_of(state, ctx) {
+            Ok(s) if s.mode == Mode::Region => {
+                let me = crate::tid();
+                if let Some(open) = s.open.as_mut() {
+                    if open.owner != me && open.foreign.is_none() {
+                        open.foreign = Some(me);
+                    }
+                }
+                return;
+            }
+            Ok(_) if graph => {
+                // Seen on the H100 (CUDA 13.0): Start/Stop around cudaGraphLaunch decodes no
+                // range and the graph's kernel, copy and set records are lost. Graph launches
+                // are not bracketed; their kernels are traced and read NaN with this reason.
+                launch_nan(
+                    state,
+                    correlation,
+                    "CUDA graph launch: CUPTI's auto range with kernel replay decodes no range \
+                     for graph nodes (and loses their activity records), so graph kernels are \
+                     traced but not counted"
+                        .into(),
+                );
+                return;
+            }
+            Ok(s) => s.gate.clone(),
+            Err((e, permanent)) => {
+                if permanent {
+                    fail(state, e);
+                } else {
+                    launch_nan(state, correlation, e);
+                }
+                return;
+            }
+        }
     };
-    let s = state.session.as_ref().expect("set up above");
-    if s.mode == Mode::Region {
-        // Region mode: ranges are opened by regions (`region_begin`), not by launches.
+    let t0 = crate::timestamp();
+    if gate.acquire() {
+        GATE_WAITS.fetch_add(1, Ordering::Relaxed);
+        GATE_WAIT_NS.fetch_add(crate::timestamp().saturating_sub(t0), Ordering::Relaxed);
+    }
+    let started = {
+        let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(state) = guard.as_mut() else {
+            gate.release();
+            return;
+        };
+        let cupti = CUPTI.lock().unwrap_or_else(|e| e.into_inner()).map(|c| c.0);
+        match (cupti, state.sessions.get_mut(&(ctx as usize))) {
+            (Some(cupti), Some(s)) => match s.profiler.start_on(&cupti, s.object) {
+                Ok(()) => true,
+                Err(e) => {
+                    launch_nan(state, correlation, e);
+                    false
+                }
+            },
+            _ => false,
+        }
+    };
+    if !started {
+        gate.release();
         return;
     }
-    if let Err(e) = s.profiler.start_on(&cupti, s.object) {
-        fail(state, e);
-        return;
-    }
-    drop(guard);
+    let _ = HELD.try_with(|h| *h.borrow_mut() = Some((ctx as usize, gate)));
     LAUNCHES
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -323,65 +501,100 @@ pub fn before_launch(ctx: *mut c_void, correlation: u32, now: u64) {
         .insert(correlation, (now, now));
 }
 
-/// Launch exit: `Stop`, `DecodeData`, the new range's values for `correlation`.
+/// What one profiled launch decoded: one range per kernel it ran, `(range name, values)`.
+type Ranges = Vec<(String, Vec<f64>)>;
+
+/// Launch exit: `Stop`, `DecodeData`, the values of the launch's ranges (one per kernel:
+/// a graph launch gives one per kernel node), then the gate is released.
 pub fn after_launch(correlation: u32, now: u64) {
-    let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(state) = guard.as_mut() else { return };
-    if !ACTIVE.load(Ordering::Acquire)
-        || state
-            .session
-            .as_ref()
-            .is_none_or(|s| s.mode == Mode::Region)
-    {
-        return;
-    }
-    {
-        let mut launches = LAUNCHES.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(span) = launches.as_mut().and_then(|l| l.get_mut(&correlation)) else {
-            return;
-        };
-        span.1 = now;
-    }
-    let Some((cupti, _)) = *CUPTI.lock().unwrap_or_else(|e| e.into_inner()) else {
+    let Some((ctx, gate)) = HELD.try_with(|h| h.borrow_mut().take()).ok().flatten() else {
         return;
     };
-    let s = state.session.as_mut().expect("checked above");
-    let result = (|| -> Result<Option<Vec<f64>>, String> {
-        let p = s.profiler;
-        p.stop_on(&cupti, s.object)?;
-        let dropped = p.decode_on(&cupti, s.object)?;
+    if let Some(span) = LAUNCHES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_mut()
+        .and_then(|l| l.get_mut(&correlation))
+    {
+        span.1 = now;
+    }
+    {
+        let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(state) = guard.as_mut() {
+            let cupti = CUPTI.lock().unwrap_or_else(|e| e.into_inner()).map(|c| c.0);
+            let result = match (cupti, state.sessions.get_mut(&ctx)) {
+                (Some(cupti), Some(s)) => stop_and_read(&cupti, s),
+                _ => Err("the profiler session is gone".into()),
+            };
+            match result {
+                Ok(ranges) if ranges.is_empty() => launch_nan(
+                    state,
+                    correlation,
+                    "CUPTI decoded no range for this launch (no kernel ran, or the range was \
+                     dropped)"
+                        .into(),
+                ),
+                Ok(mut ranges) => {
+                    PROFILED.fetch_add(ranges.len() as u64, Ordering::Relaxed);
+                    for (_, values) in ranges.iter_mut() {
+                        let derived = state.spec.derive(values);
+                        values.extend(derived);
+                    }
+                    if ranges.len() == 1 {
+                        let (_, values) = ranges.pop().expect("one range");
+                        metron::sinks::kernels_csv::record_kernel_counters(correlation, values);
+                    } else {
+                        GRAPH_LAUNCHES.fetch_add(1, Ordering::Relaxed);
+                        metron::sinks::kernels_csv::record_launch_ranges(correlation, ranges);
+                    }
+                }
+                Err(e) => launch_nan(state, correlation, e),
+            }
+        }
+    }
+    gate.release();
+}
+
+/// `Stop`, `DecodeData`, and the new ranges of `s`'s image; on an error the session is reset
+/// (a fresh image and config) so the next launch starts clean.
+fn stop_and_read(cupti: &Cupti, s: &mut Session) -> Result<Ranges, String> {
+    let p = s.profiler;
+    let read = (|| -> Result<Ranges, String> {
+        p.stop_on(cupti, s.object)?;
+        let dropped = p.decode_on(cupti, s.object)?;
         RANGES_DROPPED.fetch_add(dropped as u64, Ordering::Relaxed);
-        let n = p.ranges_in(&cupti, &s.image)?;
-        let mut last = None;
+        let n = p.ranges_in(cupti, &s.image)?;
+        let mut ranges = Vec::new();
         for i in s.evaluated..n {
-            last = Some(p.evaluate(&cupti, s.host, &s.image, i, &s.names)?);
+            let name = p.range_name(cupti, &s.image, i).unwrap_or_default();
+            ranges.push((name, p.evaluate(cupti, s.host, &s.image, i, &s.names)?));
         }
         s.evaluated = n;
-        if n + 1 >= MAX_RANGES {
-            p.counter_data_init(&cupti, s.object, &mut s.image)?;
-            p.set_config_on(
-                &cupti,
-                s.object,
-                &s._config,
-                &mut s.image,
-                AUTO_RANGE,
-                KERNEL_REPLAY,
-                MAX_RANGES,
-            )?;
-            s.evaluated = 0;
+        if dropped > 0 {
+            return Err(format!(
+                "{dropped} range(s) of this launch were dropped (more kernels than the \
+                 counter-data image holds: {MAX_RANGES})"
+            ));
         }
-        Ok(last)
+        Ok(ranges)
     })();
-    match result {
-        Ok(Some(mut values)) => {
-            PROFILED.fetch_add(1, Ordering::Relaxed);
-            let derived = state.spec.derive(&values);
-            values.extend(derived);
-            metron::sinks::kernels_csv::record_kernel_counters(correlation, values);
+    if read.is_err() || s.evaluated + RANGES_FREE >= MAX_RANGES {
+        if read.is_err() {
+            let _ = p.stop_on(cupti, s.object);
         }
-        Ok(None) => {}
-        Err(e) => fail(state, e),
+        p.counter_data_init(cupti, s.object, &mut s.image)?;
+        p.set_config_on(
+            cupti,
+            s.object,
+            &s.config,
+            &mut s.image,
+            AUTO_RANGE,
+            KERNEL_REPLAY,
+            MAX_RANGES,
+        )?;
+        s.evaluated = 0;
     }
+    read
 }
 
 /// The range and replay modes of `mode` for `SetConfig`.
@@ -395,17 +608,21 @@ fn range_and_replay(mode: Mode) -> (i32, i32) {
 /// The name every user range gets (values are per region instance: the name is not read).
 const USER_RANGE_NAME: &std::ffi::CStr = c"metron_region";
 
-/// A user range is open (one at a time in the process: one nesting level).
-static REGION_OPEN: AtomicBool = AtomicBool::new(false);
 static REGIONS_COUNTED: AtomicU64 = AtomicU64::new(0);
 static REGIONS_REFUSED: AtomicU64 = AtomicU64::new(0);
 static REGIONS_NESTED: AtomicU64 = AtomicU64::new(0);
+static REGIONS_OVERLAPPED: AtomicU64 = AtomicU64::new(0);
 /// The values of the first [`SAMPLES`] counted regions, in order (for `metadata.json`: a
 /// check that needs no trace reader).
 static REGION_SAMPLES: Mutex<Vec<Vec<f64>>> = Mutex::new(Vec::new());
 const SAMPLES: usize = 32;
 /// Why the last region read NaN (first reason said on stderr too).
 static REGION_REASON: Mutex<Option<String>> = Mutex::new(None);
+
+thread_local! {
+    /// The context whose user range this thread opened (region mode).
+    static REGION_CTX: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
 
 /// Region mode was asked for (`METRON_GPU_COUNTER_MODE=region`) and counters are on: regions
 /// should call [`region_begin`] / [`region_end`].
@@ -447,10 +664,42 @@ pub fn region_columns() -> Vec<String> {
     }
 }
 
-/// Opens a user range for a region: sets the profiler up on the current context if no launch
-/// did yet, disables kernel activity (CUPTI's internal `WaitNs` kernel would be counted
-/// otherwise), `Start`, `PushRange`. `Err(reason)`: the region reads NaN (counters off, kernel
-/// mode, several passes, a region already open, or a CUPTI error).
+/// How kernel activity is handled around a user range (`METRON_GPU_REGION_KERNELS`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RegionKernels {
+    /// On throughout (CUPTI's `WaitNs` kernel is then counted in each range).
+    On,
+    /// Off while the range is open (its kernels are not traced).
+    Off,
+    /// Off only around `Start`/`PushRange` and `PopRange`/`Stop`, on in between (measured on
+    /// the H100: CUPTI still counts its `WaitNs` kernel, as with `On`).
+    Edges,
+}
+
+fn region_kernels() -> RegionKernels {
+    match std::env::var("METRON_GPU_REGION_KERNELS")
+        .ok()
+        .as_deref()
+        .map(str::trim)
+    {
+        Some("edges") => RegionKernels::Edges,
+        Some(v) if metron::settings::parse_bool(v) == Some(true) => RegionKernels::On,
+        _ => RegionKernels::Off,
+    }
+}
+
+fn kernel_activity(cupti: &Cupti, on: bool) {
+    let _ = if on {
+        crate::sys::enable(cupti, crate::sys::kind::CONCURRENT_KERNEL)
+    } else {
+        crate::sys::disable(cupti, crate::sys::kind::CONCURRENT_KERNEL)
+    };
+}
+
+/// Opens a user range for a region on the calling thread's current context: sets the
+/// profiler up there if no launch did yet, `Start`, `PushRange`. `Err(reason)`: the region
+/// reads NaN (counters off, kernel mode, several passes, a region already open on this
+/// context, on this thread or another, or a CUPTI error).
 pub fn region_begin() -> Result<(), String> {
     let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
     let Some(state) = guard.as_mut() else {
@@ -471,69 +720,109 @@ pub fn region_begin() -> Result<(), String> {
             "METRON_GPU_COUNTER_MODE is not `region`: counters are per kernel (kernels.csv)".into(),
         );
     }
-    if REGION_OPEN.load(Ordering::Acquire) {
+    if REGION_CTX.with(|c| c.get()) != 0 {
         REGIONS_NESTED.fetch_add(1, Ordering::Relaxed);
         return Err(
-            "another GPU-counted region is open (one level of user ranges: the outer region \
-             counts this one's kernels)"
+            "another GPU-counted region is open on this thread (one level of user ranges: the \
+             outer region counts this one's kernels)"
                 .into(),
         );
     }
-    if state.session.is_none() {
-        let ctx = crate::LOADED
-            .get()
-            .and_then(|l| l.driver.current_context())
-            .unwrap_or(std::ptr::null_mut());
-        if let Err(e) = set_up(state, ctx) {
-            if ctx.is_null() {
-                // No context yet: the first launch sets up; this region reads NaN.
-                return Err(format!("no current CUDA context yet ({e})"));
+    let ctx = crate::LOADED
+        .get()
+        .and_then(|l| l.driver.current_context())
+        .unwrap_or(std::ptr::null_mut());
+    if ctx.is_null() {
+        return Err(
+            "no current CUDA context on this thread yet (the region began before the thread's \
+             first CUDA call)"
+                .into(),
+        );
+    }
+    let me = crate::tid();
+    let s = match session_of(state, ctx) {
+        Ok(s) => s,
+        Err((e, permanent)) => {
+            if permanent {
+                fail(state, e.clone());
             }
-            fail(state, e.clone());
             return Err(e);
         }
-    }
-    let s = state.session.as_ref().expect("set up above");
+    };
     if s.mode != Mode::Region {
-        return Err(state.info.note.clone().unwrap_or_default());
+        let note = state.info.note.clone().unwrap_or_default();
+        return Err(note);
+    }
+    if let Some(open) = &s.open {
+        REGIONS_OVERLAPPED.fetch_add(1, Ordering::Relaxed);
+        let owner = open.owner;
+        if let Some(open) = s.open.as_mut() {
+            // The open range would count this region's kernels too.
+            open.foreign.get_or_insert(me);
+        }
+        return Err(format!(
+            "a region of thread {owner} is counted on this GPU (device {}) at the same time: \
+             the GPU's counters cannot tell overlapping regions apart (both read NaN; kernel \
+             mode gives per-kernel values summed per region)",
+            s.device
+        ));
     }
     let Some((cupti, _)) = *CUPTI.lock().unwrap_or_else(|e| e.into_inner()) else {
         return Err("CUPTI not loaded".into());
     };
-    // The WaitNs kernel CUPTI launches after each user range is counted in the range while
-    // kernel activity is on (gpu-machine notes §3): kernel records are off while a range is
-    // open (its kernels are not in kernels.csv / the trace).
-    let _ = crate::sys::disable(&cupti, crate::sys::kind::CONCURRENT_KERNEL);
+    if crate::capturing() {
+        return Err(
+            "a CUDA stream capture is in progress in the process (a user range would \
+             invalidate it)"
+                .into(),
+        );
+    }
+    let rk = region_kernels();
+    if rk != RegionKernels::On {
+        kernel_activity(&cupti, false);
+    }
     let opened = s
         .profiler
         .start_on(&cupti, s.object)
         .and_then(|_| s.profiler.push_on(&cupti, s.object, USER_RANGE_NAME));
+    if rk == RegionKernels::Edges || opened.is_err() {
+        kernel_activity(&cupti, true);
+    }
     if let Err(e) = opened {
         let _ = s.profiler.stop_on(&cupti, s.object);
-        let _ = crate::sys::enable(&cupti, crate::sys::kind::CONCURRENT_KERNEL);
-        fail(state, e.clone());
         return Err(e);
     }
-    REGION_OPEN.store(true, Ordering::Release);
+    s.open = Some(OpenRange {
+        owner: me,
+        foreign: None,
+    });
+    REGION_CTX.with(|c| c.set(ctx as usize));
     Ok(())
 }
 
-/// Closes the range [`region_begin`] opened: `PopRange`, `Stop`, `DecodeData`, evaluation of
-/// the range, kernel activity on again. The values: hardware metrics then derived ones.
+/// Closes the range [`region_begin`] opened on this thread: `PopRange`, `Stop`,
+/// `DecodeData`, evaluation of the range. The values: hardware metrics then derived ones;
+/// NaN (`Err`) when another thread launched work on the context while it was open.
 pub fn region_end() -> Result<Vec<f64>, String> {
+    let ctx = REGION_CTX.with(|c| c.replace(0));
+    if ctx == 0 {
+        return Err("no GPU-counted region is open on this thread".into());
+    }
     let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
     let Some(state) = guard.as_mut() else {
         return Err("GPU counters are off".into());
     };
-    if !REGION_OPEN.swap(false, Ordering::AcqRel) {
-        return Err("no GPU-counted region is open".into());
-    }
     let Some((cupti, _)) = *CUPTI.lock().unwrap_or_else(|e| e.into_inner()) else {
         return Err("CUPTI not loaded".into());
     };
-    let Some(s) = state.session.as_mut() else {
+    let Some(s) = state.sessions.get_mut(&ctx) else {
         return Err("the profiler is not set up".into());
     };
+    let open = s.open.take();
+    let rk = region_kernels();
+    if rk == RegionKernels::Edges {
+        kernel_activity(&cupti, false);
+    }
     let result = (|| -> Result<Vec<f64>, String> {
         let p = s.profiler;
         p.pop_on(&cupti, s.object)?;
@@ -551,7 +840,7 @@ pub fn region_end() -> Result<Vec<f64>, String> {
         p.set_config_on(
             &cupti,
             s.object,
-            &s._config,
+            &s.config,
             &mut s.image,
             USER_RANGE,
             USER_REPLAY,
@@ -563,7 +852,21 @@ pub fn region_end() -> Result<Vec<f64>, String> {
         }
         last.ok_or_else(|| format!("no range decoded (dropped {dropped})"))
     })();
-    let _ = crate::sys::enable(&cupti, crate::sys::kind::CONCURRENT_KERNEL);
+    if rk != RegionKernels::On {
+        kernel_activity(&cupti, true);
+    }
+    let device = s.device;
+    let result = match (result, open.and_then(|o| o.foreign)) {
+        (Ok(_), Some(other)) => {
+            REGIONS_OVERLAPPED.fetch_add(1, Ordering::Relaxed);
+            Err(format!(
+                "thread {other} launched GPU work on this GPU (device {device}) while this \
+                 region was counted: its values would include that work (kernel mode gives \
+                 per-kernel values summed per region)"
+            ))
+        }
+        (r, _) => r,
+    };
     match result {
         Ok(mut values) => {
             REGIONS_COUNTED.fetch_add(1, Ordering::Relaxed);
@@ -575,10 +878,7 @@ pub fn region_end() -> Result<Vec<f64>, String> {
             }
             Ok(values)
         }
-        Err(e) => {
-            fail(state, e.clone());
-            Err(e)
-        }
+        Err(e) => Err(e),
     }
 }
 
@@ -616,7 +916,17 @@ pub fn metadata() -> Value {
         "passes": i.passes,
         "chip": i.chip,
         "error": i.error,
+        "devices": i.devices,
         "kernels_profiled": PROFILED.load(Ordering::Relaxed),
+        "launches_nan": NAN_LAUNCHES.load(Ordering::Relaxed),
+        "launch_nan_reasons": i.launch_errors,
+        "graph_launches_profiled": GRAPH_LAUNCHES.load(Ordering::Relaxed),
+        "launches_serialized": {
+            "waited": GATE_WAITS.load(Ordering::Relaxed),
+            "wait_ns": GATE_WAIT_NS.load(Ordering::Relaxed),
+            "rule": "kernel mode: one profiled launch (Start..launch..Stop) at a time per CUDA context; a launch on another thread waits at its enter callback",
+        },
+        "regions_overlapped": REGIONS_OVERLAPPED.load(Ordering::Relaxed),
         "ranges_dropped": RANGES_DROPPED.load(Ordering::Relaxed),
         "kernels_with_host_time": HOST_TIME.load(Ordering::Relaxed),
         "regions_counted": REGIONS_COUNTED.load(Ordering::Relaxed),
@@ -624,7 +934,11 @@ pub fn metadata() -> Value {
         "regions_nested": REGIONS_NESTED.load(Ordering::Relaxed),
         "region_reason": region_reason(),
         "region_first_values": *REGION_SAMPLES.lock().unwrap_or_else(|e| e.into_inner()),
-        "region_kernel_activity": "off while a user range is open (CUPTI's internal WaitNs kernel would be counted in the range): kernels of counted regions are not in kernels.csv or the trace",
+        "region_kernel_activity": match region_kernels() {
+            RegionKernels::Edges => "edges: kernel activity off around Start/PushRange and PopRange/Stop only, on while the region runs: kernels of counted regions are in kernels.csv and the trace",
+            RegionKernels::On => "on throughout (METRON_GPU_REGION_KERNELS=on): CUPTI's internal WaitNs kernel is counted in each range's values (filtered from kernels.csv by name)",
+            RegionKernels::Off => "off while a user range is open (METRON_GPU_REGION_KERNELS=off): kernels of counted regions are not in kernels.csv or the trace",
+        },
         "config_image_bytes": i.config_bytes,
         "counter_data_image_bytes": i.counter_data_bytes,
         "kernel_timestamps": "under kernel replay CUPTI zeroes kernel timestamps: such kernels carry the host span of their launch call (all passes included); use gpu__time_duration.sum for device time",

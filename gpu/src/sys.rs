@@ -38,6 +38,19 @@ pub const DOMAIN_RUNTIME: i32 = 2;
 pub const RUNTIME_LAUNCH_CBIDS: &[u32] = &[211, 214, 269, 270, 430, 431];
 /// Driver API callback ids of kernel launches (`cupti_driver_cbid.h`).
 pub const DRIVER_LAUNCH_CBIDS: &[u32] = &[307, 442, 477, 478, 652, 653];
+/// Runtime API callback ids that begin a stream capture (`cudaStreamBeginCapture`,
+/// `...ToGraph`, `_ptsz` variants).
+pub const RUNTIME_CAPTURE_BEGIN_CBIDS: &[u32] = &[315, 316, 452, 453];
+/// Runtime API callback ids that end a stream capture.
+pub const RUNTIME_CAPTURE_END_CBIDS: &[u32] = &[319, 320];
+/// Driver API callback ids that begin a stream capture.
+pub const DRIVER_CAPTURE_BEGIN_CBIDS: &[u32] = &[495, 496, 539, 540, 720, 721];
+/// Driver API callback ids that end a stream capture.
+pub const DRIVER_CAPTURE_END_CBIDS: &[u32] = &[497, 498];
+/// Runtime API callback ids of graph launches: `cudaGraphLaunch_v10000`, `_ptsz`.
+pub const RUNTIME_GRAPH_LAUNCH_CBIDS: &[u32] = &[311, 312];
+/// Driver API callback ids of graph launches: `cuGraphLaunch`, `cuGraphLaunch_ptsz`.
+pub const DRIVER_GRAPH_LAUNCH_CBIDS: &[u32] = &[514, 515];
 
 /// `CUpti_ActivityKernel10` (216 bytes), the fields Metron reads.
 #[repr(C)]
@@ -81,8 +94,16 @@ pub struct ActivityKernel {
     pub grid_id: i64,
     /// `name`.
     pub name: *const c_char,
+    /// `reserved0` .. `launchType`, `isSharedMemoryCarveoutRequested`, `padding`, ...
+    pub _mid: [u8; 32],
+    /// `graphNodeId` (0 when not launched by a graph).
+    pub graph_node_id: u64,
+    /// `shmemLimitConfig`.
+    pub _shmem_limit: u32,
+    /// `graphId` (0 when not launched by a graph).
+    pub graph_id: u32,
     /// The rest of the record.
-    pub _rest: [u8; 104],
+    pub _rest: [u8; 56],
 }
 
 /// `CUpti_ActivityMemcpy6` (96 bytes), the fields Metron reads.
@@ -109,8 +130,14 @@ pub struct ActivityMemcpy {
     pub stream_id: u32,
     /// `correlationId`.
     pub correlation_id: u32,
+    /// `runtimeCorrelationId`, `pad`, `reserved0`.
+    pub _mid: [u8; 16],
+    /// `graphNodeId` (0 when not launched by a graph).
+    pub graph_node_id: u64,
+    /// `graphId` (0 when not launched by a graph).
+    pub graph_id: u32,
     /// The rest of the record.
-    pub _rest: [u8; 48],
+    pub _rest: [u8; 20],
 }
 
 /// `CUpti_ActivityMemset4` (88 bytes), the fields Metron reads.
@@ -135,8 +162,14 @@ pub struct ActivityMemset {
     pub stream_id: u32,
     /// `correlationId`.
     pub correlation_id: u32,
+    /// `flags`, `memoryKind`, `pad`, `reserved0`.
+    pub _mid: [u8; 16],
+    /// `graphNodeId` (0 when not launched by a graph).
+    pub graph_node_id: u64,
+    /// `graphId` (0 when not launched by a graph).
+    pub graph_id: u32,
     /// The rest of the record.
-    pub _rest: [u8; 40],
+    pub _rest: [u8; 12],
 }
 
 /// `CUpti_ActivityAPI` (40 bytes).
@@ -218,6 +251,8 @@ pub struct Cupti {
     pub subscribe: unsafe extern "C" fn(*mut *mut c_void, CallbackFn, *mut c_void) -> CuptiResult,
     /// `cuptiEnableCallback`.
     pub enable_callback: unsafe extern "C" fn(u32, *mut c_void, i32, u32) -> CuptiResult,
+    /// `cuptiEnableDomain`.
+    pub enable_domain: unsafe extern "C" fn(u32, *mut c_void, i32) -> CuptiResult,
     /// `cuptiGetCallbackName`.
     pub get_callback_name: unsafe extern "C" fn(i32, u32, *mut *const c_char) -> CuptiResult,
     /// `cuptiSetThreadIdType`.
@@ -241,6 +276,8 @@ pub struct Driver {
     pub device_get_attribute: unsafe extern "C" fn(*mut c_int, c_int, c_int) -> CuResult,
     /// `cuCtxGetCurrent`.
     pub ctx_get_current: unsafe extern "C" fn(*mut *mut c_void) -> CuResult,
+    /// `cuCtxGetDevice`.
+    pub ctx_get_device: unsafe extern "C" fn(*mut c_int) -> CuResult,
     /// `cuDevicePrimaryCtxRetain`.
     pub primary_ctx_retain: unsafe extern "C" fn(*mut *mut c_void, c_int) -> CuResult,
     /// `cuDevicePrimaryCtxRelease_v2`.
@@ -336,6 +373,7 @@ impl Cupti {
                 get_num_dropped: sym(handle, "cuptiActivityGetNumDroppedRecords")?,
                 subscribe: sym(handle, "cuptiSubscribe")?,
                 enable_callback: sym(handle, "cuptiEnableCallback")?,
+                enable_domain: sym(handle, "cuptiEnableDomain")?,
                 get_callback_name: sym(handle, "cuptiGetCallbackName")?,
                 set_thread_id_type: sym(handle, "cuptiSetThreadIdType")?,
             })
@@ -485,13 +523,25 @@ pub fn disable(c: &Cupti, kind: i32) -> Result<(), String> {
     })
 }
 
-/// `cuptiSubscribe` plus `cuptiEnableCallback` for each `(domain, cbid)`.
-pub fn subscribe(c: &Cupti, cb: CallbackFn, ids: &[(i32, u32)]) -> Result<(), String> {
+/// `cuptiSubscribe`, `cuptiEnableDomain` for each of `domains`, then `cuptiEnableCallback` for
+/// each `(domain, cbid)`.
+pub fn subscribe(
+    c: &Cupti,
+    cb: CallbackFn,
+    domains: &[i32],
+    ids: &[(i32, u32)],
+) -> Result<(), String> {
     let mut sub: *mut c_void = std::ptr::null_mut();
     // SAFETY: a valid out-pointer, a callback with CUPTI's signature, null user data.
     c.check("cuptiSubscribe", unsafe {
         (c.subscribe)(&mut sub, cb, std::ptr::null_mut())
     })?;
+    for &domain in domains {
+        // SAFETY: `sub` was returned by cuptiSubscribe.
+        c.check("cuptiEnableDomain", unsafe {
+            (c.enable_domain)(1, sub, domain)
+        })?;
+    }
     for &(domain, cbid) in ids {
         // SAFETY: `sub` was returned by cuptiSubscribe.
         c.check("cuptiEnableCallback", unsafe {
@@ -499,6 +549,53 @@ pub fn subscribe(c: &Cupti, cb: CallbackFn, ids: &[(i32, u32)]) -> Result<(), St
         })?;
     }
     Ok(())
+}
+
+impl CallbackData {
+    /// The `CUpti_CallbackData` CUPTI passed to a runtime- or driver-API callback.
+    ///
+    /// # Safety
+    /// `data` must be the non-null `cbdata` CUPTI passed for the runtime or driver API domain.
+    pub unsafe fn from_raw<'a>(data: *const c_void) -> &'a CallbackData {
+        // SAFETY: for these domains CUPTI passes a CUpti_CallbackData valid for the callback.
+        unsafe { &*data.cast::<CallbackData>() }
+    }
+
+    /// Keeps `v` in the call's `correlationData` (the same slot at enter and exit).
+    #[inline]
+    pub fn stash(&self, v: u64) {
+        if !self.correlation_data.is_null() {
+            // SAFETY: CUPTI passes a pointer to a u64 owned by this enter/exit pair.
+            unsafe { *self.correlation_data = v };
+        }
+    }
+
+    /// What [`CallbackData::stash`] kept at the enter of this call (0 if none).
+    #[inline]
+    pub fn stashed(&self) -> u64 {
+        if self.correlation_data.is_null() {
+            0
+        } else {
+            // SAFETY: as in `stash`.
+            unsafe { *self.correlation_data }
+        }
+    }
+
+    /// The call's return code at exit (`cudaError_t` / `CUresult`; 0 if unknown).
+    #[inline]
+    pub fn return_code(&self) -> u32 {
+        if self.callback_site != 1 || self.function_return_value.is_null() {
+            return 0;
+        }
+        // SAFETY: at exit CUPTI points functionReturnValue at the call's int-sized result.
+        unsafe { self.function_return_value.cast::<i32>().read_unaligned() as u32 }
+    }
+}
+
+/// The calling thread's kernel id.
+pub fn gettid() -> u32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() as u32 }
 }
 
 impl Driver {
@@ -515,6 +612,7 @@ impl Driver {
                 device_get_name: sym(handle, "cuDeviceGetName")?,
                 device_get_attribute: sym(handle, "cuDeviceGetAttribute")?,
                 ctx_get_current: sym(handle, "cuCtxGetCurrent")?,
+                ctx_get_device: sym(handle, "cuCtxGetDevice")?,
                 primary_ctx_retain: sym(handle, "cuDevicePrimaryCtxRetain")?,
                 primary_ctx_release: sym(handle, "cuDevicePrimaryCtxRelease_v2")?,
                 ctx_push_current: sym(handle, "cuCtxPushCurrent_v2")?,
@@ -535,6 +633,13 @@ impl Driver {
         // SAFETY: a valid out-pointer.
         let r = unsafe { (self.ctx_get_current)(&mut ctx) };
         (r == 0 && !ctx.is_null()).then_some(ctx)
+    }
+
+    /// `cuCtxGetDevice`: the device of the calling thread's current context.
+    pub fn current_device(&self) -> Option<i32> {
+        let mut dev: c_int = 0;
+        // SAFETY: a valid out-pointer.
+        (unsafe { (self.ctx_get_device)(&mut dev) } == 0).then_some(dev)
     }
 
     /// `cuDriverGetVersion`.
@@ -685,6 +790,14 @@ pub fn layouts() -> Vec<(&'static str, usize)> {
             "CUpti_ActivityKernel10.name",
             offset_of!(ActivityKernel, name),
         ),
+        (
+            "CUpti_ActivityKernel10.graphNodeId",
+            offset_of!(ActivityKernel, graph_node_id),
+        ),
+        (
+            "CUpti_ActivityKernel10.graphId",
+            offset_of!(ActivityKernel, graph_id),
+        ),
         ("sizeof CUpti_ActivityMemcpy6", size_of::<ActivityMemcpy>()),
         (
             "CUpti_ActivityMemcpy6.copyKind",
@@ -710,6 +823,14 @@ pub fn layouts() -> Vec<(&'static str, usize)> {
             "CUpti_ActivityMemcpy6.correlationId",
             offset_of!(ActivityMemcpy, correlation_id),
         ),
+        (
+            "CUpti_ActivityMemcpy6.graphNodeId",
+            offset_of!(ActivityMemcpy, graph_node_id),
+        ),
+        (
+            "CUpti_ActivityMemcpy6.graphId",
+            offset_of!(ActivityMemcpy, graph_id),
+        ),
         ("sizeof CUpti_ActivityMemset4", size_of::<ActivityMemset>()),
         (
             "CUpti_ActivityMemset4.bytes",
@@ -730,6 +851,14 @@ pub fn layouts() -> Vec<(&'static str, usize)> {
         (
             "CUpti_ActivityMemset4.correlationId",
             offset_of!(ActivityMemset, correlation_id),
+        ),
+        (
+            "CUpti_ActivityMemset4.graphNodeId",
+            offset_of!(ActivityMemset, graph_node_id),
+        ),
+        (
+            "CUpti_ActivityMemset4.graphId",
+            offset_of!(ActivityMemset, graph_id),
         ),
         ("sizeof CUpti_ActivityAPI", size_of::<ActivityApi>()),
         ("CUpti_ActivityAPI.cbid", offset_of!(ActivityApi, cbid)),
@@ -775,6 +904,12 @@ mod tests {
         assert_eq!(offset_of!(ActivityKernel, static_shared_memory), 76);
         assert_eq!(offset_of!(ActivityKernel, correlation_id), 92);
         assert_eq!(offset_of!(ActivityKernel, name), 104);
+        assert_eq!(offset_of!(ActivityKernel, graph_node_id), 144);
+        assert_eq!(offset_of!(ActivityKernel, graph_id), 156);
+        assert_eq!(offset_of!(ActivityMemcpy, graph_node_id), 64);
+        assert_eq!(offset_of!(ActivityMemcpy, graph_id), 72);
+        assert_eq!(offset_of!(ActivityMemset, graph_node_id), 64);
+        assert_eq!(offset_of!(ActivityMemset, graph_id), 72);
         assert_eq!(size_of::<ActivityMemcpy>(), 96);
         assert_eq!(offset_of!(ActivityMemcpy, correlation_id), 44);
         assert_eq!(size_of::<ActivityMemset>(), 88);

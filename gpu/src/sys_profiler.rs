@@ -511,6 +511,30 @@ impl Params for GetCounterDataInfoParams {
     const SIZE: usize = struct_size!(GetCounterDataInfoParams, num_total_ranges);
 }
 
+/// `CUpti_RangeProfiler_CounterData_GetRangeInfo_Params`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct GetRangeInfoParams {
+    /// `structSize`.
+    pub struct_size: usize,
+    /// `pPriv`.
+    pub priv_: *mut c_void,
+    /// `pCounterDataImage`.
+    pub counter_data: *const u8,
+    /// `counterDataImageSize`.
+    pub counter_data_size: usize,
+    /// `rangeIndex`.
+    pub range_index: usize,
+    /// `rangeDelimiter`.
+    pub range_delimiter: *const c_char,
+    /// `rangeName`.
+    pub range_name: *const c_char,
+}
+
+impl Params for GetRangeInfoParams {
+    const SIZE: usize = struct_size!(GetRangeInfoParams, range_name);
+}
+
 /// `CUpti_Profiler_Host_GetBaseMetrics_Params`.
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -639,6 +663,8 @@ pub struct Profiler {
         unsafe extern "C" fn(*mut CounterDataImageInitializeParams) -> CuptiResult,
     /// `cuptiRangeProfilerGetCounterDataInfo`.
     pub get_counter_data_info: unsafe extern "C" fn(*mut GetCounterDataInfoParams) -> CuptiResult,
+    /// `cuptiRangeProfilerCounterDataGetRangeInfo`.
+    pub get_range_info: unsafe extern "C" fn(*mut GetRangeInfoParams) -> CuptiResult,
 }
 
 /// Calls `f(&mut params)` and checks its result.
@@ -735,6 +761,7 @@ impl Profiler {
                     "cuptiRangeProfilerCounterDataImageInitialize",
                 )?,
                 get_counter_data_info: sym(handle, "cuptiRangeProfilerGetCounterDataInfo")?,
+                get_range_info: sym(handle, "cuptiRangeProfilerCounterDataGetRangeInfo")?,
             })
         }
     }
@@ -1106,6 +1133,23 @@ impl Profiler {
             &mut p,
         )?;
         Ok(p.num_total_ranges)
+    }
+
+    /// `cuptiRangeProfilerCounterDataGetRangeInfo`: the name of range `index` (auto ranges:
+    /// CUPTI's name for the kernel's range; user ranges: the pushed names, `/`-delimited).
+    pub fn range_name(&self, c: &Cupti, image: &[u8], index: usize) -> Result<String, String> {
+        let mut p = GetRangeInfoParams::new();
+        p.counter_data = image.as_ptr();
+        p.counter_data_size = image.len();
+        p.range_index = index;
+        p.range_delimiter = c"/".as_ptr();
+        call(
+            "cuptiRangeProfilerCounterDataGetRangeInfo",
+            self.get_range_info,
+            c,
+            &mut p,
+        )?;
+        Ok(owned(p.range_name))
     }
 
     /// `cuptiProfilerHostEvaluateToGpuValues` of range `index`: one value per metric.
@@ -1662,6 +1706,22 @@ pub fn layouts() -> Vec<(&'static str, usize)> {
         (
             "CUpti_RangeProfiler_CounterDataImage_Initialize_Params.pCounterData",
             offset_of!(CounterDataImageInitializeParams, counter_data),
+        ),
+        (
+            "sizeof CUpti_RangeProfiler_CounterData_GetRangeInfo_Params",
+            size_of::<GetRangeInfoParams>(),
+        ),
+        (
+            "STRUCT_SIZE CUpti_RangeProfiler_CounterData_GetRangeInfo_Params",
+            GetRangeInfoParams::SIZE,
+        ),
+        (
+            "CUpti_RangeProfiler_CounterData_GetRangeInfo_Params.rangeIndex",
+            offset_of!(GetRangeInfoParams, range_index),
+        ),
+        (
+            "CUpti_RangeProfiler_CounterData_GetRangeInfo_Params.rangeName",
+            offset_of!(GetRangeInfoParams, range_name),
         ),
         (
             "sizeof CUpti_RangeProfiler_GetCounterDataInfo_Params",

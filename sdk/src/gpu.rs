@@ -90,6 +90,10 @@ pub struct GpuRecord {
     pub occupancy: Option<f32>,
     /// API return code (API calls).
     pub status: u32,
+    /// The CUDA graph that launched it (kernels, copies, sets; 0 when not launched by a graph).
+    pub graph_id: u32,
+    /// The graph node it ran as (0 when not launched by a graph).
+    pub graph_node: u64,
 }
 
 impl GpuRecord {
@@ -115,6 +119,8 @@ impl GpuRecord {
             bytes: 0,
             occupancy: None,
             status: 0,
+            graph_id: 0,
+            graph_node: 0,
         }
     }
 
@@ -245,6 +251,10 @@ impl Sink for JoinSink {
             } = *e
             {
                 if !is_launch_key(key) {
+                    // Region-mode GPU counter values (`gpu.<metric>`) for the summary.
+                    if let Some(r) = region {
+                        crate::sinks::gpu_summary::add_region_annotation(r.name, key.name, &value);
+                    }
                     continue;
                 }
                 let corr = match value {

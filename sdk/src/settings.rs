@@ -304,9 +304,21 @@ pub static REGISTRY: &[SettingSpec] = &[
     },
     SettingSpec {
         name: "METRON_GPU_API",
-        kind: Kind::Choice(&["runtime", "driver", "both", "none"]),
-        default: "both",
-        description: "which CUDA API calls are traced as host-side slices: runtime, driver, both or none (kernel-to-region joins and flow arrows need the API of the launch); on AMD, none turns off the HSA API slices",
+        kind: Kind::Choice(&["runtime", "driver", "both", "none", "activity"]),
+        default: "runtime",
+        description: "which CUDA API calls are traced as host-side slices, from CUPTI's Callback API into Metron's own buffers: runtime (every runtime call, plus driver launches made outside the runtime), driver, both, none (launches still join kernels to regions), or activity (CUPTI's RUNTIME and DRIVER activity records, the costlier old way); on AMD, none turns off the HSA API slices",
+    },
+    SettingSpec {
+        name: "METRON_GPU_REGION_KERNELS",
+        kind: Kind::Text,
+        default: "off",
+        description: "region counter mode, kernel tracing while a counted region's user range is open: off (no kernel records inside counted regions: the only setting whose counter values are exact), on (kernels stay in kernels.csv and the trace, but CUPTI then counts its own WaitNs kernel in each range: on the H100 +16.8M instructions per range), edges (off only around Start/PushRange and PopRange/Stop: same WaitNs effect as on)",
+    },
+    SettingSpec {
+        name: "METRON_NVTX_FOLD",
+        kind: Kind::Text,
+        default: "pytorch",
+        description: "NVTX range names folded so the summary groups by operation: pytorch (drop PyTorch emit_nvtx's ', seq = N', ', op_id = N' and ', sizes = [...]'), off, or a regular expression whose matches are removed; a folded region keeps its raw name as the annotation nvtx.name",
     },
     SettingSpec {
         name: "METRON_GPU_METRICS",

@@ -5,6 +5,9 @@
 // callback; completed buffers are only walked and counted. No Metron at all.
 //   g++ -O2 -shared -fPIC -I$CUDA/include bare_cupti_injection.cpp -o libbare_cupti.so -L$CUDA/lib -lcupti
 //   CUDA_INJECTION64_PATH=$PWD/libbare_cupti.so ./launch_overhead 100000
+// BARE_CUPTI_MODE=kernel: CONCURRENT_KERNEL activity only, no subscriber (the baseline of
+// issue 14's API-tracing target: what CUPTI's kernel records alone cost). kernel_cb: the same
+// plus an empty Callback API subscriber on the launch cbids (what the kernel<->region join needs).
 #include <cupti.h>
 
 #include <atomic>
@@ -12,6 +15,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <initializer_list>
+#include <string>
 
 static std::atomic<unsigned long> g_records{0};
 
@@ -43,6 +47,20 @@ static void report() {
 extern "C" int InitializeInjection(void) {
     cuptiActivityRegisterTimestampCallback(monotonic);
     cuptiActivityRegisterCallbacks(requested, completed);
+    const char* mode = std::getenv("BARE_CUPTI_MODE");
+    if (mode && (std::string(mode) == "kernel" || std::string(mode) == "kernel_cb")) {
+        cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+        if (std::string(mode) == "kernel_cb") {  // + an empty subscriber on the launch cbids
+            CUpti_SubscriberHandle sub;
+            cuptiSubscribe(&sub, on_launch, nullptr);
+            for (unsigned id : {211u, 214u, 269u, 270u, 430u, 431u})
+                cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+            for (unsigned id : {307u, 442u, 477u, 478u, 652u, 653u})
+                cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, id);
+        }
+        atexit(report);
+        return 1;
+    }
     for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
                                  CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_RUNTIME,
                                  CUPTI_ACTIVITY_KIND_DRIVER})

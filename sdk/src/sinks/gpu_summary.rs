@@ -8,11 +8,135 @@
 //! are better read per kernel in `kernels.csv`). A derived metric (`name=expression`) is
 //! its expression evaluated on those sums.
 
+//!
+//! Region mode (`METRON_GPU_COUNTER_MODE=region`): each counted region instance's values
+//! arrive as the region's `gpu.<metric>` annotations (or `gpu.counters_error` with the reason
+//! it reads NaN); [`add_region_annotation`] keeps them per region and metric, and the summary
+//! has a table "GPU counters by region" (count, total, mean, min, max per metric) and
+//! `gpu_counters.by_region` in `summary.json` with the same numbers.
+
 use super::stats::Stats;
 use crate::gpu::{GpuKind, GpuRecord};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::sync::Mutex;
+
+/// Region-mode counter values of one region.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RegionCounterRow {
+    /// metric → statistics over the region's counted instances.
+    pub(crate) metrics: BTreeMap<String, Stats>,
+    /// Instances that read NaN.
+    pub(crate) nan: u64,
+    /// Why (distinct reasons, first few).
+    pub(crate) nan_reasons: Vec<String>,
+}
+
+/// region name → its counted values (region mode).
+static REGION_COUNTERS: Mutex<BTreeMap<String, RegionCounterRow>> = Mutex::new(BTreeMap::new());
+/// Metric columns in the order they were first seen.
+static REGION_METRICS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// The annotation keys region mode writes: `gpu.<metric>` (a value) and this one (a reason).
+pub(crate) const REGION_ERROR_KEY: &str = "gpu.counters_error";
+
+/// Keeps a region-mode annotation of `region` (key `gpu.<metric>` with an F64 value, or
+/// [`REGION_ERROR_KEY`] with the reason); other keys are ignored. Returns true when taken.
+pub(crate) fn add_region_annotation(
+    region: &str,
+    key: &str,
+    value: &crate::AnnotationValue<'_>,
+) -> bool {
+    let Some(metric) = key.strip_prefix("gpu.") else {
+        return false;
+    };
+    let mut all = REGION_COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
+    let row = all.entry(region.to_string()).or_default();
+    match (metric, value) {
+        (_, crate::AnnotationValue::Str(why)) if key == REGION_ERROR_KEY => {
+            row.nan += 1;
+            if row.nan_reasons.len() < 4 && !row.nan_reasons.iter().any(|r| r == why) {
+                row.nan_reasons.push(why.to_string());
+            }
+            true
+        }
+        (m, crate::AnnotationValue::F64(v)) => {
+            row.metrics.entry(m.to_string()).or_default().push(*v);
+            let mut order = REGION_METRICS.lock().unwrap_or_else(|e| e.into_inner());
+            if !order.iter().any(|o| o == m) {
+                order.push(m.to_string());
+            }
+            true
+        }
+        _ => false,
+    }
+}
+
+/// The region-mode values kept so far: (metric order, region → row).
+pub(crate) fn region_counters() -> (Vec<String>, BTreeMap<String, RegionCounterRow>) {
+    (
+        REGION_METRICS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone(),
+        REGION_COUNTERS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone(),
+    )
+}
+
+/// `gpu_counters` for region mode: per region, each metric's count, total, mean, min, max.
+fn region_counters_json(metrics: &[String], rows: &BTreeMap<String, RegionCounterRow>) -> Value {
+    json!({
+        "metrics": metrics,
+        "scope": "per region instance (region mode: one CUPTI user range per region), summarized per region",
+        "by_region": rows.iter().map(|(region, row)| {
+            let instances = row.metrics.values().map(|s| s.count).max().unwrap_or(0);
+            let stats: serde_json::Map<String, Value> = row.metrics.iter().map(|(m, s)| {
+                (m.clone(), json!({"count": s.count, "total": s.total, "mean": s.mean(), "min": s.min, "max": s.max}))
+            }).collect();
+            let sums: serde_json::Map<String, Value> = row.metrics.iter().map(|(m, s)| (m.clone(), json!(s.total))).collect();
+            json!({"region": region, "instances": instances, "sums": sums, "stats": stats, "nan": row.nan, "nan_reasons": row.nan_reasons})
+        }).collect::<Vec<_>>(),
+    })
+}
+
+/// The "GPU counters by region" table of `summary.txt`.
+fn write_region_counters(out: &mut String, rows: &BTreeMap<String, RegionCounterRow>) {
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\nGPU counters by region (region mode)");
+    let _ = writeln!(
+        out,
+        "  {:>8} {:>18} {:>16} {:>16} {:>16}  region / metric",
+        "count", "total", "mean", "min", "max"
+    );
+    for (region, row) in rows {
+        let nan = if row.nan > 0 {
+            format!("  ({} NaN: {})", row.nan, row.nan_reasons.join("; "))
+        } else {
+            String::new()
+        };
+        let _ = writeln!(out, "  {region}{nan}");
+        for (m, s) in &row.metrics {
+            if s.count == 0 {
+                continue;
+            }
+            let _ = writeln!(
+                out,
+                "  {:>8} {:>18} {:>16.1} {:>16} {:>16}    {m}",
+                s.count,
+                super::kernels_csv::counter_text(s.total),
+                s.mean(),
+                super::kernels_csv::counter_text(s.min),
+                super::kernels_csv::counter_text(s.max),
+            );
+        }
+    }
+}
 
 /// The GPU records of the run, summarized at its end.
 #[derive(Default)]
@@ -66,6 +190,10 @@ impl GpuSummary {
     /// `gpu_counters`: per region and per kernel name, each metric's sum over its profiled
     /// kernels (`Null` without counters).
     pub(crate) fn counters_json(&self) -> Value {
+        let (metrics, rows) = region_counters();
+        if !rows.is_empty() {
+            return region_counters_json(&metrics, &rows);
+        }
         let Some(c) = super::kernels_csv::kernel_counters() else {
             return Value::Null;
         };
@@ -88,6 +216,7 @@ impl GpuSummary {
     }
 
     pub(crate) fn write_text(&self, out: &mut String) {
+        write_region_counters(out, &region_counters().1);
         if self.records.is_empty() {
             return;
         }
@@ -150,9 +279,20 @@ fn counters_json(records: &[GpuRecord], c: &super::kernels_csv::KernelCounters) 
     type Acc = BTreeMap<String, (u64, Vec<f64>)>;
     let mut regions: Acc = BTreeMap::new();
     let mut kernels: Acc = BTreeMap::new();
-    for r in records.iter().filter(|r| r.kind == GpuKind::Kernel) {
-        let Some(values) = c.values.get(&r.correlation) else {
-            continue;
+    let delivered: Vec<&GpuRecord> = records
+        .iter()
+        .filter(|r| r.kind == GpuKind::Kernel)
+        .collect();
+    let counted = c.resolve(&delivered);
+    let mut nan = 0u64;
+    for (i, r) in delivered.iter().enumerate() {
+        let values = match counted.get(&i) {
+            Some(super::kernels_csv::Counted::Values(v)) => v,
+            Some(super::kernels_csv::Counted::Nan(_)) => {
+                nan += 1;
+                continue;
+            }
+            None => continue,
         };
         let region = crate::gpu::region_of(r.correlation).map_or("(unknown)", |(name, _)| name);
         for (map, key) in [
@@ -198,6 +338,7 @@ fn counters_json(records: &[GpuRecord], c: &super::kernels_csv::KernelCounters) 
     json!({
         "metrics": c.metrics,
         "scope": "per kernel, summed per launching region and per kernel name",
+        "kernels_nan": nan,
         "by_region": rows(&regions, "region"),
         "by_kernel": rows(&kernels, "name"),
     })
@@ -227,6 +368,7 @@ mod tests {
                 "smsp__inst_executed.sum / gpu__time_duration.sum".into(),
             )],
             values: HashMap::from([(1, vec![10.0, 1.0, 10.0]), (2, vec![32.0, 2.0, 16.0])]),
+            ..Default::default()
         };
         let v = counters_json(&[a, b, d], &c);
         assert_eq!(v["by_kernel"][0]["name"], "saxpy");

@@ -34,6 +34,59 @@ pub struct KernelCounters {
     pub derived: Vec<(String, String)>,
     /// correlation id → one value per metric.
     pub values: HashMap<u32, Vec<f64>>,
+    /// correlation id → why the kernels of that launch have no values (they read NaN).
+    pub reasons: HashMap<u32, String>,
+    /// correlation id → the ranges of a launch that ran several kernels (a CUDA graph): one
+    /// `(range name, values)` per kernel, in the order the kernels ran.
+    pub ranges: HashMap<u32, Vec<(String, Vec<f64>)>>,
+}
+
+/// A kernel's counter values, as resolved for `kernels.csv` and the summary.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Counted {
+    /// One value per metric.
+    Values(Vec<f64>),
+    /// NaN, and why.
+    Nan(String),
+}
+
+impl KernelCounters {
+    /// The values of each of `kernels` (in the order the backend delivered them, which for
+    /// profiled kernels is the order they ran: kernel replay serializes them), by index.
+    /// A launch with several kernels (a graph) gives its ranges to its kernels in order; when
+    /// the counts differ its kernels read NaN with the reason.
+    pub fn resolve(&self, kernels: &[&GpuRecord]) -> HashMap<usize, Counted> {
+        let mut out = HashMap::new();
+        let mut by_launch: HashMap<u32, Vec<usize>> = HashMap::new();
+        for (i, r) in kernels.iter().enumerate() {
+            if let Some(v) = self.values.get(&r.correlation) {
+                out.insert(i, Counted::Values(v.clone()));
+            } else if self.ranges.contains_key(&r.correlation) {
+                by_launch.entry(r.correlation).or_default().push(i);
+            } else if let Some(why) = self.reasons.get(&r.correlation) {
+                out.insert(i, Counted::Nan(why.clone()));
+            }
+        }
+        for (corr, idx) in by_launch {
+            let ranges = &self.ranges[&corr];
+            if ranges.len() == idx.len() {
+                for (i, (_, v)) in idx.into_iter().zip(ranges) {
+                    out.insert(i, Counted::Values(v.clone()));
+                }
+            } else {
+                let why = format!(
+                    "CUPTI returned {} ranges for the {} kernels of this graph launch: they \
+                     cannot be matched kernel by kernel",
+                    ranges.len(),
+                    idx.len()
+                );
+                for i in idx {
+                    out.insert(i, Counted::Nan(why.clone()));
+                }
+            }
+        }
+        out
+    }
 }
 
 static COUNTERS: Mutex<Option<KernelCounters>> = Mutex::new(None);
@@ -53,6 +106,23 @@ pub fn record_kernel_counters(correlation: u32, values: Vec<f64>) {
     c.get_or_insert_with(KernelCounters::default)
         .values
         .insert(correlation, values);
+}
+
+/// The kernels of the launch with `correlation` read NaN, for `reason`.
+pub fn record_kernel_nan(correlation: u32, reason: String) {
+    let mut c = COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
+    c.get_or_insert_with(KernelCounters::default)
+        .reasons
+        .insert(correlation, reason);
+}
+
+/// The ranges of a launch that ran several kernels (a CUDA graph launch): one
+/// `(range name, values)` per kernel, in the order they ran.
+pub fn record_launch_ranges(correlation: u32, ranges: Vec<(String, Vec<f64>)>) {
+    let mut c = COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
+    c.get_or_insert_with(KernelCounters::default)
+        .ranges
+        .insert(correlation, ranges);
 }
 
 /// The counters recorded so far (`None` when no metric was declared).
@@ -101,8 +171,10 @@ pub fn render(
     run: &RunInfo,
     counters: Option<&KernelCounters>,
 ) -> String {
-    let mut sorted: Vec<&GpuRecord> = kernels.iter().collect();
-    sorted.sort_by_key(|r| (r.start_ns, r.correlation));
+    let delivered: Vec<&GpuRecord> = kernels.iter().collect();
+    let counted = counters.map(|c| c.resolve(&delivered)).unwrap_or_default();
+    let mut sorted: Vec<(usize, &GpuRecord)> = delivered.into_iter().enumerate().collect();
+    sorted.sort_by_key(|(_, r)| (r.start_ns, r.correlation, r.graph_node));
     let mut out = String::new();
     let _ = writeln!(out, "# Metron {} kernels.csv", env!("CARGO_PKG_VERSION"));
     let _ = writeln!(out, "# Application: {} (pid {})", run.exe, run.pid);
@@ -113,14 +185,18 @@ pub fn render(
     );
     out.push_str(
         "Method,ExecutionOrder,ThreadID,GlobalWorkSize,WorkGroupSize,LocalMemSize,VGPRs,SGPRs,\
-         ScratchRegs,KernelOccupancy,Time,Region,Device,Stream,CorrelationId,StartNs,EndNs",
+         ScratchRegs,KernelOccupancy,Time,Region,Device,Stream,CorrelationId,StartNs,EndNs,\
+         GraphId,GraphNodeId",
     );
     for m in counters.map_or(&[][..], |c| &c.metrics[..]) {
         out.push(',');
         out.push_str(&quote(m));
     }
+    if counters.is_some() {
+        out.push_str(",CounterNote");
+    }
     out.push('\n');
-    for (i, r) in sorted.into_iter().enumerate() {
+    for (i, (at, r)) in sorted.into_iter().enumerate() {
         let joined = crate::gpu::region_of(r.correlation);
         let tid = api_tid
             .get(&r.correlation)
@@ -162,13 +238,28 @@ pub fn render(
             r.start_ns,
             r.end_ns,
         );
+        if r.graph_id != 0 || r.graph_node != 0 {
+            let _ = write!(out, ",{},{}", r.graph_id, r.graph_node);
+        } else {
+            out.push_str(",,");
+        }
         if let Some(c) = counters {
-            let values = c.values.get(&r.correlation);
+            let cell = counted.get(&at);
             for i in 0..c.metrics.len() {
                 out.push(',');
-                if let Some(v) = values.and_then(|v| v.get(i)) {
-                    out.push_str(&counter_text(*v));
+                match cell {
+                    Some(Counted::Values(v)) => {
+                        if let Some(v) = v.get(i) {
+                            out.push_str(&counter_text(*v));
+                        }
+                    }
+                    Some(Counted::Nan(_)) => out.push_str("nan"),
+                    None => {}
                 }
+            }
+            out.push(',');
+            if let Some(Counted::Nan(why)) = cell {
+                out.push_str(&quote(why));
             }
         }
         out.push('\n');
@@ -265,17 +356,20 @@ mod tests {
             ],
             derived: Vec::new(),
             values: HashMap::from([(5, vec![9961472.0, 134228992.5])]),
+            ..KernelCounters::default()
         };
         let text = render(&[a, b], &tids, &run, Some(&counters));
         let rows: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
         assert!(
-            rows[0].ends_with(",EndNs,\"smsp__inst_executed.sum\",\"dram__bytes_read.sum\""),
+            rows[0].ends_with(
+                ",EndNs,GraphId,GraphNodeId,\"smsp__inst_executed.sum\",\"dram__bytes_read.sum\",CounterNote"
+            ),
             "{}",
             rows[0]
         );
-        assert!(rows[1].ends_with(",1000500,,"), "{}", rows[1]);
+        assert!(rows[1].ends_with(",1000500,,,,,"), "{}", rows[1]);
         assert!(
-            rows[2].ends_with(",3500000,9961472,134228992.5"),
+            rows[2].ends_with(",3500000,,,9961472,134228992.5,"),
             "{}",
             rows[2]
         );

@@ -2,7 +2,7 @@
 
 mod async_ranges;
 pub mod folded;
-mod gpu_summary;
+pub(crate) mod gpu_summary;
 pub mod kernels_csv;
 pub mod perfetto;
 mod perfetto_async;

@@ -9,8 +9,10 @@
 //! - **One track per host thread and API** (`CUDA runtime API tid <n>`, `CUDA driver API tid
 //!   <n>`): the API calls, with `correlation_id` and `status`.
 //! - **Flow arrows** from each API call to the device work it launched: the call's slice has
-//!   `flow_ids = [id]`, the work's slice `terminating_flow_ids = [id]`, `id` derived from the
-//!   correlation id (only for correlation ids present on both sides).
+//!   `flow_ids = [id, ...]`, one per piece of work, and each work slice
+//!   `terminating_flow_ids = [id]` (only for correlation ids present on both sides). A CUDA
+//!   graph launch has one arrow to each kernel, copy and set node it ran; those slices also
+//!   carry `graph_id` and `graph_node_id`.
 //!
 //! GPU records arrive late and out of order (CUPTI delivers whole buffers), so they are kept
 //! and written at the end of the run, each track's slices sorted and properly nested; names
@@ -59,11 +61,14 @@ impl GpuTracks {
             return;
         }
         let records = std::mem::take(&mut self.records);
-        let device_corr: HashSet<u32> = records
-            .iter()
-            .filter(|r| r.on_device())
-            .map(|r| r.correlation)
-            .collect();
+        // correlation id → the device records it launched (one flow arrow each).
+        let mut device_of: HashMap<u32, Vec<usize>> = HashMap::new();
+        for (i, r) in records.iter().enumerate() {
+            if r.on_device() {
+                device_of.entry(r.correlation).or_default().push(i);
+            }
+        }
+        let device_corr: HashSet<u32> = device_of.keys().copied().collect();
         // One flow per correlation id: from the runtime call if there is one, else the
         // driver call (driver calls made inside a runtime call may share its id).
         let mut flow_source: HashMap<u32, (bool, u64, usize)> = HashMap::new();
@@ -138,9 +143,13 @@ impl GpuTracks {
                 let flow = if r.on_device() {
                     api_corr
                         .contains(&r.correlation)
-                        .then_some((r.correlation, true))
+                        .then(|| Flow::Ends(flow_id(i)))
+                } else if flow_from.contains(&i) {
+                    device_of
+                        .get(&r.correlation)
+                        .map(|work| Flow::Starts(work.iter().map(|&w| flow_id(w)).collect()))
                 } else {
-                    flow_from.contains(&i).then_some((r.correlation, false))
+                    None
                 };
                 slice_begin(e, r, uuid, flow, counts);
                 open.push(end);
@@ -150,6 +159,19 @@ impl GpuTracks {
             }
         }
     }
+}
+
+/// The flow arrow of the device record at `index` (unique in the run's GPU records).
+fn flow_id(index: usize) -> u64 {
+    FLOW_BASE | index as u64
+}
+
+/// A slice's flow arrows.
+enum Flow {
+    /// An API call: one arrow to each piece of work it launched.
+    Starts(Vec<u64>),
+    /// Device work: the arrow from its API call.
+    Ends(u64),
 }
 
 fn describe(e: &mut Encoder, ts: u64, uuid: u64, parent: u64, name: &str) {
@@ -197,7 +219,7 @@ fn slice_begin(
     e: &mut Encoder,
     r: &GpuRecord,
     uuid: u64,
-    flow: Option<(u32, bool)>,
+    flow: Option<Flow>,
     counts: &mut TraceCounts,
 ) {
     let p = e.packet(r.start_ns, SEQ_NEEDS_INCREMENTAL_STATE);
@@ -226,31 +248,42 @@ fn slice_begin(
                 e.double(annotation::DOUBLE_VALUE, f64::from(o));
                 e.close(a);
             }
-            if let Some((region, tid)) = crate::gpu::region_of(r.correlation) {
-                arg_s(e, "region", region);
-                arg_u(e, "launch_tid", u64::from(tid));
-            }
+            launch_args(e, r);
         }
         GpuKind::Memcpy | GpuKind::Memset => {
             arg_u(e, "bytes", r.bytes);
             arg_u(e, "device", u64::from(r.device));
+            launch_args(e, r);
         }
         GpuKind::RuntimeApi | GpuKind::DriverApi | GpuKind::HsaApi | GpuKind::HipApi => {
             arg_u(e, "status", u64::from(r.status))
         }
     }
-    if let Some((corr, terminating)) = flow {
-        let field = if terminating {
-            TERMINATING_FLOW_IDS
-        } else {
-            FLOW_IDS
-        };
-        fixed64(e, field, FLOW_BASE | u64::from(corr));
+    match flow {
+        Some(Flow::Starts(ids)) => {
+            for id in ids {
+                fixed64(e, FLOW_IDS, id);
+            }
+        }
+        Some(Flow::Ends(id)) => fixed64(e, TERMINATING_FLOW_IDS, id),
+        None => {}
     }
     e.close(t);
     e.end_packet(p);
     counts.slices_begun += 1;
     counts.track_events += 1;
+}
+
+/// Device work's launching region (and thread) and its CUDA graph and node, when known.
+fn launch_args(e: &mut Encoder, r: &GpuRecord) {
+    if let Some((region, tid)) = crate::gpu::region_of(r.correlation) {
+        arg_s(e, "region", region);
+        arg_u(e, "launch_tid", u64::from(tid));
+    }
+    if r.graph_id != 0 || r.graph_node != 0 {
+        arg_u(e, "graph_id", u64::from(r.graph_id));
+        arg_u(e, "graph_node_id", r.graph_node);
+    }
 }
 
 fn slice_end(e: &mut Encoder, ts: u64, uuid: u64, counts: &mut TraceCounts) {
@@ -293,11 +326,45 @@ mod tests {
         g.finish(&mut e, &mut counts, 1);
         assert_eq!(counts.slices_begun, 5);
         assert_eq!(counts.slices_ended, 5);
-        let flow = (FLOW_BASE | 1).to_le_bytes();
+        // The kernel is record 3.
+        let flow = flow_id(3).to_le_bytes();
         let hits = e.buf.windows(8).filter(|w| *w == flow).count();
         assert_eq!(
             hits, 2,
             "one flow id on the runtime call only, one terminating on the kernel"
         );
+    }
+
+    #[test]
+    fn a_graph_launch_has_one_arrow_to_each_node() {
+        let mut g = GpuTracks::default();
+        let mut nodes = Vec::new();
+        for n in 0..3u64 {
+            let mut k = rec(GpuKind::Kernel, 100 + 10 * n, 105 + 10 * n, 5);
+            k.graph_id = 2;
+            k.graph_node = 40 + n;
+            nodes.push(k);
+        }
+        let mut set = rec(GpuKind::Memset, 140, 141, 5);
+        set.graph_id = 2;
+        set.graph_node = 43;
+        nodes.push(set);
+        let mut all = vec![rec(GpuKind::RuntimeApi, 10, 50, 5)];
+        all.extend(nodes);
+        g.add(&all);
+        let mut e = Encoder::default();
+        let mut counts = TraceCounts::default();
+        g.finish(&mut e, &mut counts, 1);
+        assert_eq!(counts.slices_begun, 5);
+        for i in 1..5 {
+            let id = flow_id(i).to_le_bytes();
+            assert_eq!(
+                e.buf.windows(8).filter(|w| *w == id).count(),
+                2,
+                "node record {i}: one arrow from the graph launch, ending on it"
+            );
+        }
+        let text = String::from_utf8_lossy(&e.buf);
+        assert_eq!(text.matches("graph_node_id").count(), 4);
     }
 }

@@ -28,6 +28,7 @@
 //! Unicode (`W`) names are converted and interned on every call. Push/pop keep a fixed-size
 //! per-thread stack; nothing allocates once a name is known.
 
+mod fold;
 mod sys;
 
 use crate::ids;
@@ -137,6 +138,8 @@ struct NvtxThread {
     buffer: Option<ThreadBuffer>,
     tid: u32,
     names_generation: u32,
+    /// The last name looked up was folded (`METRON_NVTX_FOLD`): its push annotates the raw name.
+    last_folded: bool,
 }
 
 thread_local! {
@@ -149,6 +152,7 @@ thread_local! {
             buffer: None,
             tid: 0,
             names_generation: 0,
+            last_folded: false,
         })
     };
 }
@@ -228,6 +232,7 @@ impl NvtxThread {
                     return e.id;
                 }
                 let (id, message) = intern(&text.text(), kind, domain);
+                self.last_folded = std::ptr::eq(message, FOLDED_MARK);
                 self.cache[slot] = Entry {
                     ptr: addr,
                     key,
@@ -280,6 +285,19 @@ impl NvtxThread {
 fn intern(text: &str, kind: Kind, domain: &Domain) -> (u32, &'static [u8]) {
     crate::errors::register_metadata();
     register_metadata();
+    if kind == Kind::Region {
+        if let Some(folded) = fold::current().apply(text) {
+            FOLDED.fetch_add(1, Ordering::Relaxed);
+            let id = match domain.name {
+                Some(d) => metron::intern(&format!("{d}::{folded}"), kind.callsite()),
+                None => metron::intern(&folded, kind.callsite()),
+            };
+            ids::mark_region(id);
+            // No content for the cache check: a folded name is looked up again (PyTorch's
+            // names are unique per op instance anyway), so its raw name is annotated.
+            return (id, FOLDED_MARK);
+        }
+    }
     let id = match domain.name {
         Some(d) => metron::intern(&format!("{d}::{text}"), kind.callsite()),
         None => metron::intern(text, kind.callsite()),
@@ -290,6 +308,12 @@ fn intern(text: &str, kind: Kind, domain: &Domain) -> (u32, &'static [u8]) {
     let name = metron::resolve(id).map_or(&[][..], |s| s.name.as_bytes());
     (id, &name[name.len().saturating_sub(text.len())..])
 }
+
+/// The "message" of a folded name's cache entry: never equal to a C string's content (it has
+/// a NUL), so folded names always take the slow path, which annotates the raw name.
+const FOLDED_MARK: &[u8] = b"\0folded";
+static FOLDED: AtomicU64 = AtomicU64::new(0);
+static RAW_NAME_KEY: AtomicU32 = AtomicU32::new(0);
 
 /// Annotation keys (interned once).
 fn key(slot: &AtomicU32, name: &str) -> u32 {
@@ -362,6 +386,13 @@ pub(crate) fn push(domain: &'static Domain, message: Message, attrs: Option<&Att
             st.id(message, Kind::Region, domain)
         };
         let recorded = !off && st.buffer().begin(id);
+        if recorded && st.last_folded {
+            st.last_folded = false;
+            if let Message::Ascii(raw) = message {
+                let k = key(&RAW_NAME_KEY, "nvtx.name");
+                by_id::annotate(k, AnnotationValue::Str(&raw.text()));
+            }
+        }
         st.stack[st.depth] = Open {
             domain: domain.index,
             id,
@@ -544,6 +575,8 @@ pub(crate) fn register_metadata() {
                 "too_deep": TOO_DEEP.load(Ordering::Relaxed),
                 "invalid_range_ends": INVALID_ENDS.load(Ordering::Relaxed),
                 "domains": domains,
+                "names_folded": FOLDED.load(Ordering::Relaxed),
+                "fold": std::env::var("METRON_NVTX_FOLD").unwrap_or_else(|_| "pytorch".into()),
             })
         });
     });
