@@ -488,6 +488,8 @@ impl Settings {
             "METRON_GPU_API",
             "METRON_GPU_METRICS",
             "METRON_GPU_COUNTER_MODE",
+            "METRON_GPU_REGION_KERNELS",
+            "METRON_NVTX_FOLD",
             "METRON_GPU_AMD_SIGNALS",
             "METRON_GPU_AMD_RECORDS",
             "METRON_GPU_AMD_HSA_API",
