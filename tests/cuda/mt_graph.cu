@@ -3,9 +3,10 @@
 // region. Runs with or without Metron: the markers are looked up at run time (dlsym), so the
 // same binary runs under ncu for the reference counts.
 //
-//   mt_graph [replays=10] [overlap|serial] [threads=2]
+//   mt_graph [replays=10] [overlap|serial] [threads=2] [devices=1]
 //     overlap: the worker threads run at the same time (their regions overlap);
-//     serial:  one after the other (region counter mode can count each region).
+//     serial:  one after the other (region counter mode can count each region);
+//     devices: worker t uses GPU t % devices (several GPUs from several threads).
 //
 //   nvcc -O2 -arch=sm_90 -o mt_graph mt_graph.cu -ldl -lpthread
 #include <cuda_runtime.h>
@@ -87,8 +88,8 @@ static void launch_three(const Buffers& b, cudaStream_t s0, cudaStream_t s1) {
 
 static std::atomic<int> g_ready{0};
 
-static void worker(int t, int nthreads, bool overlap) {
-    CHECK(cudaSetDevice(0));
+static void worker(int t, int nthreads, bool overlap, int ndev) {
+    CHECK(cudaSetDevice(t % ndev));
     Buffers b = alloc_buffers();
     cudaStream_t s0, s1;
     CHECK(cudaStreamCreateWithFlags(&s0, cudaStreamNonBlocking));
@@ -117,6 +118,13 @@ int main(int argc, char** argv) {
     int replays = argc > 1 ? std::atoi(argv[1]) : 10;
     bool overlap = !(argc > 2 && std::strcmp(argv[2], "serial") == 0);
     int nthreads = argc > 3 ? std::atoi(argv[3]) : 2;
+    int ndev = argc > 4 ? std::atoi(argv[4]) : 1;
+    int have = 0;
+    CHECK(cudaGetDeviceCount(&have));
+    if (ndev > have) {
+        std::printf("MT_GRAPH asked for %d GPUs, %d present: using %d\n", ndev, have, have);
+        ndev = have;
+    }
     g_begin = (region_fn)dlsym(RTLD_DEFAULT, "metron_region_begin");
     g_end = (region_fn)dlsym(RTLD_DEFAULT, "metron_region_end");
     CHECK(cudaSetDevice(0));
@@ -124,7 +132,7 @@ int main(int argc, char** argv) {
 
     std::vector<std::thread> threads;
     for (int t = 0; t < nthreads; ++t) {
-        threads.emplace_back(worker, t, nthreads, overlap);
+        threads.emplace_back(worker, t, nthreads, overlap, ndev);
         if (!overlap) threads.back().join();
     }
     if (overlap)
