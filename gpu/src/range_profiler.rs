@@ -980,6 +980,36 @@ mod tests {
         assert!(e.contains("bad=smsp__x.sum/("), "{e}");
     }
 
+    /// The per-context gate: launches of several threads, each holding it from "enter" to
+    /// "exit" (different calls, as in the callbacks), never overlap, and all get through.
+    #[test]
+    fn the_gate_serializes_launches_of_several_threads() {
+        use std::sync::atomic::AtomicUsize;
+        let gate = Arc::new(Gate::default());
+        let inside = Arc::new(AtomicUsize::new(0));
+        let done = Arc::new(AtomicUsize::new(0));
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let (gate, inside, done) = (gate.clone(), inside.clone(), done.clone());
+                std::thread::spawn(move || {
+                    for _ in 0..200 {
+                        gate.acquire();
+                        assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0);
+                        std::thread::yield_now();
+                        assert_eq!(inside.fetch_sub(1, Ordering::SeqCst), 1);
+                        gate.release();
+                        done.fetch_add(1, Ordering::SeqCst);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(done.load(Ordering::SeqCst), 800);
+        assert!(!gate.acquire(), "free again after the last release");
+    }
+
     #[test]
     fn mode_defaults_to_kernel() {
         assert_eq!(parse_mode(None), Mode::Kernel);

@@ -313,6 +313,43 @@ impl Sink for KernelsCsvSink {
 mod tests {
     use super::*;
 
+    /// A graph launch's ranges go to its kernels in the order they were delivered; when the
+    /// counts differ, every kernel of that launch reads NaN with the reason.
+    #[test]
+    fn graph_ranges_go_to_their_kernels_in_order_or_all_nan() {
+        let mut ks = Vec::new();
+        for (corr, node) in [(7, 1), (7, 2), (8, 1), (7, 3), (8, 2), (9, 0)] {
+            let mut k = GpuRecord::new(GpuKind::Kernel, "k".into());
+            k.correlation = corr;
+            k.graph_node = node;
+            ks.push(k);
+        }
+        let c = KernelCounters {
+            metrics: vec!["m".into()],
+            ranges: HashMap::from([
+                (
+                    7,
+                    vec![
+                        ("0".into(), vec![1.0]),
+                        ("1".into(), vec![2.0]),
+                        ("2".into(), vec![3.0]),
+                    ],
+                ),
+                (8, vec![("0".into(), vec![5.0])]),
+            ]),
+            reasons: HashMap::from([(9, "why".to_string())]),
+            ..KernelCounters::default()
+        };
+        let refs: Vec<&GpuRecord> = ks.iter().collect();
+        let got = c.resolve(&refs);
+        assert_eq!(got[&0], Counted::Values(vec![1.0]));
+        assert_eq!(got[&1], Counted::Values(vec![2.0]));
+        assert_eq!(got[&3], Counted::Values(vec![3.0]));
+        assert!(matches!(&got[&2], Counted::Nan(w) if w.contains("1 ranges for the 2 kernels")));
+        assert!(matches!(&got[&4], Counted::Nan(_)));
+        assert_eq!(got[&5], Counted::Nan("why".into()));
+    }
+
     #[test]
     fn one_row_per_kernel_in_start_order() {
         let mut a = GpuRecord::new(GpuKind::Kernel, "vec_add(float const*, float*, int)".into());
