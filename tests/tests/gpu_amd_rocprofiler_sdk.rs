@@ -665,8 +665,10 @@ fn rocprofiler_sdk_counters_reach_kernels_csv() {
     let csv = std::fs::read_to_string(run.join("kernels.csv")).expect("kernels.csv");
     let header = csv.lines().find(|l| !l.starts_with('#')).unwrap();
     assert!(
-        header.ends_with(r#",EndNs,"SQ_INSTS_VALU","SQ_WAVES","NOT_A_COUNTER","ipc""#),
-        "the metrics in METRON_GPU_METRICS's order, then the derived one: {header}"
+        header.ends_with(
+            r#",EndNs,GraphId,GraphNodeId,"SQ_INSTS_VALU","SQ_WAVES","NOT_A_COUNTER","ipc",CounterNote"#
+        ),
+        "the metrics in METRON_GPU_METRICS's order, then the derived one, then the note: {header}"
     );
     let rows = csv_rows(&csv);
     assert_eq!(rows.len() as u64, 3 + num(&p, "loop_dispatches"), "{csv}");

@@ -119,6 +119,13 @@ impl Registry {
         if self.stopped || self.tracked.iter().any(|t| t.tid == tid && !t.gone) {
             return;
         }
+        let name = sys::thread_name(tid).unwrap_or_default();
+        if name.starts_with("metron") {
+            // Metron's own threads are never sampled and take no number, so the program's
+            // threads are numbered (`METRON_SAMPLING_TIDS`) alike however many Metron runs.
+            self.seen.entry(tid).or_insert(u64::MAX);
+            return;
+        }
         let next = self.next_order;
         let order = *self.seen.entry(tid).or_insert(next);
         if order == next {
@@ -128,10 +135,6 @@ impl Registry {
             if !list.contains(&order) {
                 return;
             }
-        }
-        let name = sys::thread_name(tid).unwrap_or_default();
-        if name.starts_with("metron") {
-            return; // Metron's own threads
         }
         let index = match self.free.pop() {
             Some(i) => i,
