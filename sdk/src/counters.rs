@@ -66,7 +66,7 @@ pub(crate) fn configure(settings: &CounterSettings) -> &'static CounterPlan {
     PLAN.get_or_init(|| {
         let plan = build(settings);
         for m in &plan.messages {
-            eprintln!("metron: {m}");
+            crate::runtime::say(m.clone());
         }
         crate::metadata::add_section("perf_counters", metadata);
         plan

@@ -50,10 +50,31 @@ extern "C" fn start_before_main() {
     let _ = std::panic::catch_unwind(get);
 }
 
-/// Notes that the run is used, so that the exit handler writes it. One relaxed store; called
-/// on cold paths only (a thread's first record, `init`, `add_sink`, `finish`).
+/// Start-up messages (bad settings, output-path keys, counter plans) wait for the run's first
+/// use: a process that links Metron and never records (the `metron` launcher itself, which then
+/// `exec`s the program that prints them) says nothing.
+static HELD_MESSAGES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// Prints `message` (prefixed `metron: `) on stderr now if the run is used, else at its first use.
+pub(crate) fn say(message: String) {
+    let mut held = HELD_MESSAGES.lock().unwrap_or_else(|e| e.into_inner());
+    if USED.load(Ordering::Acquire) {
+        drop(held);
+        eprintln!("metron: {message}");
+    } else {
+        held.push(message);
+    }
+}
+
+/// Notes that the run is used, so that the exit handler writes it (and held messages print). One
+/// relaxed load once used; called on cold paths only (a thread's first record, `init`,
+/// `add_sink`, `finish`).
 pub(crate) fn mark_used() {
     if !USED.load(Ordering::Relaxed) && !USED.swap(true, Ordering::AcqRel) {
+        for message in std::mem::take(&mut *HELD_MESSAGES.lock().unwrap_or_else(|e| e.into_inner()))
+        {
+            eprintln!("metron: {message}");
+        }
         // After `main` began, usually: the program's own handlers (and Rust's stack-overflow
         // handler) are in place by then, and Metron's chain to them.
         crate::crash::install_handlers();
@@ -100,7 +121,7 @@ pub(crate) fn set_collecting(on: bool) {
 fn start() -> Runtime {
     let settings = Settings::from_env();
     for error in &settings.errors {
-        eprintln!("metron: {error}");
+        say(error.to_string());
     }
     if settings.enabled {
         crate::counters::configure(&settings.counters);
@@ -121,7 +142,7 @@ fn start() -> Runtime {
         start_realtime_ns,
     );
     for w in &path_warnings {
-        eprintln!("metron: {w}");
+        say(w.clone());
     }
 
     let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
