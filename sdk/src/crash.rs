@@ -239,8 +239,9 @@ fn symbolize(addresses: &[u64]) -> Vec<String> {
 mod sys {
     use super::SIGNALS;
     pub(super) use crate::lifecycle::sys::{
-        errno, gettid, pipe, read_byte, set_errno, wait_readable, write_byte,
+        errno, gettid, pipe, read_byte, set_default, set_errno, wait_readable, write_byte,
     };
+    pub(super) use crate::sampling::interrupted_registers;
     use std::ffi::{c_int, c_void};
     use std::sync::atomic::{AtomicPtr, Ordering};
 
@@ -278,13 +279,6 @@ mod sys {
             // SAFETY: `old` is the leaked, never-freed action saved by `install`.
             unsafe { libc::sigaction(sig, old, std::ptr::null_mut()) };
         }
-    }
-
-    fn set_default(sig: c_int) {
-        // SAFETY: an all-zero sigaction is SIG_DFL with an empty mask and no flags.
-        let new: libc::sigaction = unsafe { std::mem::zeroed() };
-        // SAFETY: `new` is a valid action; the old one is not asked for.
-        unsafe { libc::sigaction(sig, &new, std::ptr::null_mut()) };
     }
 
     /// Hands the signal to the replaced action: the program's handler is called; the default
@@ -336,21 +330,6 @@ mod sys {
             }
             (*info).si_addr() as u64
         }
-    }
-
-    /// (pc, sp, bp) of the interrupted context.
-    pub(super) fn interrupted_registers(ctx: *const c_void) -> Option<(u64, u64, u64)> {
-        if ctx.is_null() {
-            return None;
-        }
-        // SAFETY: for an SA_SIGINFO handler the kernel passes a ucontext_t as the third
-        // argument; reading its saved general registers is what it is for.
-        let gregs = unsafe { (*ctx.cast::<libc::ucontext_t>()).uc_mcontext.gregs };
-        Some((
-            gregs[libc::REG_RIP as usize] as u64,
-            gregs[libc::REG_RSP as usize] as u64,
-            gregs[libc::REG_RBP as usize] as u64,
-        ))
     }
 }
 

@@ -172,7 +172,7 @@ pub(crate) mod sys {
     }
 
     /// Restores the default action of `sig` (async-signal-safe).
-    pub(super) fn set_default(sig: c_int) {
+    pub(crate) fn set_default(sig: c_int) {
         // SAFETY: an all-zero sigaction is SIG_DFL with an empty mask and no flags.
         let new: libc::sigaction = unsafe { std::mem::zeroed() };
         // SAFETY: `new` is a valid action; the old one is not asked for.

@@ -30,6 +30,15 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// The process died by `signal`, as it would have without Metron.
+fn assert_died_by(status: std::process::ExitStatus, signal: i32, stderr: &str) {
+    assert_eq!(
+        status.signal(),
+        Some(signal),
+        "dies by signal {signal} as without Metron: {status:?}\n{stderr}"
+    );
+}
+
 /// Checks what every crashed C run must hold; returns its metadata.
 fn assert_complete_crashed_run(run: &Path, out: &Output, signal: &str) -> Value {
     assert_complete_crashed_run_under(run, out, signal, "")
@@ -97,13 +106,7 @@ fn frames(died: &Value) -> Vec<String> {
 fn a_segfault_writes_the_run_with_the_crash_site_and_dies_by_sigsegv() {
     let dir = temp_dir("crash-segv");
     let out = run_in(crash_exe(), &dir, &["segv"], &[]);
-    assert_eq!(
-        out.status.signal(),
-        Some(libc::SIGSEGV),
-        "dies by SIGSEGV as without Metron: {:?}\n{}",
-        out.status,
-        stderr(&out)
-    );
+    assert_died_by(out.status, libc::SIGSEGV, &stderr(&out));
     let metadata = assert_complete_crashed_run(&dir.join("run"), &out, "SIGSEGV");
     let died = &metadata["died"];
     assert_eq!(died["address"], "0x0", "{died}");
@@ -131,13 +134,7 @@ fn a_segfault_under_metron_run_leaves_a_valid_trace_with_the_slices_ended_at_the
         .env_remove("LD_PRELOAD")
         .output()
         .expect("run metron");
-    assert_eq!(
-        out.status.signal(),
-        Some(libc::SIGSEGV),
-        "metron run passes the death on: {:?}\n{}",
-        out.status,
-        stderr(&out)
-    );
+    assert_died_by(out.status, libc::SIGSEGV, &stderr(&out));
     let run = dir.join("run");
     let metadata = assert_complete_crashed_run_under(&run, &out, "SIGSEGV", "crash/");
     let crash_ns = metadata["died"]["ts_ns"].as_u64().unwrap();
@@ -168,13 +165,7 @@ fn sigbus_sigfpe_and_abort_are_written_too() {
     ] {
         let dir = temp_dir(&format!("crash-{scenario}"));
         let out = run_in(crash_exe(), &dir, &[scenario], &[]);
-        assert_eq!(
-            out.status.signal(),
-            Some(signal),
-            "{scenario}: dies by {name}: {:?}\n{}",
-            out.status,
-            stderr(&out)
-        );
+        assert_died_by(out.status, signal, &format!("{scenario}: {}", stderr(&out)));
         let metadata = assert_complete_crashed_run(&dir.join("run"), &out, name);
         let frames = frames(&metadata["died"]);
         assert!(
@@ -203,7 +194,7 @@ fn the_programs_own_crash_handler_still_runs_after_the_run_is_written() {
 fn with_metron_crash_off_a_segfault_writes_nothing() {
     let dir = temp_dir("crash-off");
     let out = run_in(crash_exe(), &dir, &["segv"], &[("METRON_CRASH", "off")]);
-    assert_eq!(out.status.signal(), Some(libc::SIGSEGV));
+    assert_died_by(out.status, libc::SIGSEGV, &stderr(&out));
     assert!(!dir.join("run").join("metadata.json").exists());
 }
 
@@ -221,13 +212,8 @@ scenario! {
 #[test]
 fn a_rust_program_linked_with_the_crate_writes_its_run_when_it_segfaults() {
     let run = Scenario::new("scenario_rust_program_segfaults").run_unchecked();
-    assert_eq!(
-        run.status.signal(),
-        Some(libc::SIGSEGV),
-        "dies by SIGSEGV (Rust's own handler chained after Metron's): {:?}\n{}",
-        run.status,
-        run.stderr
-    );
+    // Rust's own SIGSEGV handler is chained after Metron's.
+    assert_died_by(run.status, libc::SIGSEGV, &run.stderr);
     let metadata = run.metadata();
     assert_eq!(metadata["died"]["signal"], "SIGSEGV");
     let summary = run.summary();

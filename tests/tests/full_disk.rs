@@ -20,29 +20,48 @@ fn on_a_full_disk_summary_and_metadata_survive_and_the_failure_is_named() {
     std::fs::create_dir_all(&mount).unwrap();
     let exe = std::env::current_exe().unwrap();
     // A 256 KiB tmpfs in a private mount namespace (no privileges needed where user
-    // namespaces are allowed); the run is copied out before the namespace goes away.
-    let script = r#"mount -t tmpfs -o size=256k tmpfs "$M" || exit 77
+    // namespaces are allowed); the run is copied out before the namespace goes away. Whether
+    // this machine allows it is asked first, so that a failure of the run itself is never
+    // taken for a reason to skip.
+    let mount_tmpfs = r#"mount -t tmpfs -o size=256k tmpfs "$M""#;
+    let probe = Command::new("unshare")
+        .args(["-rm", "sh", "-c", mount_tmpfs])
+        .env("M", &mount)
+        .output();
+    match probe {
+        Ok(p) if p.status.success() => {}
+        Ok(p) => {
+            println!(
+                "SKIPPED: cannot mount a tmpfs in a user namespace here: {}",
+                String::from_utf8_lossy(&p.stderr)
+            );
+            return;
+        }
+        Err(e) => {
+            println!("SKIPPED: `unshare` cannot run ({e}) to mount a small tmpfs");
+            return;
+        }
+    }
+    let script = format!(
+        r#"{mount_tmpfs} || exit 1
 "$EXE" scenario_many_regions --exact --nocapture --test-threads=1 2>"$H/stderr"
-cp -r "$M/run" "$H/run""#;
+cp -r "$M/run" "$H/run""#
+    );
     let out = Command::new("unshare")
-        .args(["-rm", "sh", "-c", script])
+        .args(["-rm", "sh", "-c", &script])
         .env("M", &mount)
         .env("H", &host)
         .env("EXE", &exe)
         .env(SCENARIO_ENV, "1")
         .env("METRON_OUTPUT_PATH", mount.join("run"))
-        .output();
-    let Ok(out) = out else {
-        println!("SKIPPED: `unshare` is not available to mount a small tmpfs");
-        return;
-    };
-    if out.status.code() == Some(77) || out.status.code() == Some(1) && !host.join("run").exists() {
-        println!(
-            "SKIPPED: cannot mount a tmpfs in a user namespace here: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        return;
-    }
+        .output()
+        .expect("unshare ran a moment ago");
+    assert!(
+        out.status.success(),
+        "the run on the small tmpfs failed: {:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
     let run = host.join("run");
     let stderr = std::fs::read_to_string(host.join("stderr")).unwrap();
     for file in ["summary.txt", "summary.json", "metadata.json"] {

@@ -224,6 +224,8 @@ pub(crate) fn finish() {
 
 /// In a forked child: no sampling, and the parent's perf descriptors closed (not disabled).
 /// Async-signal-safe.
+pub(crate) use sys::interrupted_registers;
+
 /// Unwinds a thread that is parked in a signal handler (a crash) from its interrupted
 /// registers (pc, sp, bp), innermost first. Not async-signal-safe: it builds a fresh view of
 /// the loaded modules (allocates) and runs on another thread while the crashed one waits, its

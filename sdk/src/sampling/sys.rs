@@ -255,8 +255,9 @@ pub(super) fn fd_of(word: usize) -> c_int {
     word as u32 as c_int
 }
 
-/// The interrupted program counter, stack pointer and frame pointer.
-pub(super) fn interrupted_registers(ctx: *const c_void) -> Option<(u64, u64, u64)> {
+/// The interrupted program counter, stack pointer and frame pointer (also read by the crash
+/// handler).
+pub(crate) fn interrupted_registers(ctx: *const c_void) -> Option<(u64, u64, u64)> {
     if ctx.is_null() {
         return None;
     }
