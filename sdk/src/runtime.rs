@@ -423,8 +423,9 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
     } else {
         format!("; FAILED: {}", errors.join("; "))
     };
+    let cut = crate::sinks::perfetto::cut_note();
     eprintln!(
-        "metron: wrote {} ({} records, {} dropped){failed}",
+        "metron: wrote {} ({} records, {} dropped){cut}{failed}",
         run.output_dir.display(),
         written,
         dropped

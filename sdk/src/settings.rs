@@ -15,6 +15,9 @@ pub enum Kind {
     Bool,
     /// Bytes with an optional `K`, `M` or `G` suffix (powers of 1024).
     Size,
+    /// `off`, or a size as [`Kind::Size`] of at least [`MIN_TRACE_MAX_BYTES`]
+    /// (`METRON_TRACE_MAX_SIZE`).
+    SizeOrOff,
     /// An integer from 1 to 100.
     Percent,
     /// A duration with a unit: `ms`, `s`, `us` or `m`; `0` means off.
@@ -33,6 +36,10 @@ impl Kind {
         match self {
             Kind::Bool => "a boolean: 1, 0, true, false, yes, no, on or off".into(),
             Kind::Size => "a size in bytes with an optional K, M or G suffix (e.g. 64K, 4M)".into(),
+            Kind::SizeOrOff => format!(
+                "off (no limit), or a size in bytes of at least {}K with an optional K, M or G suffix (e.g. 512K, 64M, 1G)",
+                MIN_TRACE_MAX_BYTES >> 10
+            ),
             Kind::Percent => "an integer percentage from 1 to 100".into(),
             Kind::Duration => {
                 "a duration with a unit: ms, s, us or m (e.g. 500ms, 2s); 0 turns it off".into()
@@ -59,6 +66,9 @@ pub struct SettingSpec {
 
 /// The smallest buffer Metron accepts: room for the largest record many times over.
 pub const MIN_BUFFER_BYTES: usize = 4096;
+
+/// The smallest `METRON_TRACE_MAX_SIZE`: room for the trace's first and last packets.
+pub const MIN_TRACE_MAX_BYTES: usize = 64 << 10;
 
 /// Every setting Metron reads.
 pub static REGISTRY: &[SettingSpec] = &[
@@ -133,6 +143,12 @@ pub static REGISTRY: &[SettingSpec] = &[
         kind: Kind::Text,
         default: "all",
         description: "what goes to the trace: all, or a comma list of regions, marks, counters, annotations, values, process (dropped-record marks always)",
+    },
+    SettingSpec {
+        name: "METRON_TRACE_MAX_SIZE",
+        kind: Kind::SizeOrOff,
+        default: "off",
+        description: "the most bytes trace.pftrace may take; past it no more events are written, the trace stays valid and the cut is reported",
     },
     SettingSpec {
         name: "METRON_PRELOAD",
@@ -389,6 +405,8 @@ pub struct Settings {
     pub trace_fill_policy: crate::sinks::perfetto::TraceFillPolicy,
     /// `METRON_TRACE_CATEGORIES` (unparsed; the trace sink reports unknown names).
     pub trace_categories: String,
+    /// `METRON_TRACE_MAX_SIZE` in bytes; `None` when off.
+    pub trace_max_bytes: Option<u64>,
     /// `METRON_PRELOAD`.
     pub preload: bool,
     /// `METRON_SIGNALS`, with `auto` resolved (on when preloaded).
@@ -472,6 +490,7 @@ impl Settings {
             _ => crate::sinks::perfetto::TraceFillPolicy::Discard,
         };
         let trace_categories = value_of("METRON_TRACE_CATEGORIES").text();
+        let trace_max_bytes = value_of("METRON_TRACE_MAX_SIZE").size_or_off();
         let preload = value_of("METRON_PRELOAD").bool();
         let signals = match value_of("METRON_SIGNALS").text().as_str() {
             "on" => true,
@@ -533,6 +552,7 @@ impl Settings {
             trace_buffer_bytes,
             trace_fill_policy,
             trace_categories,
+            trace_max_bytes,
             preload,
             signals,
             crash,
@@ -562,6 +582,12 @@ impl Value {
         match self {
             Value::Size(n) => n,
             _ => unreachable!("kind checked by the registry"),
+        }
+    }
+    fn size_or_off(self) -> Option<u64> {
+        match self {
+            Value::Size(n) => Some(n as u64),
+            _ => None,
         }
     }
     fn percent(self) -> u8 {
@@ -602,6 +628,10 @@ fn parse(kind: Kind, raw: &str) -> Option<Value> {
         Kind::Bool => parse_bool(raw).map(Value::Bool),
         Kind::Size => parse_size(raw)
             .filter(|n| *n >= MIN_BUFFER_BYTES)
+            .map(Value::Size),
+        Kind::SizeOrOff if raw.eq_ignore_ascii_case("off") => Some(Value::Text("off".into())),
+        Kind::SizeOrOff => parse_size(raw)
+            .filter(|n| *n >= MIN_TRACE_MAX_BYTES)
             .map(Value::Size),
         Kind::Percent => raw
             .parse::<u8>()

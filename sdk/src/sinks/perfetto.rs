@@ -182,9 +182,9 @@ pub struct PerfettoConfig {
     pub write_interval: Option<Duration>,
     /// Bytes of one per-thread buffer segment (`METRON_BUFFER_SIZE`).
     pub segment_bytes: usize,
-    /// The most bytes the trace file may take (`None`: no limit). Whole writes that would go
-    /// past it are left out, counted and reported. Not a setting yet: a cut that falls on the
-    /// sequence's first packets leaves tracks undescribed (see the README).
+    /// The most bytes the trace file may take (`METRON_TRACE_MAX_SIZE`; `None`: no limit).
+    /// Once the next event would leave too little room for the packets that close the trace,
+    /// no more events are written: see [`SizeCap`].
     pub max_file_bytes: Option<u64>,
 }
 
@@ -202,6 +202,10 @@ struct ThreadTrack {
     name: String,
     described: bool,
     depth: u32,
+    /// Slices begun and not yet ended in what was written (kept under a size limit only).
+    open_written: u32,
+    /// The latest timestamp written on the track (kept under a size limit only).
+    last_ts: u64,
     /// (depth of the region it belongs to, key iid, key name, value)
     pending: Vec<(u32, u64, &'static str, Pending)>,
     dropped: u64,
@@ -231,6 +235,57 @@ pub struct TraceCounts {
     /// Nanoseconds spent writing the file (the sink's packets, parsed back as they go, and
     /// the session's).
     pub drain_ns: u64,
+}
+
+/// Bytes kept free under `METRON_TRACE_MAX_SIZE` for what closes the trace after the cut: a
+/// last RSS sample, the run-end instant with names interned again, and the service's packets
+/// still to come (clock snapshots, trace stats: a few hundred bytes each).
+const CLOSING_RESERVE: u64 = 16 << 10;
+/// Room kept per open slice for the slice end that closes it at the cut (packet, timestamp,
+/// sequence, track and the `cut_at_max_size` flag: under 50 bytes).
+const CLOSING_END_BYTES: u64 = 64;
+
+/// The trace's size limit (`METRON_TRACE_MAX_SIZE`) and where it cut the trace.
+///
+/// Every event is encoded, then kept only if the file would still have room for a slice end
+/// per open slice and [`CLOSING_RESERVE`]; the first event that does not fit is taken back
+/// (its bytes and counts) and the trace is cut there: each slice still open in the file ends
+/// at the cut with `cut_at_max_size = true`, and no later event is written. What describes the
+/// kept part (the sequence's first packet with the clock defaults, the process and thread
+/// tracks, interned names) always precedes it, so the kept part is a valid trace on its own;
+/// after the cut, packets intern the names they use again.
+#[derive(Debug, Default)]
+struct SizeCap {
+    limit: u64,
+    /// Bytes in the file, as of the latest write.
+    file_bytes: u64,
+    /// Slices open in what was written, over every thread.
+    open: u64,
+    /// Set at the cut.
+    cut: Option<Cut>,
+}
+
+/// Where the size limit cut the trace.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub(crate) struct Cut {
+    /// Bytes of the file when the first event was left out.
+    pub(crate) at_bytes: u64,
+    /// Timestamp (`CLOCK_MONOTONIC` ns) of the first event left out.
+    pub(crate) ts_ns: u64,
+    /// Records that reached the sink after the cut and were not written (the summary has them).
+    pub(crate) records_left_out: u64,
+    /// GPU records not written because they did not fit.
+    pub(crate) gpu_records_left_out: u64,
+    /// Slices open at the cut, ended there with `cut_at_max_size = true`.
+    pub(crate) slices_closed_at_cut: u64,
+}
+
+/// Where the encoder stood before an event, to take the event back.
+struct Mark {
+    buf: usize,
+    packets: u64,
+    counts: TraceCounts,
+    samples: super::perfetto_samples::SampleCounts,
 }
 
 /// The Perfetto trace sink.
@@ -264,12 +319,18 @@ pub struct PerfettoSink {
     samples: super::perfetto_samples::SampleEncoder,
     /// GPU streams, kernels, copies and API calls (`perfetto_gpu.rs`).
     gpu: super::perfetto_gpu::GpuTracks,
+    /// `METRON_TRACE_MAX_SIZE` and the cut.
+    cap: Option<SizeCap>,
 }
 
 impl PerfettoSink {
     /// A sink that writes `config.file_name` into `output_dir` (the run folder). Nothing
     /// Perfetto happens until the first batch arrives on the flusher thread.
     pub fn new(config: PerfettoConfig, output_dir: PathBuf) -> PerfettoSink {
+        let cap = config.max_file_bytes.map(|limit| SizeCap {
+            limit,
+            ..SizeCap::default()
+        });
         let exe = std::env::current_exe()
             .ok()
             .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
@@ -300,6 +361,7 @@ impl PerfettoSink {
             async_slices: Default::default(),
             samples: Default::default(),
             gpu: Default::default(),
+            cap,
         }
     }
 
@@ -321,7 +383,7 @@ impl PerfettoSink {
                 categories,
                 write_interval: settings.flush_interval,
                 segment_bytes: settings.buffer_bytes,
-                max_file_bytes: None,
+                max_file_bytes: settings.trace_max_bytes,
             },
             output_dir,
         );
@@ -377,6 +439,8 @@ impl PerfettoSink {
                 name: thread.name.clone(),
                 described: false,
                 depth: 0,
+                open_written: 0,
+                last_ts: 0,
                 pending: Vec::new(),
                 dropped: 0,
             })
@@ -442,6 +506,9 @@ impl PerfettoSink {
         let started = Instant::now();
         if let Some(session) = self.session.as_mut() {
             session.write_own(&self.enc.buf);
+            if let Some(cap) = self.cap.as_mut() {
+                cap.file_bytes = session.output().bytes;
+            }
         }
         self.enc.buf.clear();
         self.counts.drain_ns += started.elapsed().as_nanos() as u64;
@@ -459,6 +526,10 @@ impl PerfettoSink {
     }
 
     fn write_chunk(&mut self, thread: &ThreadInfo, events: &[Event<'_>]) {
+        if self.is_cut() {
+            self.left_out(events.len() as u64);
+            return;
+        }
         let first_ts = events.iter().map(event_ts).next().unwrap_or(0);
         self.ensure_sequence(first_ts);
         let cats = self.config.categories;
@@ -473,123 +544,258 @@ impl PerfettoSink {
         if !self.threads[&thread.index].described {
             self.describe_thread(thread, first_ts);
         }
-        for event in events {
-            match *event {
-                Event::Begin { ts_ns, site } => {
-                    self.thread_track(thread).depth += 1;
-                    if cats.regions {
-                        let iid = u64::from(site.id());
-                        let new = self.seq.intern_event_name(iid);
-                        let e = &mut self.enc;
-                        let p = e.packet(ts_ns, SEQ_NEEDS_INCREMENTAL_STATE);
-                        if new {
-                            intern_event_name(e, iid, site.name);
-                        }
-                        let t = e.open(packet::TRACK_EVENT);
-                        e.uint(event::TYPE, event::TYPE_SLICE_BEGIN);
-                        e.uint(event::TRACK_UUID, track);
-                        e.uint(event::NAME_IID, iid);
-                        e.close(t);
-                        e.end_packet(p);
-                        self.counts.slices_begun += 1;
-                        self.counts.track_events += 1;
+        if self.cap.is_none() {
+            for event in events {
+                self.event(thread, track, cats, event);
+            }
+            return;
+        }
+        for (i, event) in events.iter().enumerate() {
+            let mark = self.mark();
+            self.event(thread, track, cats, event);
+            if !self.keep(thread, event, mark) {
+                self.left_out((events.len() - i) as u64);
+                return;
+            }
+        }
+    }
+
+    /// Where the encoder stands (to take the next event back if it does not fit).
+    fn mark(&self) -> Mark {
+        Mark {
+            buf: self.enc.buf.len(),
+            packets: self.enc.packets,
+            counts: self.counts.clone(),
+            samples: self.samples.counts,
+        }
+    }
+
+    /// Takes back everything encoded since `mark`.
+    fn take_back(&mut self, mark: Mark) {
+        self.enc.buf.truncate(mark.buf);
+        self.enc.packets = mark.packets;
+        self.counts = mark.counts;
+        self.samples.counts = mark.samples;
+    }
+
+    /// True when the file, with what is encoded and `open` slices to close, leaves
+    /// [`CLOSING_RESERVE`] under the limit (always true without one).
+    fn fits(&self, open: u64) -> bool {
+        self.cap.as_ref().is_none_or(|cap| {
+            cap.file_bytes + self.enc.buf.len() as u64 + open * CLOSING_END_BYTES + CLOSING_RESERVE
+                <= cap.limit
+        })
+    }
+
+    /// Under a size limit, after `event` of `thread` was encoded: keeps it if it fits (and
+    /// counts the slices it opens or ends), or takes it back and cuts the trace there.
+    fn keep(&mut self, thread: &ThreadInfo, event: &Event<'_>, mark: Mark) -> bool {
+        let regions = self.config.categories.regions;
+        let open_written = self.threads[&thread.index].open_written;
+        let delta: i64 = match event {
+            Event::Begin { .. } if regions => 1,
+            Event::End { .. } if regions && open_written > 0 => -1,
+            _ => 0,
+        };
+        let open = self.cap.as_ref().map_or(0, |c| c.open);
+        if self.fits(open.saturating_add_signed(delta)) {
+            let t = self
+                .threads
+                .get_mut(&thread.index)
+                .expect("track made above");
+            t.open_written = t.open_written.saturating_add_signed(delta as i32);
+            t.last_ts = t.last_ts.max(event_ts(event));
+            if let Some(cap) = self.cap.as_mut() {
+                cap.open = open.saturating_add_signed(delta);
+            }
+            return true;
+        }
+        self.take_back(mark);
+        self.cut(event_ts(event));
+        false
+    }
+
+    /// Cuts the trace at `ts`: every slice open in the file ends there (flagged
+    /// `cut_at_max_size`), and no later event is written.
+    fn cut(&mut self, ts: u64) {
+        let Some(cap) = self.cap.as_mut() else {
+            return;
+        };
+        if cap.cut.is_some() {
+            return;
+        }
+        let at_bytes = cap.file_bytes + self.enc.buf.len() as u64;
+        cap.open = 0;
+        let mut tracks: Vec<&mut ThreadTrack> = self
+            .threads
+            .values_mut()
+            .filter(|t| t.open_written > 0)
+            .collect();
+        tracks.sort_by_key(|t| t.uuid);
+        let mut closed = 0;
+        for t in tracks {
+            // Per track the timestamps stay in order: no earlier than what the track has.
+            let end = ts.max(t.last_ts);
+            for _ in 0..t.open_written {
+                let e = &mut self.enc;
+                let p = e.packet(end, SEQ_NEEDS_INCREMENTAL_STATE);
+                let te = e.open(packet::TRACK_EVENT);
+                e.uint(event::TYPE, event::TYPE_SLICE_END);
+                e.uint(event::TRACK_UUID, t.uuid);
+                let a = e.open(event::DEBUG_ANNOTATIONS);
+                e.bytes(annotation::NAME, b"cut_at_max_size");
+                e.uint(annotation::BOOL_VALUE, 1);
+                e.close(a);
+                e.close(te);
+                e.end_packet(p);
+            }
+            closed += u64::from(t.open_written);
+            t.open_written = 0;
+            t.last_ts = end;
+        }
+        self.counts.slices_ended += closed;
+        self.counts.track_events += closed;
+        // A packet taken back may have interned names: later packets intern theirs again.
+        self.seq.forget_interned();
+        if let Some(cap) = self.cap.as_mut() {
+            cap.cut = Some(Cut {
+                at_bytes,
+                ts_ns: ts,
+                slices_closed_at_cut: closed,
+                ..Cut::default()
+            });
+        }
+    }
+
+    /// True once the size limit cut the trace.
+    fn is_cut(&self) -> bool {
+        self.cap.as_ref().is_some_and(|c| c.cut.is_some())
+    }
+
+    /// Counts `n` records left out after the cut.
+    fn left_out(&mut self, n: u64) {
+        if let Some(cut) = self.cap.as_mut().and_then(|c| c.cut.as_mut()) {
+            cut.records_left_out += n;
+        }
+    }
+
+    /// Encodes one event of `thread` (on its track `track`).
+    fn event(&mut self, thread: &ThreadInfo, track: u64, cats: Categories, event: &Event<'_>) {
+        match *event {
+            Event::Begin { ts_ns, site } => {
+                self.thread_track(thread).depth += 1;
+                if cats.regions {
+                    let iid = u64::from(site.id());
+                    let new = self.seq.intern_event_name(iid);
+                    let e = &mut self.enc;
+                    let p = e.packet(ts_ns, SEQ_NEEDS_INCREMENTAL_STATE);
+                    if new {
+                        intern_event_name(e, iid, site.name);
                     }
+                    let t = e.open(packet::TRACK_EVENT);
+                    e.uint(event::TYPE, event::TYPE_SLICE_BEGIN);
+                    e.uint(event::TRACK_UUID, track);
+                    e.uint(event::NAME_IID, iid);
+                    e.close(t);
+                    e.end_packet(p);
+                    self.counts.slices_begun += 1;
+                    self.counts.track_events += 1;
                 }
-                Event::End {
-                    ts_ns,
-                    site,
-                    values,
-                    closed_by_metron,
-                    ..
-                } => self.end(thread, ts_ns, site, values, closed_by_metron),
-                Event::Instant { ts_ns, site } => {
-                    if cats.marks {
-                        let iid = u64::from(site.id());
-                        let new = self.seq.intern_event_name(iid);
-                        instant(
-                            &mut self.enc,
-                            ts_ns,
-                            track,
-                            iid,
-                            new.then_some(site.name),
-                            None,
-                        );
-                        self.counts.instants += 1;
-                        self.counts.track_events += 1;
-                    }
-                }
-                Event::Counter { ts_ns, site, value } => {
-                    if cats.counters {
-                        let uuid = self.counter_track(thread, site, ts_ns);
-                        counter(&mut self.enc, ts_ns, uuid, value);
-                        self.counts.counter_values += 1;
-                        self.counts.track_events += 1;
-                    }
-                }
-                Event::Annotation { key, .. } if crate::gpu::is_launch_key(key) => {}
-                Event::Annotation {
-                    region: Some(_),
-                    key,
-                    value,
-                    ..
-                } => {
-                    if cats.annotations && cats.regions {
-                        let value = match value {
-                            AnnotationValue::I64(v) => Pending::I(v),
-                            AnnotationValue::U64(v) => Pending::U(v),
-                            AnnotationValue::F64(v) => Pending::F(v),
-                            AnnotationValue::Bool(v) => Pending::B(v),
-                            AnnotationValue::Str(s) => Pending::S(s.to_string()),
-                        };
-                        let t = self.thread_track(thread);
-                        let depth = t.depth;
-                        t.pending
-                            .push((depth, u64::from(key.id()), key.name, value));
-                    }
-                }
-                Event::Annotation { region: None, .. } => {}
-                Event::ThreadName { ts_ns, name } => {
-                    let t = self.thread_track(thread);
-                    if t.name != name {
-                        t.name = name.to_string();
-                        let info = ThreadInfo {
-                            name: name.to_string(),
-                            ..thread.clone()
-                        };
-                        self.describe_thread(&info, ts_ns);
-                    }
-                }
-                Event::Dropped { ts_ns, count } => {
-                    let new = self.seq.intern_event_name(IID_DROPPED);
-                    let new_ann = self.seq.intern_annotation_name(ANN_COUNT);
+            }
+            Event::End {
+                ts_ns,
+                site,
+                values,
+                closed_by_metron,
+                ..
+            } => self.end(thread, ts_ns, site, values, closed_by_metron),
+            Event::Instant { ts_ns, site } => {
+                if cats.marks {
+                    let iid = u64::from(site.id());
+                    let new = self.seq.intern_event_name(iid);
                     instant(
                         &mut self.enc,
                         ts_ns,
                         track,
-                        IID_DROPPED,
-                        new.then_some(NAME_DROPPED),
-                        Some((ANN_COUNT, new_ann, count)),
+                        iid,
+                        new.then_some(site.name),
+                        None,
                     );
-                    self.thread_track(thread).dropped += count;
-                    self.counts.dropped_instants += 1;
-                    self.counts.records_dropped += count;
+                    self.counts.instants += 1;
                     self.counts.track_events += 1;
                 }
-                Event::Sample {
-                    ts_ns,
-                    frames,
-                    trigger,
-                } => {
-                    let (enc, seq, pid) = (&mut self.enc, &mut self.seq, self.pid);
-                    let s = &mut self.samples;
-                    let events = s.sample(pid, thread, track, ts_ns, frames, trigger, enc, seq);
-                    self.counts.track_events += events;
+            }
+            Event::Counter { ts_ns, site, value } => {
+                if cats.counters {
+                    let uuid = self.counter_track(thread, site, ts_ns);
+                    counter(&mut self.enc, ts_ns, uuid, value);
+                    self.counts.counter_values += 1;
+                    self.counts.track_events += 1;
                 }
-                Event::AsyncBegin { .. } | Event::AsyncEnd { .. } => {
-                    if cats.regions {
-                        let (enc, seq, counts) = (&mut self.enc, &mut self.seq, &mut self.counts);
-                        self.async_slices.event(thread, event, enc, seq, counts);
-                    }
+            }
+            Event::Annotation { key, .. } if crate::gpu::is_launch_key(key) => {}
+            Event::Annotation {
+                region: Some(_),
+                key,
+                value,
+                ..
+            } => {
+                if cats.annotations && cats.regions {
+                    let value = match value {
+                        AnnotationValue::I64(v) => Pending::I(v),
+                        AnnotationValue::U64(v) => Pending::U(v),
+                        AnnotationValue::F64(v) => Pending::F(v),
+                        AnnotationValue::Bool(v) => Pending::B(v),
+                        AnnotationValue::Str(s) => Pending::S(s.to_string()),
+                    };
+                    let t = self.thread_track(thread);
+                    let depth = t.depth;
+                    t.pending
+                        .push((depth, u64::from(key.id()), key.name, value));
+                }
+            }
+            Event::Annotation { region: None, .. } => {}
+            Event::ThreadName { ts_ns, name } => {
+                let t = self.thread_track(thread);
+                if t.name != name {
+                    t.name = name.to_string();
+                    let info = ThreadInfo {
+                        name: name.to_string(),
+                        ..thread.clone()
+                    };
+                    self.describe_thread(&info, ts_ns);
+                }
+            }
+            Event::Dropped { ts_ns, count } => {
+                let new = self.seq.intern_event_name(IID_DROPPED);
+                let new_ann = self.seq.intern_annotation_name(ANN_COUNT);
+                instant(
+                    &mut self.enc,
+                    ts_ns,
+                    track,
+                    IID_DROPPED,
+                    new.then_some(NAME_DROPPED),
+                    Some((ANN_COUNT, new_ann, count)),
+                );
+                self.thread_track(thread).dropped += count;
+                self.counts.dropped_instants += 1;
+                self.counts.records_dropped += count;
+                self.counts.track_events += 1;
+            }
+            Event::Sample {
+                ts_ns,
+                frames,
+                trigger,
+            } => {
+                let (enc, seq, pid) = (&mut self.enc, &mut self.seq, self.pid);
+                let s = &mut self.samples;
+                let events = s.sample(pid, thread, track, ts_ns, frames, trigger, enc, seq);
+                self.counts.track_events += events;
+            }
+            Event::AsyncBegin { .. } | Event::AsyncEnd { .. } => {
+                if cats.regions {
+                    let (enc, seq, counts) = (&mut self.enc, &mut self.seq, &mut self.counts);
+                    self.async_slices.event(thread, event, enc, seq, counts);
                 }
             }
         }
@@ -766,15 +972,24 @@ impl PerfettoSink {
         if !force && self.last_rss.is_some_and(|t| t.elapsed() < RSS_PERIOD) {
             return;
         }
+        // Past the cut only the last sample is written (in the closing reserve).
+        if !force && self.is_cut() {
+            return;
+        }
         self.last_rss = Some(Instant::now());
         let mut rss = PageRss::default();
         rss.sample();
         let value = rss.value() as f64;
         let ts = clock::monotonic_ns();
         self.ensure_sequence(ts);
+        let mark = self.mark();
         counter(&mut self.enc, ts, RSS_UUID, value);
         self.counts.counter_values += 1;
         self.counts.track_events += 1;
+        if !force && !self.fits(self.cap.as_ref().map_or(0, |c| c.open)) {
+            self.take_back(mark);
+            self.cut(ts);
+        }
     }
 
     /// Appends the encoded packets and the service's packets to the file, and hands the
@@ -786,6 +1001,9 @@ impl PerfettoSink {
         };
         let started = Instant::now();
         session.drain();
+        if let Some(cap) = self.cap.as_mut() {
+            cap.file_bytes = session.output().bytes;
+        }
         self.last_drain = Instant::now();
         self.counts.drains += 1;
         self.counts.drain_ns += started.elapsed().as_nanos() as u64;
@@ -808,11 +1026,16 @@ impl PerfettoSink {
         e.uint(event::TYPE, event::TYPE_INSTANT);
         e.uint(event::TRACK_UUID, PROCESS_UUID);
         e.uint(event::NAME_IID, IID_RUN_END);
+        let cut = self.cap.as_ref().and_then(|c| c.cut.as_ref());
+        let left_out = cut.map(|c| ("records_left_out_at_max_size", c.records_left_out));
         for (name, v) in [
             ("records_dropped", dropped),
             ("threads", threads),
             ("slices", slices),
-        ] {
+        ]
+        .into_iter()
+        .chain(left_out)
+        {
             let a = e.open(event::DEBUG_ANNOTATIONS);
             e.bytes(annotation::NAME, name.as_bytes());
             e.uint(annotation::UINT_VALUE, v);
@@ -827,6 +1050,25 @@ impl PerfettoSink {
     pub fn report(&self) -> Option<&Value> {
         self.report.as_ref()
     }
+}
+
+/// What the last stderr line says about the trace's cut at `METRON_TRACE_MAX_SIZE` (set when
+/// the trace sink finishes).
+static CUT_NOTE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+fn set_cut_note(note: Option<String>) {
+    *CUT_NOTE.lock().unwrap_or_else(|e| e.into_inner()) = note;
+}
+
+/// `; trace cut at N bytes (M records left out; METRON_TRACE_MAX_SIZE=L)` when the size limit
+/// cut the trace, for the run's last stderr line; empty otherwise.
+pub(crate) fn cut_note() -> String {
+    CUT_NOTE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .map(|n| format!("; {n}"))
+        .unwrap_or_default()
 }
 
 fn event_ts(e: &Event<'_>) -> u64 {
@@ -965,15 +1207,29 @@ impl Sink for PerfettoSink {
             self.report = Some(json!({ "file": null, "error": why }));
             return Err(std::io::Error::other(why));
         }
-        // Pending events first, under the cap; then what closes the trace, past it.
         self.write_out();
-        if let Some(session) = self.session.as_mut() {
-            session.lift_cap();
+        // Async ranges still open and the GPU's work go in whole, or (under a size limit)
+        // not at all; then what closes the trace, in the room kept for it.
+        let mark = self.mark();
+        let (enc, seq, counts) = (&mut self.enc, &mut self.seq, &mut self.counts);
+        let (_, open_async) = self.async_slices.finish(run.end_ns, enc, seq, counts);
+        if self.is_cut() || !self.fits(self.cap.as_ref().map_or(0, |c| c.open)) {
+            self.take_back(mark);
+            self.cut(run.end_ns);
+            self.left_out(open_async);
+        }
+        let mark = self.mark();
+        let gpu_records = self.gpu.len() as u64;
+        self.gpu
+            .finish(&mut self.enc, &mut self.counts, PROCESS_UUID);
+        if self.is_cut() || !self.fits(self.cap.as_ref().map_or(0, |c| c.open)) {
+            self.take_back(mark);
+            self.cut(run.end_ns);
+            if let Some(cut) = self.cap.as_mut().and_then(|c| c.cut.as_mut()) {
+                cut.gpu_records_left_out += gpu_records;
+            }
         }
         self.sample_process(true);
-        let (enc, seq, counts) = (&mut self.enc, &mut self.seq, &mut self.counts);
-        self.async_slices.finish(run.end_ns, enc, seq, counts);
-        self.gpu.finish(enc, counts, PROCESS_UUID);
         self.run_end(run);
         self.write_out();
         let started = Instant::now();
@@ -999,8 +1255,22 @@ impl Sink for PerfettoSink {
             + (out.own.packets - out.own.own_sequence.min(out.own.packets));
         let (own_packets_read, service_packets) = (out.own.packets, out.scan.packets);
         let io_error = out.error.clone();
-        let cut_bytes = out.cut_bytes;
+        let service_bytes_left_out = out.cut_bytes;
         drop(out);
+        let cut = self.cap.as_ref().and_then(|c| c.cut.clone());
+        set_cut_note(cut.as_ref().map(|c| {
+            let gpu = if c.gpu_records_left_out > 0 {
+                format!(", {} GPU records", c.gpu_records_left_out)
+            } else {
+                String::new()
+            };
+            format!(
+                "trace cut at {} bytes ({} records left out{gpu}; METRON_TRACE_MAX_SIZE={})",
+                c.at_bytes,
+                c.records_left_out,
+                self.config.max_file_bytes.unwrap_or(0)
+            )
+        }));
         if lost_events > 0 && !loss.any() {
             // Counted by us even where the service's counters missed it.
             loss.trace_writer_packet_loss = loss.trace_writer_packet_loss.max(1);
@@ -1032,8 +1302,10 @@ impl Sink for PerfettoSink {
             "categories": self.config.categories,
             "category_error": self.category_error,
             "max_file_bytes": self.config.max_file_bytes,
-            "bytes_cut_at_max_size": cut_bytes,
-            "complete": cut_bytes == 0
+            "cut_at_max_size": cut,
+            "service_bytes_left_out_at_max_size": service_bytes_left_out,
+            "complete": cut.is_none()
+                && service_bytes_left_out == 0
                 && lost_events == 0
                 && packets_lost == 0
                 && !loss.any()
@@ -1054,13 +1326,6 @@ impl Sink for PerfettoSink {
         }
         if malformed > 0 {
             eprintln!("metron: the Perfetto trace data did not parse back ({malformed} pieces)");
-        }
-        if cut_bytes > 0 {
-            eprintln!(
-                "metron: the trace was cut at its size limit ({} bytes): {cut_bytes} bytes \
-                 of later events were not written",
-                self.config.max_file_bytes.unwrap_or(0)
-            );
         }
         if let Some(e) = io_error {
             return Err(std::io::Error::other(format!(

@@ -55,6 +55,11 @@ impl GpuTracks {
         self.records.extend_from_slice(records);
     }
 
+    /// Records kept so far.
+    pub(crate) fn len(&self) -> usize {
+        self.records.len()
+    }
+
     /// Encodes every track and slice into `e`.
     pub(crate) fn finish(&mut self, e: &mut Encoder, counts: &mut TraceCounts, parent: u64) {
         if self.records.is_empty() {

@@ -95,6 +95,16 @@ impl SeqState {
         }
     }
 
+    /// Forgets which names were emitted, so that every later packet interns the names it uses
+    /// again (the trace's cut at `METRON_TRACE_MAX_SIZE` may leave out a packet that interned
+    /// a name; emitting an iid again with the same name is valid).
+    pub(crate) fn forget_interned(&mut self) {
+        *self = SeqState {
+            fresh: self.fresh,
+            ..SeqState::default()
+        };
+    }
+
     /// Marks debug annotation name `iid` as emitted; true if it was not yet.
     #[inline]
     pub(crate) fn intern_annotation_name(&mut self, iid: u64) -> bool {
@@ -434,17 +444,19 @@ pub(crate) struct Output {
     /// The packets the sink encoded.
     pub(crate) own: Scan,
     pub(crate) error: Option<String>,
-    /// The size limit (`SessionConfig::max_file_bytes`), and the bytes left out because of it.
+    /// The size limit (`SessionConfig::max_file_bytes`; `u64::MAX`: none).
     max_bytes: u64,
-    capped: bool,
+    /// Bytes of whole writes left out because they would have passed the limit.
     pub(crate) cut_bytes: u64,
 }
 
 impl Output {
     fn write(&mut self, data: &[u8], own: bool) {
-        // Whole writes (whole packets) are left out once the file would pass its limit, so
-        // the file stays a valid trace; they are counted as cut, and missing from the scan.
-        if self.capped && (self.cut_bytes > 0 || self.bytes + data.len() as u64 > self.max_bytes) {
+        // The sink keeps its own packets under `METRON_TRACE_MAX_SIZE` (with room for the
+        // service's last packets); this is the backstop that makes the limit hard: a whole
+        // write (whole packets) that would pass it is left out and counted, so the file stays
+        // a valid trace no larger than the limit.
+        if self.bytes.saturating_add(data.len() as u64) > self.max_bytes {
             self.cut_bytes += data.len() as u64;
             return;
         }
@@ -549,7 +561,6 @@ impl Session {
                 own: Scan::default(),
                 error: None,
                 max_bytes: config.max_file_bytes.unwrap_or(u64::MAX),
-                capped: config.max_file_bytes.is_some(),
                 cut_bytes: 0,
             })),
             path: path.to_path_buf(),
@@ -602,14 +613,6 @@ impl Session {
             self.stopped = true;
         }
         self.read();
-    }
-
-    /// Lets the packets that close the trace (process track, run end, the service's stats)
-    /// through the size limit: a few KB over it.
-    pub(crate) fn lift_cap(&mut self) {
-        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
-        out.max_bytes = u64::MAX;
-        out.capped = false;
     }
 
     /// The output state (bytes written, scan results, I/O error).
