@@ -50,6 +50,7 @@ pub mod lifecycle;
 mod metadata;
 mod output_path;
 mod pipeline;
+pub mod ranks;
 pub mod record;
 mod region;
 mod runtime;
@@ -87,10 +88,11 @@ pub fn init() -> bool {
 }
 
 /// Sets the run folder from a template with the keys of `METRON_OUTPUT_PATH` (`%pid%`, `%exe%`,
-/// `%hostname%`, `%time%`, `%env{NAME}%`), overriding the setting. The runtime starts before
-/// `main` with the setting's folder; this moves it, which is possible until the flusher first
-/// hands records to the outputs (call it first thing in `main`). Returns the folder, or why it
-/// cannot be changed; an unknown key is kept as written and reported on stderr.
+/// `%hostname%`, `%time%`, `%rank%`, `%size%`, `%env{NAME}%`), overriding the setting. The
+/// runtime starts before `main` with the setting's folder; this moves it, which is possible
+/// until the flusher first hands records to the outputs (call it first thing in `main`).
+/// Returns the folder, or why it cannot be changed; an unknown key is kept as written and
+/// reported on stderr.
 pub fn set_output_path(template: &str) -> Result<std::path::PathBuf, String> {
     let (dir, warnings) = runtime::set_output_path(template)?;
     for w in &warnings {

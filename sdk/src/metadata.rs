@@ -48,6 +48,8 @@ pub(crate) fn build(rt: &Runtime, run: &RunInfo, pipeline: &Pipeline, errors: &[
             "initial_calibration_error_at_end_ns": initial.error_now_ns(),
             "final_calibration_error_at_end_ns": final_cal.error_now_ns(),
         },
+        "rank": crate::ranks::rank_json(&run.hostname),
+        "clock_pairs": crate::ranks::clock_pairs_json(),
         "settings": rt.settings.resolved,
         "setting_errors": rt.settings.errors.iter().map(|e| e.to_string()).chain(rt.path_warnings().iter().cloned()).collect::<Vec<_>>(),
         "buffer": {

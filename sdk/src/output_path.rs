@@ -9,9 +9,26 @@ pub(crate) struct PathKeys<'a> {
     pub(crate) hostname: &'a str,
     /// UTC start time as `YYYYMMDD-HHMMSS`.
     pub(crate) time: &'a str,
+    /// Rank in the job (launcher variables, [`crate::ranks`]); 0 without a launcher.
+    pub(crate) rank: u32,
+    /// Ranks in the job; 1 without a launcher, `None` when the launcher gave a rank only.
+    pub(crate) size: Option<u32>,
 }
 
-/// Expands `%pid%`, `%exe%`, `%hostname%`, `%time%` and `%env{NAME}%` (empty if unset).
+impl PathKeys<'_> {
+    /// `rank` and `size` of this process: the launcher's, or rank 0 of 1 without one.
+    pub(crate) fn this_rank() -> (u32, Option<u32>) {
+        crate::ranks::detect().map_or((0, Some(1)), |r| (r.rank, r.size))
+    }
+}
+
+/// The keys a template may hold, for messages.
+pub(crate) const ACCEPTED_KEYS: &str =
+    "%pid%, %exe%, %hostname%, %time%, %rank%, %size%, %env{NAME}%";
+
+/// Expands `%pid%`, `%exe%`, `%hostname%`, `%time%`, `%rank%` (0 without a launcher), `%size%`
+/// (1 without a launcher, `unknown-size` when the launcher gave no size) and `%env{NAME}%`
+/// (empty if unset).
 /// Returns the path and the keys it did not know (left as written).
 pub(crate) fn expand(
     template: &str,
@@ -35,6 +52,11 @@ pub(crate) fn expand(
             "exe" => out.push_str(keys.exe),
             "hostname" => out.push_str(keys.hostname),
             "time" => out.push_str(keys.time),
+            "rank" => out.push_str(&keys.rank.to_string()),
+            "size" => match keys.size {
+                Some(size) => out.push_str(&size.to_string()),
+                None => out.push_str("unknown-size"),
+            },
             _ if key.starts_with("env{") && key.ends_with('}') => {
                 out.push_str(&env(&key[4..key.len() - 1]).unwrap_or_default());
             }
@@ -94,11 +116,14 @@ pub fn expand_now(template: &str, exe: &str) -> PathBuf {
         .map_or(0, |d| d.as_secs());
     let hostname = crate::sys::hostname();
     let time = utc_stamp(secs);
+    let (rank, size) = PathKeys::this_rank();
     let keys = PathKeys {
         pid: crate::sys::getpid(),
         exe,
         hostname: &hostname,
         time: &time,
+        rank,
+        size,
     };
     expand(template, &keys, |n| std::env::var(n).ok()).0
 }
@@ -114,15 +139,38 @@ mod tests {
             exe: "app",
             hostname: "node7",
             time: "20260101-000000",
+            rank: 5,
+            size: Some(8),
         };
         let env = |name: &str| (name == "RANK").then(|| "3".to_string());
         let (path, unknown) = expand(
-            "out/%exe%-%pid%-%hostname%-%time%-r%env{RANK}%%env{NOPE}%",
+            "out/%exe%-%pid%-%hostname%-%time%-r%env{RANK}%%env{NOPE}%-%rank%of%size%",
             &keys,
             env,
         );
-        assert_eq!(path, PathBuf::from("out/app-42-node7-20260101-000000-r3"));
+        assert_eq!(
+            path,
+            PathBuf::from("out/app-42-node7-20260101-000000-r3-5of8")
+        );
         assert!(unknown.is_empty());
+    }
+
+    #[test]
+    fn rank_keys_without_a_launcher_or_size() {
+        let mut keys = PathKeys {
+            pid: 1,
+            exe: "a",
+            hostname: "h",
+            time: "t",
+            rank: 0,
+            size: Some(1),
+        };
+        let (path, unknown) = expand("r%rank%-%size%", &keys, |_| None);
+        assert_eq!((path, unknown.len()), (PathBuf::from("r0-1"), 0));
+        keys.rank = 7;
+        keys.size = None;
+        let (path, _) = expand("r%rank%-%size%", &keys, |_| None);
+        assert_eq!(path, PathBuf::from("r7-unknown-size"));
     }
 
     #[test]
@@ -132,10 +180,12 @@ mod tests {
             exe: "a",
             hostname: "h",
             time: "t",
+            rank: 0,
+            size: Some(1),
         };
-        let (path, unknown) = expand("x/%rank%/%pid%", &keys, |_| None);
-        assert_eq!(path, PathBuf::from("x/%rank%/1"));
-        assert_eq!(unknown, vec!["%rank%".to_string()]);
+        let (path, unknown) = expand("x/%ranks%/%pid%", &keys, |_| None);
+        assert_eq!(path, PathBuf::from("x/%ranks%/1"));
+        assert_eq!(unknown, vec!["%ranks%".to_string()]);
     }
 
     #[test]

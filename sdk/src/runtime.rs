@@ -228,16 +228,26 @@ fn run_folder(
     start_realtime_ns: u64,
 ) -> (PathBuf, Vec<String>) {
     let time = output_path::utc_stamp(start_realtime_ns / 1_000_000_000);
+    // The first call (at start) also reads the start clock pair of metadata.json.
+    crate::ranks::start_pair();
+    let (rank, size) = PathKeys::this_rank();
     let keys = PathKeys {
         pid,
         exe,
         hostname,
         time: &time,
+        rank,
+        size,
     };
     let (output_dir, unknown) = output_path::expand(template, &keys, |n| std::env::var(n).ok());
     let warnings = unknown
         .iter()
-        .map(|k| format!("METRON_OUTPUT_PATH: unknown key {k} kept as written; accepted: %pid%, %exe%, %hostname%, %time%, %env{{NAME}}%"))
+        .map(|k| {
+            format!(
+                "METRON_OUTPUT_PATH: unknown key {k} kept as written; accepted: {}",
+                output_path::ACCEPTED_KEYS
+            )
+        })
         .collect();
     (output_path::not_yet_written(output_dir), warnings)
 }

@@ -82,7 +82,7 @@ pub static REGISTRY: &[SettingSpec] = &[
         name: "METRON_OUTPUT_PATH",
         kind: Kind::Text,
         default: "metron-output/%exe%-%pid%-%time%",
-        description: "run folder; keys %pid%, %exe%, %hostname%, %time%, %env{NAME}%",
+        description: "run folder; keys %pid%, %exe%, %hostname%, %time%, %rank%, %size%, %env{NAME}%",
     },
     SettingSpec {
         name: "METRON_BUFFER_SIZE",
