@@ -31,8 +31,10 @@
 mod api_log;
 mod component;
 mod metric_list;
+pub mod pc_sampling;
 mod range_profiler;
 mod sys;
+mod sys_pcsampling;
 // A few declared items (deinitialize, disable) are for the layout checks only.
 #[allow(dead_code)]
 mod sys_profiler;
@@ -42,6 +44,14 @@ pub use metric_list::{metrics, register_info, GpuMetric};
 pub use component::{
     c_region_begin, c_region_end, c_region_mode, region_reason, GpuCounters, MAX_GPU_FIELDS,
 };
+pub use pc_sampling::GpuPcSampling;
+
+/// The PC Sampling API layouts Metron reads and writes: `("CStruct.field", offset)`,
+/// `("sizeof CStruct", size)` and `("PARAMS_SIZE CStruct", CStructSize)`, for checking against
+/// `cupti_pcsampling.h` and `cupti_callbacks.h`.
+pub fn pcsampling_layouts() -> Vec<(&'static str, usize)> {
+    sys_pcsampling::layouts()
+}
 
 /// `METRON_GPU_COUNTER_MODE` as the backend reads it: `"kernel"` or `"region"`.
 pub fn parse_gpu_counter_mode(raw: Option<&str>) -> &'static str {
@@ -424,6 +434,17 @@ fn start_inner() -> Result<Status, Status> {
     {
         ids.push((sys::DOMAIN_DRIVER, c));
     }
+    // PC sampling (METRON_GPU_PC_SAMPLING): contexts and modules through the same subscriber.
+    let counters_on = std::env::var("METRON_GPU_METRICS").is_ok_and(|m| !m.trim().is_empty());
+    match pc_sampling::configure(
+        cupti,
+        status.cupti_path.as_deref().unwrap_or("libcupti.so.13"),
+        counters_on,
+    ) {
+        Ok(Some(_)) => ids.extend(pc_sampling::resource_cbids()),
+        Ok(None) => {}
+        Err(e) => eprintln!("metron: {e}"),
+    }
     if let Err(e) = sys::subscribe(cupti, on_callback, &domains, &ids) {
         // Tracing still works; only the region join and API slices are lost.
         eprintln!("metron: GPU kernels will not be tied to regions: {e}");
@@ -435,6 +456,7 @@ fn start_inner() -> Result<Status, Status> {
     status.enabled = true;
     status.reason = None;
     metron::init();
+    pc_sampling::register();
     metron::gpu::set_backend(
         metron::gpu::Backend {
             flush,
@@ -610,6 +632,11 @@ fn tid() -> u32 {
 /// kernel ↔ region join and kernel-mode counters, and every traced call's enter/exit into
 /// [`api_log`] (Metron's clock, no allocation).
 extern "C" fn on_callback(_user: *mut c_void, domain: i32, cbid: u32, data: *const c_void) {
+    if domain == sys_pcsampling::DOMAIN_RESOURCE {
+        // SAFETY: resource-domain data is a CUpti_ResourceData (checked non-null inside).
+        unsafe { pc_sampling::on_resource(cbid, data) };
+        return;
+    }
     if data.is_null() || (domain != sys::DOMAIN_RUNTIME && domain != sys::DOMAIN_DRIVER) {
         return;
     }
@@ -647,6 +674,7 @@ extern "C" fn on_callback(_user: *mut c_void, domain: i32, cbid: u32, data: *con
                 LAUNCH_KEY_ID.load(Ordering::Relaxed),
                 metron::AnnotationValue::U64(u64::from(data.correlation_id)),
             );
+            pc_sampling::before_launch(data.context);
             if range_profiler::active() {
                 let graph = if domain == sys::DOMAIN_RUNTIME {
                     sys::RUNTIME_GRAPH_LAUNCH_CBIDS.contains(&cbid)
@@ -660,6 +688,9 @@ extern "C" fn on_callback(_user: *mut c_void, domain: i32, cbid: u32, data: *con
         let now = timestamp();
         if launch && range_profiler::active() {
             range_profiler::after_launch(data.correlation_id, now);
+        }
+        if launch {
+            pc_sampling::after_launch(data.context);
         }
         if !nested && data.return_code() == 0 {
             capture_bookkeeping(domain, cbid);
@@ -1023,6 +1054,9 @@ static INTERNAL_NAMES: Mutex<Vec<String>> = Mutex::new(Vec::new());
 /// Flushes CUPTI's buffers through the completion callback, and Metron's API-call buffers.
 fn flush(at_end: bool) {
     let Some(loaded) = LOADED.get() else { return };
+    if at_end {
+        pc_sampling::finish_collection();
+    }
     let _ = loaded.cupti.flush(at_end);
     drain_api(loaded);
     if at_end && device_info().is_none_or(|d| d.devices.is_empty()) {

@@ -348,6 +348,18 @@ pub static REGISTRY: &[SettingSpec] = &[
         default: "kernel",
         description: "how GPU counters are scoped: kernel (one range per kernel, kernel replay) or region (asked for; falls back to kernel with the reason in metadata.json)",
     },
+    SettingSpec {
+        name: "METRON_GPU_PC_SAMPLING",
+        kind: Kind::Text,
+        default: "off",
+        description: "NVIDIA: CUPTI PC sampling with stall reasons: off, on (CUPTI's period), or the sampling period as an exponent 5..31 (one sample per SM every 2^N cycles); samples go to pc_samples.csv, gpu_stalls.folded and the summary, per kernel and per region",
+    },
+    SettingSpec {
+        name: "METRON_GPU_PC_SAMPLING_MODE",
+        kind: Kind::Choice(&["continuous", "serialized"]),
+        default: "continuous",
+        description: "NVIDIA PC sampling: continuous (kernels run concurrently; a kernel launched from several regions has its samples shared by GPU time) or serialized (CUPTI serializes kernels; each sample joins its own launch, slow)",
+    },
 ];
 
 /// A setting whose value was not accepted.
@@ -508,6 +520,8 @@ impl Settings {
             "METRON_GPU_METRICS",
             "METRON_GPU_COUNTER_MODE",
             "METRON_GPU_REGION_KERNELS",
+            "METRON_GPU_PC_SAMPLING",
+            "METRON_GPU_PC_SAMPLING_MODE",
             "METRON_NVTX_FOLD",
             "METRON_GPU_AMD_SIGNALS",
             "METRON_GPU_AMD_RECORDS",
