@@ -90,16 +90,27 @@ impl Callsite {
         if tagged != 0 {
             return tagged;
         }
+        // A copy of Metron that joined another records under the owner's ids (see
+        // `shared_runtime`); the lock above keeps two threads from registering it twice.
+        if let Some(owner) = crate::shared_runtime::owner() {
+            let tagged = crate::shared_runtime::register_site(owner, self);
+            self.tagged.store(tagged, Ordering::Relaxed);
+            return tagged;
+        }
         table.push(self);
-        let record_kind = match self.kind {
-            CallsiteKind::Region => kind::BEGIN,
-            CallsiteKind::Instant => kind::INSTANT,
-            CallsiteKind::Counter => kind::COUNTER,
-            CallsiteKind::AnnotationKey => kind::ANNOTATION,
-        };
-        let tagged = header(table.len() as u32, record_kind, 0, 0);
+        let tagged = header(table.len() as u32, record_kind_of(self.kind), 0, 0);
         self.tagged.store(tagged, Ordering::Relaxed);
         tagged
+    }
+}
+
+/// The record kind a call site of `kind` writes first.
+fn record_kind_of(site_kind: CallsiteKind) -> u8 {
+    match site_kind {
+        CallsiteKind::Region => kind::BEGIN,
+        CallsiteKind::Instant => kind::INSTANT,
+        CallsiteKind::Counter => kind::COUNTER,
+        CallsiteKind::AnnotationKey => kind::ANNOTATION,
     }
 }
 
@@ -107,9 +118,41 @@ static TABLE: RwLock<Vec<&'static Callsite>> = RwLock::new(Vec::new());
 
 /// The descriptor of `id`, if registered.
 pub fn resolve(id: u32) -> Option<&'static Callsite> {
+    if let Some(owner) = crate::shared_runtime::owner() {
+        return resolve_at_owner(owner, id);
+    }
     let table = TABLE.read().unwrap_or_else(|e| e.into_inner());
     id.checked_sub(1)
         .and_then(|i| table.get(i as usize).copied())
+}
+
+/// In a copy that joined another: a descriptor of the owner's `id` (its name, kind and, for
+/// `components.is_empty()` checks, placeholders for its bundle), made once per id.
+fn resolve_at_owner(
+    owner: &crate::shared_runtime::abi::OwnerApi,
+    id: u32,
+) -> Option<&'static Callsite> {
+    static KNOWN: Mutex<Option<HashMap<u32, &'static Callsite>>> = Mutex::new(None);
+    static PLACEHOLDER: [ComponentInfo; 1] = [ComponentInfo {
+        name: "(component of another copy of Metron)",
+        description: "",
+        cost: "",
+        fields: &[],
+        active_fields: || &[],
+    }];
+    let mut known = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
+    let known = known.get_or_insert_with(HashMap::new);
+    if let Some(site) = known.get(&id) {
+        return Some(site);
+    }
+    let (name, kind, n_components) = crate::shared_runtime::describe(owner, id)?;
+    let components: &'static [ComponentInfo] = if n_components == 0 { &[] } else { &PLACEHOLDER };
+    let site: &'static Callsite =
+        Box::leak(Box::new(Callsite::new(name, "", 0, "", kind, components)));
+    site.tagged
+        .store(header(id, record_kind_of(kind), 0, 0), Ordering::Relaxed);
+    known.insert(id, site);
+    Some(site)
 }
 
 /// A copy of the whole table, for the flusher to resolve without locking per record.
@@ -123,6 +166,9 @@ pub(crate) fn snapshot(into: &mut Vec<&'static Callsite>) {
 /// Equal names of the same kind share one id. Allocates once per distinct name: cache the
 /// id on your side for the hot path.
 pub fn intern(name: &str, kind: CallsiteKind) -> u32 {
+    if let Some(owner) = crate::shared_runtime::owner() {
+        return crate::shared_runtime::intern(owner, name, kind);
+    }
     static NAMES: Mutex<Option<HashMap<(String, CallsiteKind), &'static Callsite>>> =
         Mutex::new(None);
     let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());

@@ -56,6 +56,7 @@ mod region;
 mod runtime;
 pub mod sampling;
 pub mod settings;
+pub mod shared_runtime;
 mod sink;
 pub mod sinks;
 mod sys;
@@ -74,6 +75,7 @@ pub use region::{
 };
 pub use runtime::RunReport;
 pub use sampling::Backtrace;
+pub use shared_runtime::{process_runtime, ProcessRuntime};
 pub use sink::{Event, RunInfo, SampleTrigger, Sink, ThreadInfo};
 pub use thread_buffer::{pause_thread, resume_thread, thread_paused};
 

@@ -17,6 +17,15 @@ static SECTIONS: Mutex<Vec<Section>> = Mutex::new(Vec::new());
 /// Adds section `name` to `metadata.json`: `section` is called when the run finishes and its
 /// value is written under `name` (a later registration of the same name replaces it).
 pub fn add_section(name: &'static str, section: fn() -> Value) {
+    if let Some(owner) = crate::shared_runtime::owner() {
+        match crate::shared_runtime::same_build_owner() {
+            Some(_) => crate::shared_runtime::add_section(owner, name, section),
+            None => crate::runtime::say(format!(
+                "metadata section {name}: this copy of Metron records into another copy of a different build, which cannot take it; left out"
+            )),
+        }
+        return;
+    }
     let mut sections = SECTIONS.lock().unwrap_or_else(|e| e.into_inner());
     sections.retain(|(n, _)| *n != name);
     sections.push((name, section));
@@ -63,6 +72,7 @@ pub(crate) fn build(rt: &Runtime, run: &RunInfo, pipeline: &Pipeline, errors: &[
         "output_errors": errors,
         "outputs": pipeline.sink_metadata(),
     });
+    metadata["runtime"] = crate::shared_runtime::metadata();
     if let Some(died) = crate::crash::died() {
         metadata["died"] = json!(died);
     }

@@ -1,6 +1,6 @@
 //! Expansion of `METRON_OUTPUT_PATH` templates.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Values the template keys expand to.
 pub(crate) struct PathKeys<'a> {
@@ -71,18 +71,52 @@ pub(crate) fn expand(
     (PathBuf::from(out), unknown)
 }
 
-/// `dir`, or `dir-2`, `dir-3`, ... if a finished run already wrote there: after `exec` the
-/// new program has the same pid and often the same start second, and must not overwrite the
-/// folder the old program wrote just before.
-pub(crate) fn not_yet_written(dir: PathBuf) -> PathBuf {
-    let written = |d: &PathBuf| d.join("metadata.json").exists();
-    if !written(&dir) {
-        return dir;
+/// The file that marks a run folder as taken while its run writes it (removed at the end).
+pub(crate) const CLAIM_MARKER: &str = ".metron-run";
+
+/// Takes a run folder for this run: `dir` when it does not exist or is empty, else the first
+/// of `dir-2`, `dir-3`, ... that is. Two runs never get the same folder, whatever they race
+/// on (processes of one job started together, an `exec`ed program with the old one's pid and
+/// start second): the folder belongs to whoever creates its [`CLAIM_MARKER`] (`O_EXCL`), and
+/// a folder with anything in it is never taken.
+pub(crate) fn claim(dir: &Path) -> std::io::Result<PathBuf> {
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
     }
-    (2u32..)
-        .map(|n| PathBuf::from(format!("{}-{n}", dir.display())))
-        .find(|d| !written(d))
-        .expect("some suffix is free")
+    for n in 1u32..=100_000 {
+        let candidate = if n == 1 {
+            dir.to_path_buf()
+        } else {
+            PathBuf::from(format!("{}-{n}", dir.display()))
+        };
+        let created = match std::fs::create_dir(&candidate) {
+            Ok(()) => true,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => false,
+            Err(e) => return Err(e),
+        };
+        if !created && !is_empty_dir(&candidate) {
+            continue;
+        }
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(candidate.join(CLAIM_MARKER))
+        {
+            Ok(_) => return Ok(candidate),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            // No room for an empty file: still ours if we created the folder.
+            Err(_) if created => return Ok(candidate),
+            Err(_) => continue,
+        }
+    }
+    Err(std::io::Error::other(format!(
+        "{} and 100,000 suffixed folders are all taken",
+        dir.display()
+    )))
+}
+
+fn is_empty_dir(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_none())
 }
 
 /// `YYYYMMDD-HHMMSS` (UTC) of Unix time `secs`.
@@ -189,27 +223,32 @@ mod tests {
     }
 
     #[test]
-    fn a_folder_holding_a_finished_run_is_not_reused() {
-        let base =
-            std::env::temp_dir().join(format!("metron-not-yet-written-{}", std::process::id()));
+    fn a_folder_is_claimed_once_and_a_used_one_never() {
+        let base = std::env::temp_dir().join(format!("metron-claim-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&base);
         std::fs::create_dir_all(&base).unwrap();
-        assert_eq!(
-            not_yet_written(base.clone()),
-            base,
-            "an empty folder is fine"
-        );
+        let suffixed = |n: u32| PathBuf::from(format!("{}-{n}", base.display()));
+        assert_eq!(claim(&base).unwrap(), base, "an empty folder is taken");
+        assert!(base.join(CLAIM_MARKER).exists());
+        assert_eq!(claim(&base).unwrap(), suffixed(2), "a claimed one is not");
+        // A finished run: its marker is gone but its files are there.
+        std::fs::remove_file(base.join(CLAIM_MARKER)).unwrap();
         std::fs::write(base.join("metadata.json"), "{}").unwrap();
-        let second = not_yet_written(base.clone());
-        assert_eq!(second, PathBuf::from(format!("{}-2", base.display())));
-        std::fs::create_dir_all(&second).unwrap();
-        std::fs::write(second.join("metadata.json"), "{}").unwrap();
-        assert_eq!(
-            not_yet_written(base.clone()),
-            PathBuf::from(format!("{}-3", base.display()))
-        );
+        assert_eq!(claim(&base).unwrap(), suffixed(3));
+        // Eight threads racing for one name get eight folders.
+        let racing = base.join("race");
+        let got: std::collections::BTreeSet<PathBuf> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| claim(&racing).unwrap()))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(got.len(), 8, "{got:?}");
+        assert!(got.iter().all(|d| d.starts_with(&base)));
+        for n in 2..=3 {
+            std::fs::remove_dir_all(suffixed(n)).unwrap();
+        }
         std::fs::remove_dir_all(&base).unwrap();
-        std::fs::remove_dir_all(&second).unwrap();
     }
 
     #[test]

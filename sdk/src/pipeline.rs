@@ -48,10 +48,14 @@ pub(crate) struct Pipeline {
     finished: bool,
     /// Whether any sink has been handed anything (after which the run folder cannot move).
     delivered: bool,
+    /// The run folder: as the settings name it until claimed, then the one this run owns.
+    output_dir: PathBuf,
+    /// Whether `output_dir` is claimed (see [`crate::output_path::claim`]).
+    claimed: bool,
 }
 
 impl Pipeline {
-    pub(crate) fn new(sinks: Vec<Box<dyn Sink>>) -> Pipeline {
+    pub(crate) fn new(sinks: Vec<Box<dyn Sink>>, output_dir: PathBuf) -> Pipeline {
         let calibration = *clock::calibration();
         Pipeline {
             sinks,
@@ -63,7 +67,39 @@ impl Pipeline {
             initial: calibration,
             finished: false,
             delivered: false,
+            output_dir,
+            claimed: false,
         }
+    }
+
+    /// The run folder this run writes, claimed on first call: before the first records reach
+    /// the sinks (the trace is written while the run goes on) or at the end. A folder another
+    /// run has (or had) is never written: the run moves to a free suffix and says so.
+    pub(crate) fn claim_output_dir(&mut self) -> PathBuf {
+        if self.claimed {
+            return self.output_dir.clone();
+        }
+        self.claimed = true;
+        match crate::output_path::claim(&self.output_dir) {
+            Ok(dir) if dir != self.output_dir => {
+                crate::runtime::say(format!(
+                    "the run folder {} is another run's; this run writes {}",
+                    self.output_dir.display(),
+                    dir.display()
+                ));
+                for sink in &mut self.sinks {
+                    sink.output_dir_changed(&dir);
+                }
+                self.output_dir = dir;
+            }
+            Ok(_) => {}
+            // The writes that follow fail and are reported with their outputs.
+            Err(e) => crate::runtime::say(format!(
+                "cannot create the run folder {}: {e}",
+                self.output_dir.display()
+            )),
+        }
+        self.output_dir.clone()
     }
 
     pub(crate) fn add_sink(&mut self, sink: Box<dyn Sink>) {
@@ -76,6 +112,13 @@ impl Pipeline {
         if self.delivered {
             return false;
         }
+        if self.claimed {
+            // Claimed for nothing (an empty folder): give it back.
+            let _ = std::fs::remove_file(self.output_dir.join(crate::output_path::CLAIM_MARKER));
+            let _ = std::fs::remove_dir(&self.output_dir);
+            self.claimed = false;
+        }
+        self.output_dir = dir.to_path_buf();
         for sink in &mut self.sinks {
             sink.output_dir_changed(dir);
         }
@@ -157,6 +200,7 @@ impl Pipeline {
             }
         }
         let thread = state.thread.clone().expect("set above");
+        self.claim_output_dir();
         self.delivered = true;
         for sink in &mut self.sinks {
             sink.events(&thread, &events);
@@ -224,6 +268,7 @@ impl Pipeline {
             });
         }
         let thread = state.thread.clone().expect("set above");
+        self.claim_output_dir();
         self.delivered = true;
         for sink in &mut self.sinks {
             sink.events(&thread, &events);
@@ -376,6 +421,7 @@ impl Pipeline {
         if self.finished {
             return;
         }
+        self.claim_output_dir();
         self.delivered = true;
         for sink in &mut self.sinks {
             sink.gpu_records(records);

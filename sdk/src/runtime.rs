@@ -46,7 +46,7 @@ static START_BEFORE_MAIN: extern "C" fn() = start_before_main;
 
 #[cfg(all(feature = "enabled", target_os = "linux"))]
 extern "C" fn start_before_main() {
-    // Must not unwind into the dynamic loader.
+    // Must not unwind into the dynamic loader. A copy that joins another starts nothing.
     let _ = std::panic::catch_unwind(get);
 }
 
@@ -57,6 +57,10 @@ static HELD_MESSAGES: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 /// Prints `message` (prefixed `metron: `) on stderr now if the run is used, else at its first use.
 pub(crate) fn say(message: String) {
+    if crate::shared_runtime::owner().is_some() {
+        eprintln!("metron: {message}");
+        return;
+    }
     let mut held = HELD_MESSAGES.lock().unwrap_or_else(|e| e.into_inner());
     if USED.load(Ordering::Acquire) {
         drop(held);
@@ -70,6 +74,9 @@ pub(crate) fn say(message: String) {
 /// relaxed load once used; called on cold paths only (a thread's first record, `init`,
 /// `add_sink`, `finish`).
 pub(crate) fn mark_used() {
+    if let Some(owner) = crate::shared_runtime::owner() {
+        return (owner.mark_used)();
+    }
     if !USED.load(Ordering::Relaxed) && !USED.swap(true, Ordering::AcqRel) {
         for message in std::mem::take(&mut *HELD_MESSAGES.lock().unwrap_or_else(|e| e.into_inner()))
         {
@@ -99,18 +106,28 @@ pub(crate) fn collecting() -> bool {
 
 /// Starts the runtime if needed and says whether recording is on.
 pub(crate) fn started_and_collecting() -> bool {
+    if let Some(owner) = crate::shared_runtime::owner() {
+        return (owner.collecting)();
+    }
     get();
     collecting()
 }
 
-/// The runtime, started on first use.
+/// The runtime, started on first use; `None` in a copy of Metron that joined another (see
+/// `crate::shared_runtime`), which has none.
 pub(crate) fn get() -> Option<&'static Runtime> {
+    if crate::shared_runtime::owner().is_some() {
+        return None;
+    }
     Some(RUNTIME.get_or_init(start))
 }
 
 /// Turns recording on or off for the whole process (no effect when `METRON_ENABLED` is off
 /// or the run finished).
 pub(crate) fn set_collecting(on: bool) {
+    if let Some(owner) = crate::shared_runtime::owner() {
+        return (owner.set_collecting)(on);
+    }
     let Some(rt) = get() else { return };
     if !rt.settings.enabled || rt.finished.load(Ordering::Acquire) {
         return;
@@ -144,6 +161,11 @@ fn start() -> Runtime {
     for w in &path_warnings {
         say(w.clone());
     }
+    if let Some(reason) = crate::shared_runtime::separate_reason() {
+        say(format!(
+            "{reason}: this copy records separately, into its own run folder"
+        ));
+    }
 
     let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
     if settings.summary {
@@ -157,7 +179,7 @@ fn start() -> Runtime {
             output_dir.clone(),
         )));
     }
-    let pipeline = Arc::new(Mutex::new(Pipeline::new(sinks)));
+    let pipeline = Arc::new(Mutex::new(Pipeline::new(sinks, output_dir.clone())));
     let flusher = CallbackThread::shared();
     // Disabled: no periodic wake-ups of the flusher for a run that records nothing.
     flusher.set_interval(settings.flush_interval.filter(|_| settings.enabled));
@@ -249,7 +271,7 @@ fn run_folder(
             )
         })
         .collect();
-    (output_path::not_yet_written(output_dir), warnings)
+    (output_dir, warnings)
 }
 
 /// Changes the run folder to the expansion of `template` (the keys of `METRON_OUTPUT_PATH`).
@@ -257,6 +279,10 @@ fn run_folder(
 /// the run goes on); then it is refused, with the reason. Returns the folder and a warning per
 /// unknown key.
 pub(crate) fn set_output_path(template: &str) -> Result<(PathBuf, Vec<String>), String> {
+    if let Some(owner) = crate::shared_runtime::owner() {
+        // The owner prints its warnings itself.
+        return crate::shared_runtime::set_output_path(owner, template).map(|d| (d, Vec::new()));
+    }
     let rt = get().ok_or("Metron is not running")?;
     if rt.finished.load(Ordering::Acquire) {
         return Err("the run already finished".into());
@@ -290,6 +316,15 @@ extern "C" fn finish_at_exit() {
 
 /// Adds a sink; it sees the events flushed from now on.
 pub(crate) fn add_sink(sink: Box<dyn Sink>) {
+    if let Some(owner) = crate::shared_runtime::owner() {
+        match crate::shared_runtime::same_build_owner() {
+            Some(_) => crate::shared_runtime::add_sink(owner, sink),
+            None => eprintln!(
+                "metron: add_sink: this copy of Metron records into another copy of a different build, which cannot take a Rust sink; the sink gets no events"
+            ),
+        }
+        return;
+    }
     mark_used();
     if let Some(rt) = get() {
         rt.pipeline
@@ -310,6 +345,9 @@ pub(crate) fn disable_after_fork() {
 
 /// Delivers everything recorded so far to the sinks.
 pub(crate) fn flush() {
+    if let Some(owner) = crate::shared_runtime::owner() {
+        return (owner.flush)();
+    }
     // A forked child must not take the parent's locks (another parent thread may have held
     // them at the fork): it has nothing of its own to deliver anyway.
     if crate::lifecycle::disabled_in_child() {
@@ -348,6 +386,9 @@ pub struct RunReport {
 /// Ends the run once: stops recording, drains every buffer, lets the sinks write, writes
 /// `metadata.json` and prints where the output went. Later calls return `None`.
 pub(crate) fn finish() -> Option<RunReport> {
+    if let Some(owner) = crate::shared_runtime::owner() {
+        return crate::shared_runtime::finish(owner);
+    }
     finish_with(None)
 }
 
@@ -390,6 +431,7 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
                 .refined()
                 .to_monotonic_ns(clock::now_ticks())
         });
+        run.output_dir = pipeline.claim_output_dir();
         run.clone()
     };
     if let Err(e) = std::fs::create_dir_all(&run.output_dir) {
@@ -423,6 +465,9 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
             errors.push(e.clone());
         }
     }
+    // The run is complete: the folder no longer needs its claim marker (its files keep other
+    // runs out).
+    let _ = std::fs::remove_file(run.output_dir.join(output_path::CLAIM_MARKER));
     let threads = pipeline.thread_stats();
     let written: u64 = threads.iter().map(|t| t.records_written).sum();
     let dropped: u64 = threads.iter().map(|t| t.records_dropped).sum();

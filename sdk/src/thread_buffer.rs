@@ -68,6 +68,12 @@ fn write_slow(
     // Rebuilt here rather than passed in: a 16-byte aligned argument would be spilled to the
     // stack on the hot path just in case this call happens.
     let slot = Slot { ticks, header };
+    if !p.is_attached() {
+        // A copy of Metron that joined another never attaches: the owner records.
+        if let Some(owner) = crate::shared_runtime::owner() {
+            return (owner.write)(ticks, header, drop_weight, ends_region);
+        }
+    }
     let store =
         |p: &RawProducer<Slot>| p.push(slot) || (make_room(p, 1, drop_weight) && p.push(slot));
     if PAUSED.with(Cell::get) {
@@ -125,6 +131,11 @@ fn write_with_slow(
     ends_region: bool,
     fill: impl FnOnce(&mut [Slot]),
 ) -> bool {
+    if !p.is_attached() {
+        if let Some(owner) = crate::shared_runtime::owner() {
+            return write_through_owner(owner, n, drop_weight, ends_region, fill);
+        }
+    }
     let store = |p: &RawProducer<Slot>| {
         let at = match p.reserve(n) {
             Some(at) => at,
@@ -141,6 +152,27 @@ fn write_with_slow(
         return ends_region && while_unpaused(p, store);
     }
     store(p)
+}
+
+/// [`write_with`] in a copy of Metron that joined another: the record is filled here and
+/// copied into the owner's buffer.
+fn write_through_owner(
+    owner: &crate::shared_runtime::abi::OwnerApi,
+    n: usize,
+    drop_weight: u64,
+    ends_region: bool,
+    fill: impl FnOnce(&mut [Slot]),
+) -> bool {
+    let mut small = [Slot::default(); 8];
+    let mut large;
+    let slots = if n <= small.len() {
+        &mut small[..n]
+    } else {
+        large = [Slot::default(); 255];
+        &mut large[..n.min(255)]
+    };
+    fill(slots);
+    crate::shared_runtime::write_slots(owner, slots, drop_weight, ends_region)
 }
 
 #[inline(always)]
@@ -210,17 +242,26 @@ pub(crate) fn forget_after_fork() {
 
 /// Stops recording on this thread until [`resume_thread`]; open regions still close.
 pub fn pause_thread() {
+    if let Some(owner) = crate::shared_runtime::owner() {
+        return (owner.pause_thread)();
+    }
     PAUSED.with(|c| c.set(true));
     PRODUCER.with(RawProducer::pause);
 }
 
 /// Resumes recording on this thread after [`pause_thread`].
 pub fn resume_thread() {
+    if let Some(owner) = crate::shared_runtime::owner() {
+        return (owner.resume_thread)();
+    }
     PAUSED.with(|c| c.set(false));
     PRODUCER.with(RawProducer::resume);
 }
 
 /// True while this thread is paused.
 pub fn thread_paused() -> bool {
+    if let Some(owner) = crate::shared_runtime::owner() {
+        return (owner.thread_paused)();
+    }
     PAUSED.with(Cell::get)
 }

@@ -27,7 +27,13 @@ extern "C" fn on_load() {
                 "1" | "true" | "yes" | "on"
             )
         });
-        if on {
+        // A copy that joined another Metron of the process (the program links the crate or
+        // libmetron.a and loaded this library later) leaves the program region to the owner.
+        let joined = matches!(
+            metron::process_runtime(),
+            metron::ProcessRuntime::Joined { .. }
+        );
+        if on && !joined {
             crate::cuda_injection::report_in_metadata();
             crate::amd_tools::report_in_metadata();
             start_program_region();

@@ -1,0 +1,365 @@
+//! One runtime per process, however many copies of Metron it holds.
+//!
+//! A process may carry several copies of this crate: a Rust program's own, the `libmetron.so`
+//! that `metron run` preloads, a `libmetron.a` linked into the executable or into each of two
+//! libraries. Each copy has its own statics, so without care each would start a runtime, and
+//! the last to write the run folder would overwrite the others.
+//!
+//! The first copy to start *claims* the process: it maps a page at the fixed address
+//! [`abi::CLAIM_ADDRESS`] (`MAP_FIXED_NOREPLACE`, which fails for everyone after the first)
+//! and publishes there its ABI version, its build and a table of `extern "C"` functions
+//! ([`abi::OwnerApi`]). Every later copy finds the page and, when the ABI version and clock
+//! agree, *joins*: it starts no runtime, reads no settings, and sends what it records to the
+//! owner through that table — same buffers, same clock, same call-site table, same outputs.
+//! A copy whose ABI differs refuses clearly (one stderr line, `metadata.json` `runtime`) and
+//! records separately into its own run folder, which never overwrites the owner's.
+//!
+//! Cost: nothing on the owner's hot path. A joined copy's records take its cold path (its
+//! thread buffers are never attached) and one indirect call into the owner.
+//!
+//! Copies are pinned in memory (`RTLD_NODELETE`) once they own or join, since the others hold
+//! pointers into them.
+
+pub mod abi;
+mod owner;
+mod sys;
+
+use abi::{ClaimPage, OwnerApi, Str, ABI_VERSION, BUILD, CLAIM_ADDRESS, CLAIM_BYTES, MAGIC};
+use std::sync::atomic::Ordering;
+use std::sync::OnceLock;
+
+/// How this copy of Metron takes part in the process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProcessRuntime {
+    /// This copy runs the process's runtime (it started first). `shared` is false when the
+    /// claim could not be made (an old kernel): then other copies cannot find it either.
+    Owner {
+        /// Whether other copies can join.
+        shared: bool,
+    },
+    /// This copy records into the runtime of another copy.
+    Joined {
+        /// The owner's build (Metron version, compiler, target).
+        owner_build: String,
+    },
+    /// Another copy owns the process but cannot be joined: this copy runs its own runtime
+    /// and writes its own run folder.
+    Separate {
+        /// Why it could not join.
+        reason: String,
+    },
+}
+
+enum Role {
+    /// This copy owns the process; the page it claimed.
+    Owner(&'static ClaimPage),
+    /// This copy runs its runtime without a claim (why): others cannot find it.
+    Unclaimed(String),
+    Joined(&'static ClaimPage, &'static OwnerApi),
+    Separate(String),
+}
+
+static ROLE: OnceLock<Role> = OnceLock::new();
+
+fn role() -> &'static Role {
+    ROLE.get_or_init(decide)
+}
+
+/// This copy's part in the process (decided at its first use, before `main` normally).
+pub fn process_runtime() -> ProcessRuntime {
+    match role() {
+        Role::Owner(_) => ProcessRuntime::Owner { shared: true },
+        Role::Unclaimed(_) => ProcessRuntime::Owner { shared: false },
+        Role::Joined(page, _) => ProcessRuntime::Joined {
+            owner_build: text_of(&page.build),
+        },
+        Role::Separate(reason) => ProcessRuntime::Separate {
+            reason: reason.clone(),
+        },
+    }
+}
+
+/// The owner's functions when this copy joined another; `None` when it runs a runtime itself.
+#[inline]
+pub(crate) fn owner() -> Option<&'static OwnerApi> {
+    match role() {
+        Role::Joined(_, api) => Some(api),
+        _ => None,
+    }
+}
+
+/// The owner's functions that pass Rust objects: only between copies of the same build.
+pub(crate) fn same_build_owner() -> Option<&'static OwnerApi> {
+    match role() {
+        Role::Joined(page, api) if text_of(&page.build) == BUILD => Some(api),
+        _ => None,
+    }
+}
+
+/// Why this copy records separately, if it does.
+pub(crate) fn separate_reason() -> Option<&'static str> {
+    match role() {
+        Role::Separate(reason) => Some(reason),
+        _ => None,
+    }
+}
+
+/// `metadata.json` → `runtime`: who owns the process and how many copies joined.
+pub(crate) fn metadata() -> serde_json::Value {
+    let copies_joined = match role() {
+        Role::Owner(page) => page.joined.load(Ordering::Relaxed),
+        _ => 0,
+    };
+    let (role, note) = match role() {
+        Role::Owner(_) => ("owner", None),
+        Role::Unclaimed(why) => ("owner", Some(why.as_str())),
+        Role::Joined(..) => ("joined", None),
+        Role::Separate(reason) => ("separate", Some(reason.as_str())),
+    };
+    serde_json::json!({
+        "role": role,
+        "build": BUILD,
+        "abi_version": ABI_VERSION,
+        "copies_joined": copies_joined,
+        "note": note,
+    })
+}
+
+fn text_of(bytes: &[u8]) -> String {
+    let len = bytes.iter().position(|b| *b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..len]).into_owned()
+}
+
+fn put_text(into: &mut [u8], text: &str) {
+    let n = text.len().min(into.len() - 1);
+    into[..n].copy_from_slice(&text.as_bytes()[..n]);
+}
+
+/// How long a copy waits for a page another copy mapped but has not filled yet (it fills it
+/// right after mapping, so this is only ever a few microseconds).
+const FILL_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
+
+fn decide() -> Role {
+    let role = match sys::map_fixed_noreplace(CLAIM_ADDRESS, CLAIM_BYTES) {
+        sys::Mapped::Ours(page) => {
+            // SAFETY: `page` is a fresh, zero-filled, writable mapping of CLAIM_BYTES bytes,
+            // page-aligned, which nothing else references until `magic` is published below.
+            let page = unsafe { &mut *(page as *mut ClaimPage) };
+            page.abi_version = ABI_VERSION;
+            page.page_bytes = std::mem::size_of::<ClaimPage>() as u32;
+            page.pid = std::process::id();
+            put_text(&mut page.build, BUILD);
+            put_text(&mut page.tick_source, metron_components::clock::TICK_SOURCE);
+            page.api = &owner::API;
+            page.magic.store(MAGIC, Ordering::Release);
+            Role::Owner(page)
+        }
+        sys::Mapped::Unsupported(why) => Role::Unclaimed(format!(
+            "the process could not be claimed ({why}): other copies of Metron cannot join this one"
+        )),
+        sys::Mapped::Taken => join(),
+    };
+    if !matches!(role, Role::Unclaimed(_)) {
+        sys::pin_shared_object_of(decide as *const std::ffi::c_void);
+    }
+    role
+}
+
+/// Joins the copy whose page is at [`CLAIM_ADDRESS`], or says why not.
+fn join() -> Role {
+    let started = std::time::Instant::now();
+    let mut magic = [0u8; 8];
+    loop {
+        if !sys::read_bytes(CLAIM_ADDRESS, &mut magic) {
+            return Role::Separate(format!(
+                "the claim address {CLAIM_ADDRESS:#x} is mapped but not readable"
+            ));
+        }
+        match u64::from_le_bytes(magic) {
+            MAGIC => break,
+            0 if started.elapsed() < FILL_WAIT => std::thread::yield_now(),
+            _ => {
+                return Role::Separate(format!(
+                    "the claim address {CLAIM_ADDRESS:#x} holds something that is not Metron's"
+                ))
+            }
+        }
+    }
+    // SAFETY: the page is readable (checked above), at least a ClaimPage long (CLAIM_BYTES),
+    // and an owner never unmaps it; `magic` was published with release ordering after every
+    // other field, and the acquire load below orders our reads after it.
+    let page = unsafe { &*(CLAIM_ADDRESS as *const ClaimPage) };
+    page.magic.load(Ordering::Acquire);
+    let owner_build = text_of(&page.build);
+    if page.abi_version != ABI_VERSION {
+        return Role::Separate(format!(
+            "another Metron ({owner_build}) owns this process with ABI version {}; this copy ({BUILD}) has ABI version {ABI_VERSION}",
+            page.abi_version
+        ));
+    }
+    let tick_source = text_of(&page.tick_source);
+    if tick_source != metron_components::clock::TICK_SOURCE {
+        return Role::Separate(format!(
+            "another Metron ({owner_build}) owns this process with tick source {tick_source}; this copy reads {}",
+            metron_components::clock::TICK_SOURCE
+        ));
+    }
+    // SAFETY: same ABI version: `api` points at the owner's static table of this layout.
+    let api = unsafe { &*page.api };
+    if api.size < std::mem::size_of::<OwnerApi>() {
+        return Role::Separate(format!(
+            "another Metron ({owner_build}) owns this process with a shorter function table"
+        ));
+    }
+    page.joined.fetch_add(1, Ordering::Relaxed);
+    Role::Joined(page, api)
+}
+
+// The joined copy's side: thin wrappers over the owner's table.
+
+/// Registers `site`'s description with the owner; its header word there.
+pub(crate) fn register_site(api: &OwnerApi, site: &crate::callsite::Callsite) -> u64 {
+    let fields: Vec<Vec<abi::FieldDesc>> = site
+        .components
+        .iter()
+        .map(|c| {
+            c.named_fields()
+                .iter()
+                .map(|f| abi::FieldDesc {
+                    name: Str::of(f.name),
+                    unit: abi::unit_code(f.unit),
+                })
+                .collect()
+        })
+        .collect();
+    let components: Vec<abi::ComponentDesc> = site
+        .components
+        .iter()
+        .zip(&fields)
+        .map(|(c, f)| abi::ComponentDesc {
+            name: Str::of(c.name),
+            description: Str::of(c.description),
+            cost: Str::of(c.cost),
+            fields: f.as_ptr(),
+            n_fields: f.len(),
+        })
+        .collect();
+    let desc = abi::SiteDesc {
+        name: Str::of(site.name),
+        file: Str::of(site.file),
+        module: Str::of(site.module),
+        line: site.line,
+        kind: abi::kind_code(site.kind),
+        components: components.as_ptr(),
+        n_components: components.len(),
+    };
+    // SAFETY: `desc` and everything it points at live until the call returns.
+    unsafe { (api.register_site)(&desc) }
+}
+
+/// The owner's id of `name`.
+pub(crate) fn intern(api: &OwnerApi, name: &str, kind: crate::CallsiteKind) -> u32 {
+    // SAFETY: `name` lives for the call.
+    unsafe { (api.intern)(Str::of(name), abi::kind_code(kind)) }
+}
+
+/// What the owner knows of `id`: its name (in the owner's never-unloaded memory), kind and
+/// number of components.
+pub(crate) fn describe(
+    api: &OwnerApi,
+    id: u32,
+) -> Option<(&'static str, crate::CallsiteKind, usize)> {
+    let mut out = abi::SiteOut {
+        name: Str::of(""),
+        kind: 0,
+        n_components: 0,
+    };
+    // SAFETY: `out` is a valid out-value for the call.
+    if !unsafe { (api.describe)(id, &mut out) } {
+        return None;
+    }
+    let name: &'static str = if out.name.len == 0 {
+        ""
+    } else {
+        // SAFETY: the owner hands out a leaked UTF-8 string of its own, and owners are pinned
+        // in memory for the life of the process.
+        unsafe {
+            std::str::from_utf8_unchecked(std::slice::from_raw_parts(out.name.ptr, out.name.len))
+        }
+    };
+    Some((name, abi::kind_of(out.kind), out.n_components))
+}
+
+/// Writes `slots` as one record through the owner.
+pub(crate) fn write_slots(
+    api: &OwnerApi,
+    slots: &[crate::record::Slot],
+    drop_weight: u64,
+    ends_region: bool,
+) -> bool {
+    // SAFETY: `slots` is valid for its length during the call.
+    unsafe { (api.write_slots)(slots.as_ptr(), slots.len(), drop_weight, ends_region) }
+}
+
+/// The owner's `finish`.
+pub(crate) fn finish(api: &OwnerApi) -> Option<crate::RunReport> {
+    let mut buf = vec![0u8; 1 << 16];
+    let mut out = abi::FinishOut {
+        written: 0,
+        dropped: 0,
+        text: abi::TextOut {
+            buf: buf.as_mut_ptr(),
+            cap: buf.len(),
+            len: 0,
+        },
+    };
+    // SAFETY: `out` and its buffer are valid for the call.
+    if !unsafe { (api.finish)(&mut out) } {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&buf[..out.text.len]).into_owned();
+    let mut lines = text.lines().map(std::path::PathBuf::from);
+    Some(crate::RunReport {
+        output_dir: lines.next().unwrap_or_default(),
+        files: lines.collect(),
+        records_written: out.written,
+        records_dropped: out.dropped,
+    })
+}
+
+/// The owner's `set_output_path`.
+pub(crate) fn set_output_path(
+    api: &OwnerApi,
+    template: &str,
+) -> Result<std::path::PathBuf, String> {
+    let mut buf = vec![0u8; 1 << 14];
+    let mut out = abi::TextOut {
+        buf: buf.as_mut_ptr(),
+        cap: buf.len(),
+        len: 0,
+    };
+    // SAFETY: `template`, `out` and its buffer are valid for the call.
+    let ok = unsafe { (api.set_output_path)(Str::of(template), &mut out) };
+    let text = String::from_utf8_lossy(&buf[..out.len]).into_owned();
+    if ok {
+        Ok(text.into())
+    } else {
+        Err(text)
+    }
+}
+
+/// The owner's `add_sink` (same build only; the caller checked).
+pub(crate) fn add_sink(api: &OwnerApi, sink: Box<dyn crate::Sink>) {
+    let raw = Box::into_raw(Box::new(sink));
+    // SAFETY: same build: the owner takes back the `Box<Box<dyn Sink>>` made here, of the same
+    // layout.
+    unsafe { (api.add_sink)(raw.cast()) }
+}
+
+/// The owner's `add_metadata_section` (same build only; the caller checked).
+pub(crate) fn add_section(api: &OwnerApi, name: &'static str, section: fn() -> serde_json::Value) {
+    let pair: (&'static str, fn() -> serde_json::Value) = (name, section);
+    // SAFETY: same build: the owner reads the pair, of the same layout, during the call; the
+    // name and the function live in this copy, which is pinned in memory.
+    unsafe { (api.add_section)((&pair as *const (&str, fn() -> serde_json::Value)).cast()) }
+}
