@@ -44,7 +44,7 @@ pub use metric_list::{metrics, register_info, GpuMetric};
 pub use component::{
     c_region_begin, c_region_end, c_region_mode, region_reason, GpuCounters, MAX_GPU_FIELDS,
 };
-pub use pc_sampling::GpuPcSampling;
+pub use pc_sampling::{stall_reasons, GpuPcSampling};
 
 /// The PC Sampling API layouts Metron reads and writes: `("CStruct.field", offset)`,
 /// `("sizeof CStruct", size)` and `("PARAMS_SIZE CStruct", CStructSize)`, for checking against

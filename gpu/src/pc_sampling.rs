@@ -1301,6 +1301,53 @@ pub fn metadata() -> Value {
     v
 }
 
+fn api_at(cupti_path: &str) -> Result<PcSamplingApi, String> {
+    let handle = crate::sys::dlopen(cupti_path, false)?;
+    PcSamplingApi::load(handle)
+}
+
+/// CUPTI's CRC of a cubin (`cuptiGetCubinCrc`), through the libcupti at `cupti_path`; needs no
+/// GPU or driver.
+pub fn cubin_crc(cupti_path: &str, cubin: &[u8]) -> Result<u64, String> {
+    api_at(cupti_path)?
+        .crc(cubin)
+        .ok_or_else(|| "cuptiGetCubinCrc failed".to_string())
+}
+
+/// The CUDA source `(dir, file, line)` of the SASS instruction at `pc_offset` in `function`
+/// (mangled) of `cubin`, as Metron resolves sampled PCs (`cuptiGetSassToSourceCorrelation`),
+/// through the libcupti at `cupti_path`; `Ok(None)` without line information. Needs no GPU.
+pub fn cubin_source_line(
+    cupti_path: &str,
+    cubin: &[u8],
+    function: &str,
+    pc_offset: u64,
+) -> Result<Option<(String, String, u32)>, String> {
+    let api = api_at(cupti_path)?;
+    let f = CString::new(function).map_err(|_| format!("{function}: NUL in name"))?;
+    Ok(api.source_line(cubin, &f, pc_offset))
+}
+
+/// The PC-sampling stall reasons of GPU `device` (CUPTI's names, by index), read on its primary
+/// context (enable, list, disable); `Err` with the reason when there is no driver, GPU or CUPTI.
+pub fn stall_reasons(device: u32) -> Result<Vec<(u32, String)>, String> {
+    let (driver, _) = crate::load_driver()?;
+    let r = driver.cu_init();
+    if r != 0 {
+        return Err(format!(
+            "cuInit failed with CUDA error {r}: the driver found no usable GPU"
+        ));
+    }
+    let (cupti, path, _) = crate::load_cupti()?;
+    let api = api_at(&path)?;
+    driver.with_primary_context(device as i32, |ctx| {
+        api.ctx_call(&cupti, "cuptiPCSamplingEnable", api.enable, ctx)?;
+        let names = api.stall_reason_names(&cupti, ctx);
+        let _ = api.ctx_call(&cupti, "cuptiPCSamplingDisable", api.disable, ctx);
+        names
+    })?
+}
+
 /// GPU PC sampling seen from a region (a bundle member): `sampled_launches` is the number of
 /// kernels this thread launched inside the region while PC sampling
 /// (`METRON_GPU_PC_SAMPLING`) was on, NaN when it is off. The samples themselves arrive after
@@ -1695,6 +1742,19 @@ mod tests {
             fo,
             "r:1;k<1, 2>(float*);b.cu:56;long_scoreboard 15\n(no region);f;f+0x10;wait 3\n"
         );
+    }
+
+    #[test]
+    fn the_component_reads_nan_when_sampling_is_off() {
+        use metron::Component;
+        let mut c = GpuPcSampling::default();
+        c.start();
+        c.stop();
+        assert!(c.value().is_nan());
+        let mut out = [0.0];
+        c.write_fields(&mut out);
+        assert!(out[0].is_nan());
+        assert_eq!(GpuPcSampling::FIELDS[0].name, "sampled_launches");
     }
 
     #[test]

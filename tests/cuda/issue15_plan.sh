@@ -70,6 +70,23 @@ if [[ $PHASES == *overhead* ]]; then
   # launches 2 and 3 of each kernel (the first pays for module loading)
   awk '$3>=2 {k=$2" "$4; s[k]+=$5; n[k]++} END {for (k in s) printf "%s %.4f\n", k, s[k]/n[k]}' $R/overhead.txt | sort
 fi
+if [[ $PHASES == *lines* ]]; then
+  # The line-table fixture of tests/gpu_pcsampling_lines.rs: nvdisasm -g of the cubin built on
+  # the dev machine (device-bin/i15/pc_lines.sm_90.cubin: `cd /tmp/metron-pc-lines && nvcc
+  # -cubin -O2 -lineinfo -arch=sm_90 -o .../pc_lines.sm_90.cubin pc_lines.cu`, as the test
+  # builds it), and the device's stall reasons.
+  log lines
+  nvdisasm -g -c $B/pc_lines.sm_90.cubin > $R/pc_lines.sm_90.nvdisasm.txt 2>&1; echo "nvdisasm rc=$?"
+  wc -l $R/pc_lines.sm_90.nvdisasm.txt
+  $B/pc_stall_reasons > $R/stall_reasons.txt 2>&1; echo "pc_stall_reasons rc=$?"; head -12 $R/stall_reasons.txt
+fi
+if [[ $PHASES == *probe* ]]; then
+  # GpuPcSampling in a Rust bundle (gpu/examples/pc_probe.rs: JIT-compiled PTX, no line info).
+  log probe
+  METRON_GPU_PC_SAMPLING=10 METRON_OUTPUT_PATH=$R/probe timeout 60 $B/pc_probe > $R/probe.log 2>&1; echo "rc=$?" >> $R/probe.log
+  tail -3 $R/probe.log; sed -n '/GPU stall reasons/,$p' $R/probe/summary.txt | head -12
+  python3 -c "import json;s=json.load(open('$R/probe/summary.json'));print(json.dumps([r for r in s.get('regions',[]) if 'step' in json.dumps(r)][:2])[:800])" 2>&1 | head -5
+fi
 if [[ $PHASES == *torch* ]]; then
   log torch
   METRON_GPU_PC_SAMPLING=on METRON_OUTPUT_PATH=$R/torch timeout 200 $M /opt/torch/.venv/bin/python3 tests/cuda/torch_train.py plain > $R/torch.log 2>&1; echo "rc=$?" >> $R/torch.log
