@@ -34,6 +34,16 @@ if [ ${#need_hip[@]} -gt 0 ]; then
     echo "scripts/install-deps.sh: missing ${need_hip[*]} (apt-get install ${need_hip[*]}); the HIP example test will skip" >&2
   fi
 fi
+# The MPI test (tests/tests/mpi_merge.rs, skipped without mpicc/mpirun): Debian's Open MPI, to
+# run 4 ranks under metron run and merge them. Not fatal where the distribution lacks it.
+if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openmpi-bin libopenmpi-dev >/dev/null; } ||
+      echo "scripts/install-deps.sh: could not install openmpi-bin libopenmpi-dev; the MPI test will skip" >&2
+  else
+    echo "scripts/install-deps.sh: missing Open MPI (apt-get install openmpi-bin libopenmpi-dev); the MPI test will skip" >&2
+  fi
+fi
 # The Perfetto trace tests decode trace.pftrace with the official protos of the `perfetto`
 # PyPI package (tests/perfetto/validate_trace.py). perfetto-sdk-sys builds with g++ (above).
 if ! python3 -c "import perfetto.protos.perfetto.trace.perfetto_trace_pb2" >/dev/null 2>&1; then

@@ -10,6 +10,7 @@
 //! exit with status 2.
 
 mod avail;
+mod merge;
 mod passes;
 mod perf;
 mod run;
@@ -27,6 +28,8 @@ Usage:
   metron run [flags] [--] <command> [args...]   run a program under Metron
   metron sample [--freq N] [--realtime] [flags] [--] <command> [args...]
                                                 the same, sampling every thread's call stack
+  metron merge [-o OUT] DIR...                  join the run folders of MPI ranks into one
+                                                trace and a summary across ranks
   metron avail [--json] [--components] [--settings] [--counters]
                                                 list what Metron can measure and configure
   metron --version | --help
@@ -64,8 +67,9 @@ fn main() -> ExitCode {
         Some("run") => run::main(&args[1..]),
         Some("avail") => avail::main(&args[1..]),
         Some("sample") => sample::main(&args[1..]),
+        Some("merge") => merge::main(&args[1..]),
         Some(other) => usage_error(&format!(
-            "unknown command {other:?}; the commands are run, sample and avail (see metron --help)"
+            "unknown command {other:?}; the commands are run, sample, merge and avail (see metron --help)"
         )),
     }
 }

@@ -22,6 +22,9 @@ scripts/install-deps.sh does).
 
 Usage: validate_trace.py TRACE [--window-start-ns N] [--window-end-ns N] [--allow-open]
                                [--allow-truncated] [--allow-loss] [--slices] [--max-values N]
+                               [--clock monotonic|realtime] [--processes N]
+
+A trace of `metron merge` is checked with --clock realtime --processes <ranks>.
 """
 
 import argparse
@@ -45,6 +48,7 @@ TYPE_INSTANT = 3
 TYPE_COUNTER = 4
 SEQ_INCREMENTAL_STATE_CLEARED = 1
 CLOCK_MONOTONIC = 3
+CLOCK_IDS = {"monotonic": 3, "realtime": 1}
 DROPPED_NAME = "metron: dropped records"
 RUN_END_NAME = "metron: run end"
 
@@ -290,7 +294,7 @@ def validate(path, args):
             continue
         ts = packet.timestamp
         clock = packet.timestamp_clock_id if packet.HasField("timestamp_clock_id") else seq.clock_id
-        if clock != CLOCK_MONOTONIC:
+        if clock != CLOCK_IDS[args.clock]:
             problem("wrong_clock", "packet %d has clock %s" % (order, clock))
         if args.window_start_ns is not None and ts < args.window_start_ns:
             problem("outside_window", "packet %d at %d < %d" % (order, ts, args.window_start_ns))
@@ -378,8 +382,13 @@ def validate(path, args):
     unnamed = [t["uuid"] for t in thread_tracks if not t.get("name")]
     checks.add("thread_names", not unnamed, "unnamed thread tracks: %s" % unnamed if unnamed else "")
     process_tracks = [t for t in tracks.values() if t.get("type") == "process"]
-    checks.add("process_track", len(process_tracks) == 1, "%d process tracks" % len(process_tracks))
-    wrong_pid = [t["uuid"] for t in thread_tracks if process_tracks and t.get("pid") != process_tracks[0].get("pid")]
+    checks.add(
+        "process_track",
+        len(process_tracks) == args.processes,
+        "%d process tracks, expected %d" % (len(process_tracks), args.processes),
+    )
+    process_pids = set(t.get("pid") for t in process_tracks)
+    wrong_pid = [t["uuid"] for t in thread_tracks if process_tracks and t.get("pid") not in process_pids]
     checks.add("thread_pids", not wrong_pid, "threads with another pid: %s" % wrong_pid if wrong_pid else "")
 
     loss = {}
@@ -435,6 +444,10 @@ def main():
     parser.add_argument("--allow-loss", action="store_true", help="Perfetto's loss counters are not an error")
     parser.add_argument("--slices", action="store_true", help="list every slice (large)")
     parser.add_argument("--max-values", type=int, default=1000, help="values/instants listed per counter (default 1000)")
+    parser.add_argument(
+        "--clock", choices=sorted(CLOCK_IDS), default="monotonic", help="the clock of every event (metron merge: realtime)"
+    )
+    parser.add_argument("--processes", type=int, default=1, help="process tracks expected (metron merge: one per rank)")
     args = parser.parse_args()
     if not os.path.exists(args.trace):
         print("validate_trace.py: %s does not exist" % args.trace, file=sys.stderr)

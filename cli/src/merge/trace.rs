@@ -1,0 +1,594 @@
+//! Rewrites one rank's `trace.pftrace` into the merged trace, packet by packet (one packet in
+//! memory at a time): timestamps move from the rank's `CLOCK_MONOTONIC` to `CLOCK_REALTIME`,
+//! sequence ids, track uuids and flow ids become unique across ranks, the process track is
+//! named `rank N (host, pid)`, and the service's per-run packets (clock snapshots, trace config,
+//! service events) are left out: the merged trace has one clock snapshot of its own.
+
+use super::wire::{self, fields, put, put_nested, put_varint, Value, WireError};
+use std::collections::HashMap;
+use std::io::{self, BufRead, Read as _, Write};
+
+/// `BuiltinClock` ids.
+pub(crate) const CLOCK_REALTIME: u64 = 1;
+const CLOCK_MONOTONIC: u64 = 3;
+const CLOCK_BOOTTIME: u64 = 6;
+
+/// `Trace.packet`.
+const TRACE_PACKET: u32 = 1;
+
+mod packet {
+    pub(super) const CLOCK_SNAPSHOT: u32 = 6;
+    pub(super) const TIMESTAMP: u32 = 8;
+    pub(super) const SEQUENCE_ID: u32 = 10;
+    pub(super) const TRACK_EVENT: u32 = 11;
+    pub(super) const SEQUENCE_FLAGS: u32 = 13;
+    pub(super) const TRACE_CONFIG: u32 = 33;
+    pub(super) const SYNC_MARKER: u32 = 36;
+    pub(super) const SYSTEM_INFO: u32 = 45;
+    pub(super) const COMPRESSED: u32 = 50;
+    pub(super) const CLOCK_ID: u32 = 58;
+    pub(super) const DEFAULTS: u32 = 59;
+    pub(super) const TRACK_DESCRIPTOR: u32 = 60;
+    pub(super) const PERF_SAMPLE: u32 = 66;
+    pub(super) const SERVICE_EVENT: u32 = 69;
+    pub(super) const TRACE_UUID: u32 = 89;
+}
+
+/// `TracePacketDefaults`.
+mod defaults {
+    pub(super) const CLOCK_ID: u32 = 58;
+    pub(super) const TRACK_EVENT_DEFAULTS: u32 = 11;
+}
+
+/// `TrackEvent` and `TrackEventDefaults` fields holding track uuids or flow ids.
+mod event {
+    pub(super) const TRACK_UUID: u32 = 11;
+    pub(super) const EXTRA_COUNTER_UUIDS: u32 = 31;
+    pub(super) const EXTRA_DOUBLE_COUNTER_UUIDS: u32 = 45;
+    pub(super) const FLOW_IDS_OLD: u32 = 36;
+    pub(super) const TERMINATING_FLOW_IDS_OLD: u32 = 42;
+    pub(super) const FLOW_IDS: u32 = 47;
+    pub(super) const TERMINATING_FLOW_IDS: u32 = 48;
+}
+
+/// `TrackDescriptor`, `ProcessDescriptor`, `ThreadDescriptor`.
+mod track {
+    pub(super) const UUID: u32 = 1;
+    pub(super) const NAME: u32 = 2;
+    pub(super) const PROCESS: u32 = 3;
+    pub(super) const THREAD: u32 = 4;
+    pub(super) const PARENT_UUID: u32 = 5;
+    pub(super) const PID: u32 = 1;
+    pub(super) const TID: u32 = 2;
+    pub(super) const PROCESS_NAME: u32 = 6;
+}
+
+/// `PerfSample`.
+mod sample {
+    pub(super) const PID: u32 = 2;
+    pub(super) const TID: u32 = 3;
+}
+
+/// `ClockSnapshot` and its `Clock`.
+mod snapshot {
+    pub(super) const CLOCKS: u32 = 1;
+    pub(super) const PRIMARY_TRACE_CLOCK: u32 = 2;
+    pub(super) const CLOCK_ID: u32 = 1;
+    pub(super) const TIMESTAMP: u32 = 2;
+}
+
+/// SplitMix64's finalizer: a bijection of u64, so ids stay distinct within a rank.
+fn mix(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// How one rank's packets are rewritten.
+pub(crate) struct RankMap {
+    /// Rank number (names, id salts).
+    pub(crate) rank: u32,
+    /// realtime − monotonic of this rank's host, ns.
+    pub(crate) offset_ns: i64,
+    /// The process track's new name.
+    pub(crate) process_name: String,
+    /// Added to pids and tids (0 unless another rank has the same pid).
+    pub(crate) pid_base: u32,
+}
+
+/// What one rank's rewrite did.
+#[derive(Default, Debug, Clone)]
+pub(crate) struct RankCounts {
+    pub(crate) packets_in: u64,
+    pub(crate) packets_out: u64,
+    /// Service packets of the rank's own session left out (clock snapshots, config, ...).
+    pub(crate) service_packets_left_out: u64,
+    /// Packets whose timestamp could not be put on the realtime clock (kept without it).
+    pub(crate) timestamps_dropped: u64,
+    /// Compressed or unparsable packets left out.
+    pub(crate) packets_unreadable: u64,
+    /// Bytes at the end of the file that do not form a whole packet (a killed run).
+    pub(crate) truncated_tail_bytes: u64,
+    /// Earliest and latest realtime timestamps written, ns.
+    pub(crate) first_ts: Option<u64>,
+    pub(crate) last_ts: Option<u64>,
+}
+
+impl RankCounts {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "packets_in": self.packets_in,
+            "packets_out": self.packets_out,
+            "service_packets_left_out": self.service_packets_left_out,
+            "timestamps_dropped": self.timestamps_dropped,
+            "packets_unreadable": self.packets_unreadable,
+            "truncated_tail_bytes": self.truncated_tail_bytes,
+            "first_realtime_ns": self.first_ts,
+            "last_realtime_ns": self.last_ts,
+        })
+    }
+}
+
+/// Per-sequence state the rewrite needs.
+#[derive(Default, Clone, Copy)]
+struct SeqState {
+    new_id: u32,
+    clock: Option<u64>,
+}
+
+/// Rewrites packets of one rank.
+pub(crate) struct Rewriter<'m> {
+    map: &'m RankMap,
+    salt_uuid: u64,
+    salt_flow: u64,
+    sequences: HashMap<u32, SeqState>,
+    /// BOOTTIME − MONOTONIC from the rank's latest clock snapshot.
+    boot_minus_mono: Option<i64>,
+    scratch: Vec<Vec<u8>>,
+    pub(crate) counts: RankCounts,
+}
+
+/// A rank's packet rewritten: what to do with it.
+enum Outcome {
+    Write,
+    Skip,
+}
+
+impl<'m> Rewriter<'m> {
+    pub(crate) fn new(map: &'m RankMap) -> Rewriter<'m> {
+        let rank = u64::from(map.rank);
+        Rewriter {
+            map,
+            salt_uuid: mix(rank.wrapping_mul(2).wrapping_add(0x5eed)),
+            salt_flow: mix(rank.wrapping_mul(2).wrapping_add(0xf10e)),
+            sequences: HashMap::new(),
+            boot_minus_mono: None,
+            scratch: Vec::new(),
+            counts: RankCounts::default(),
+        }
+    }
+
+    /// The merged trace's uuid of this rank's track `uuid` (0, "no track", stays 0).
+    pub(crate) fn uuid(&self, uuid: u64) -> u64 {
+        if uuid == 0 {
+            0
+        } else {
+            mix(uuid ^ self.salt_uuid)
+        }
+    }
+
+    fn flow(&self, id: u64) -> u64 {
+        mix(id ^ self.salt_flow)
+    }
+
+    fn pid(&self, pid: u64) -> u64 {
+        if self.map.pid_base == 0 {
+            pid
+        } else {
+            pid + u64::from(self.map.pid_base)
+        }
+    }
+
+    /// Streams every packet of `input` into `out`, rewritten; `next_seq` hands out sequence
+    /// ids unique in the merged trace.
+    pub(crate) fn copy(
+        &mut self,
+        input: &mut impl BufRead,
+        out: &mut impl Write,
+        next_seq: &mut u32,
+    ) -> io::Result<()> {
+        let mut packet = Vec::new();
+        let mut rewritten = Vec::new();
+        let mut framed = Vec::new();
+        loop {
+            match read_packet(input, &mut packet)? {
+                Frame::End => break,
+                Frame::Truncated(bytes) => {
+                    self.counts.truncated_tail_bytes = bytes;
+                    break;
+                }
+                Frame::Other(tag) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("not a Perfetto trace: top-level field tag {tag} is not a packet"),
+                    ))
+                }
+                Frame::Packet => {}
+            }
+            self.counts.packets_in += 1;
+            rewritten.clear();
+            match self.packet(&packet, &mut rewritten, next_seq) {
+                Ok(Outcome::Write) => {
+                    framed.clear();
+                    put(&mut framed, TRACE_PACKET, Value::Len(&rewritten));
+                    out.write_all(&framed)?;
+                    self.counts.packets_out += 1;
+                }
+                Ok(Outcome::Skip) => {}
+                Err(_) => self.counts.packets_unreadable += 1,
+            }
+        }
+        Ok(())
+    }
+
+    fn packet(
+        &mut self,
+        raw: &[u8],
+        out: &mut Vec<u8>,
+        next_seq: &mut u32,
+    ) -> Result<Outcome, WireError> {
+        // First pass: the sequence, the clock and what kind of packet this is.
+        let mut seq_id = 0u32;
+        let mut clock_id = None;
+        let mut default_clock = None;
+        let mut cleared = false;
+        for f in fields(raw) {
+            match f? {
+                (packet::SEQUENCE_ID, Value::Varint(v)) => seq_id = v as u32,
+                (packet::CLOCK_ID, Value::Varint(v)) => clock_id = Some(v),
+                (packet::SEQUENCE_FLAGS, Value::Varint(v)) => cleared = v & 1 != 0,
+                (packet::DEFAULTS, Value::Len(d)) => {
+                    for g in fields(d) {
+                        if let (defaults::CLOCK_ID, Value::Varint(v)) = g? {
+                            default_clock = Some(v);
+                        }
+                    }
+                }
+                (packet::CLOCK_SNAPSHOT, Value::Len(s)) => {
+                    self.read_snapshot(s)?;
+                    self.counts.service_packets_left_out += 1;
+                    return Ok(Outcome::Skip);
+                }
+                (
+                    packet::TRACE_CONFIG
+                    | packet::SYNC_MARKER
+                    | packet::SYSTEM_INFO
+                    | packet::SERVICE_EVENT
+                    | packet::TRACE_UUID,
+                    _,
+                ) => {
+                    self.counts.service_packets_left_out += 1;
+                    return Ok(Outcome::Skip);
+                }
+                (packet::COMPRESSED, _) => return Err(WireError("compressed packets")),
+                _ => {}
+            }
+        }
+        let state = self.sequences.entry(seq_id).or_insert_with(|| {
+            *next_seq += 1;
+            SeqState {
+                new_id: *next_seq,
+                clock: None,
+            }
+        });
+        if cleared {
+            state.clock = None;
+        }
+        if default_clock.is_some() {
+            state.clock = default_clock;
+        }
+        let state = *state;
+        let clock = clock_id.or(state.clock).unwrap_or(CLOCK_BOOTTIME);
+
+        // Second pass: copy, changing what must change.
+        for f in fields(raw) {
+            let (field, value) = f?;
+            match (field, value) {
+                (packet::TIMESTAMP, Value::Varint(ts)) => match self.to_realtime(clock, ts) {
+                    Some(t) => {
+                        put(out, field, Value::Varint(t));
+                        self.counts.first_ts = Some(self.counts.first_ts.map_or(t, |f| f.min(t)));
+                        self.counts.last_ts = Some(self.counts.last_ts.map_or(t, |l| l.max(t)));
+                        if clock_id.is_none() && state.clock.is_none() {
+                            // The packet used the trace's default clock: say which it is now.
+                            put(out, packet::CLOCK_ID, Value::Varint(CLOCK_REALTIME));
+                        }
+                    }
+                    None => self.counts.timestamps_dropped += 1,
+                },
+                (packet::CLOCK_ID, Value::Varint(_)) => {
+                    put(out, field, Value::Varint(CLOCK_REALTIME))
+                }
+                (packet::SEQUENCE_ID, Value::Varint(_)) => {
+                    put(out, field, Value::Varint(u64::from(state.new_id)))
+                }
+                (packet::DEFAULTS, Value::Len(d)) => {
+                    let mut scratch = std::mem::take(&mut self.scratch);
+                    let r = put_nested(out, field, &mut scratch, |o, s| self.defaults(d, o, s));
+                    self.scratch = scratch;
+                    r?;
+                }
+                (packet::TRACK_EVENT, Value::Len(e)) => {
+                    let mut scratch = std::mem::take(&mut self.scratch);
+                    let r = put_nested(out, field, &mut scratch, |o, _| self.track_event(e, o));
+                    self.scratch = scratch;
+                    r?;
+                }
+                (packet::TRACK_DESCRIPTOR, Value::Len(t)) => {
+                    let mut scratch = std::mem::take(&mut self.scratch);
+                    let r = put_nested(out, field, &mut scratch, |o, s| self.descriptor(t, o, s));
+                    self.scratch = scratch;
+                    r?;
+                }
+                (packet::PERF_SAMPLE, Value::Len(p)) => {
+                    let mut scratch = std::mem::take(&mut self.scratch);
+                    let r = put_nested(out, field, &mut scratch, |o, _| {
+                        for g in fields(p) {
+                            match g? {
+                                (n @ (sample::PID | sample::TID), Value::Varint(v)) => {
+                                    put(o, n, Value::Varint(self.pid(v)))
+                                }
+                                (n, v) => put(o, n, v),
+                            }
+                        }
+                        Ok(())
+                    });
+                    self.scratch = scratch;
+                    r?;
+                }
+                _ => put(out, field, value),
+            }
+        }
+        Ok(Outcome::Write)
+    }
+
+    /// A timestamp of clock `clock` on the merged realtime clock, if it can be placed.
+    fn to_realtime(&self, clock: u64, ts: u64) -> Option<u64> {
+        let mono = match clock {
+            CLOCK_REALTIME => return Some(ts),
+            CLOCK_MONOTONIC => i128::from(ts),
+            CLOCK_BOOTTIME => i128::from(ts) - i128::from(self.boot_minus_mono?),
+            _ => return None,
+        };
+        u64::try_from(mono + i128::from(self.map.offset_ns)).ok()
+    }
+
+    fn read_snapshot(&mut self, s: &[u8]) -> Result<(), WireError> {
+        let (mut boot, mut mono) = (None, None);
+        for f in fields(s) {
+            if let (snapshot::CLOCKS, Value::Len(c)) = f? {
+                let (mut id, mut ts) = (None, None);
+                for g in fields(c) {
+                    match g? {
+                        (snapshot::CLOCK_ID, Value::Varint(v)) => id = Some(v),
+                        (snapshot::TIMESTAMP, Value::Varint(v)) => ts = Some(v),
+                        _ => {}
+                    }
+                }
+                match (id, ts) {
+                    (Some(CLOCK_BOOTTIME), Some(t)) => boot = Some(t),
+                    (Some(CLOCK_MONOTONIC), Some(t)) => mono = Some(t),
+                    _ => {}
+                }
+            }
+        }
+        if let (Some(b), Some(m)) = (boot, mono) {
+            self.boot_minus_mono = Some((i128::from(b) - i128::from(m)) as i64);
+        }
+        Ok(())
+    }
+
+    fn defaults(
+        &self,
+        d: &[u8],
+        out: &mut Vec<u8>,
+        scratch: &mut Vec<Vec<u8>>,
+    ) -> Result<(), WireError> {
+        for f in fields(d) {
+            match f? {
+                (defaults::CLOCK_ID, Value::Varint(_)) => {
+                    put(out, defaults::CLOCK_ID, Value::Varint(CLOCK_REALTIME))
+                }
+                (defaults::TRACK_EVENT_DEFAULTS, Value::Len(e)) => {
+                    put_nested(out, defaults::TRACK_EVENT_DEFAULTS, scratch, |o, _| {
+                        self.track_event(e, o)
+                    })?
+                }
+                (n, v) => put(out, n, v),
+            }
+        }
+        Ok(())
+    }
+
+    /// A `TrackEvent` (or `TrackEventDefaults`, whose uuid fields have the same numbers).
+    fn track_event(&self, e: &[u8], out: &mut Vec<u8>) -> Result<(), WireError> {
+        for f in fields(e) {
+            let (n, v) = f?;
+            match (n, v) {
+                (
+                    event::TRACK_UUID
+                    | event::EXTRA_COUNTER_UUIDS
+                    | event::EXTRA_DOUBLE_COUNTER_UUIDS,
+                    Value::Varint(u),
+                ) => put(out, n, Value::Varint(self.uuid(u))),
+                (event::EXTRA_COUNTER_UUIDS | event::EXTRA_DOUBLE_COUNTER_UUIDS, Value::Len(p)) => {
+                    let mut packed = Vec::new();
+                    for u in wire::packed_varints(p)? {
+                        put_varint(&mut packed, self.uuid(u));
+                    }
+                    put(out, n, Value::Len(&packed));
+                }
+                (event::FLOW_IDS_OLD | event::TERMINATING_FLOW_IDS_OLD, Value::Varint(id)) => {
+                    put(out, n, Value::Varint(self.flow(id)))
+                }
+                (event::FLOW_IDS | event::TERMINATING_FLOW_IDS, Value::Fixed64(id)) => {
+                    put(out, n, Value::Fixed64(self.flow(id)))
+                }
+                (event::FLOW_IDS | event::TERMINATING_FLOW_IDS, Value::Len(p)) => {
+                    let mut packed = Vec::with_capacity(p.len());
+                    for chunk in p.chunks(8) {
+                        let id = u64::from_le_bytes(
+                            chunk
+                                .try_into()
+                                .map_err(|_| WireError("a packed fixed64 list of odd length"))?,
+                        );
+                        packed.extend_from_slice(&self.flow(id).to_le_bytes());
+                    }
+                    put(out, n, Value::Len(&packed));
+                }
+                _ => put(out, n, v),
+            }
+        }
+        Ok(())
+    }
+
+    fn descriptor(
+        &self,
+        t: &[u8],
+        out: &mut Vec<u8>,
+        scratch: &mut Vec<Vec<u8>>,
+    ) -> Result<(), WireError> {
+        let is_process = fields(t).any(|f| matches!(f, Ok((track::PROCESS, _))));
+        for f in fields(t) {
+            match f? {
+                (n @ (track::UUID | track::PARENT_UUID), Value::Varint(u)) => {
+                    put(out, n, Value::Varint(self.uuid(u)))
+                }
+                (track::NAME, Value::Len(_)) if is_process => put(
+                    out,
+                    track::NAME,
+                    Value::Len(self.map.process_name.as_bytes()),
+                ),
+                (track::PROCESS, Value::Len(p)) => {
+                    put_nested(out, track::PROCESS, scratch, |o, _| {
+                        for g in fields(p) {
+                            match g? {
+                                (track::PID, Value::Varint(v)) => {
+                                    put(o, track::PID, Value::Varint(self.pid(v)))
+                                }
+                                (track::PROCESS_NAME, _) => {}
+                                (n, v) => put(o, n, v),
+                            }
+                        }
+                        put(
+                            o,
+                            track::PROCESS_NAME,
+                            Value::Len(self.map.process_name.as_bytes()),
+                        );
+                        Ok(())
+                    })?
+                }
+                (track::THREAD, Value::Len(p)) => {
+                    put_nested(out, track::THREAD, scratch, |o, _| {
+                        for g in fields(p) {
+                            match g? {
+                                (n @ (track::PID | track::TID), Value::Varint(v)) => {
+                                    put(o, n, Value::Varint(self.pid(v)))
+                                }
+                                (n, v) => put(o, n, v),
+                            }
+                        }
+                        Ok(())
+                    })?
+                }
+                (n, v) => put(out, n, v),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The merged trace's first packet: a clock snapshot that makes `CLOCK_REALTIME` its trace
+/// clock (`primary_trace_clock`), on a sequence of its own.
+pub(crate) fn realtime_clock_packet(realtime_ns: u64, seq_id: u32) -> Vec<u8> {
+    let mut clock = Vec::new();
+    put(
+        &mut clock,
+        snapshot::CLOCK_ID,
+        Value::Varint(CLOCK_REALTIME),
+    );
+    put(&mut clock, snapshot::TIMESTAMP, Value::Varint(realtime_ns));
+    let mut snap = Vec::new();
+    put(&mut snap, snapshot::CLOCKS, Value::Len(&clock));
+    put(
+        &mut snap,
+        snapshot::PRIMARY_TRACE_CLOCK,
+        Value::Varint(CLOCK_REALTIME),
+    );
+    let mut pkt = Vec::new();
+    put(&mut pkt, packet::TIMESTAMP, Value::Varint(realtime_ns));
+    put(&mut pkt, packet::CLOCK_ID, Value::Varint(CLOCK_REALTIME));
+    put(
+        &mut pkt,
+        packet::SEQUENCE_ID,
+        Value::Varint(u64::from(seq_id)),
+    );
+    put(&mut pkt, packet::CLOCK_SNAPSHOT, Value::Len(&snap));
+    let mut framed = Vec::new();
+    put(&mut framed, TRACE_PACKET, Value::Len(&pkt));
+    framed
+}
+
+/// What [`read_packet`] found.
+enum Frame {
+    Packet,
+    End,
+    /// The file ends inside a packet: this many bytes of it.
+    Truncated(u64),
+    /// A top-level field other than `packet`.
+    Other(u64),
+}
+
+/// Reads the next top-level `Trace.packet` of `input` into `packet`.
+fn read_packet(input: &mut impl BufRead, packet: &mut Vec<u8>) -> io::Result<Frame> {
+    let mut consumed = 0u64;
+    let Some(tag) = read_stream_varint(input, &mut consumed)? else {
+        return Ok(if consumed == 0 {
+            Frame::End
+        } else {
+            Frame::Truncated(consumed)
+        });
+    };
+    if tag != u64::from(TRACE_PACKET << 3 | 2) {
+        return Ok(Frame::Other(tag));
+    }
+    let Some(len) = read_stream_varint(input, &mut consumed)? else {
+        return Ok(Frame::Truncated(consumed));
+    };
+    packet.clear();
+    let got = input.take(len).read_to_end(packet)? as u64;
+    if got < len {
+        return Ok(Frame::Truncated(consumed + got));
+    }
+    Ok(Frame::Packet)
+}
+
+/// A varint from a stream; `None` at the end of the stream.
+fn read_stream_varint(input: &mut impl BufRead, consumed: &mut u64) -> io::Result<Option<u64>> {
+    let mut value = 0u64;
+    for shift in (0..64).step_by(7) {
+        let mut byte = [0u8];
+        if input.read(&mut byte)? == 0 {
+            return Ok(None);
+        }
+        *consumed += 1;
+        value |= u64::from(byte[0] & 0x7f) << shift;
+        if byte[0] & 0x80 == 0 {
+            return Ok(Some(value));
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::InvalidData,
+        "a varint longer than 10 bytes at the top level",
+    ))
+}
