@@ -720,6 +720,7 @@ struct State {
     cubins: HashMap<u64, Vec<u8>>,
     errors: Vec<String>,
     get_data_errors: u64,
+    too_many_contexts: bool,
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
@@ -730,6 +731,8 @@ static SERIALIZED: AtomicBool = AtomicBool::new(false);
 static CTX_KEYS: [AtomicUsize; MAX_CONTEXTS] = [const { AtomicUsize::new(0) }; MAX_CONTEXTS];
 static CTX_BUFS: [AtomicPtr<SamplingData>; MAX_CONTEXTS] =
     [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_CONTEXTS];
+/// Slots taken (under `STATE`'s lock).
+static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
 static LAUNCHES: AtomicU64 = AtomicU64::new(0);
 static DRAINS: AtomicU64 = AtomicU64::new(0);
 static REFUSED: Mutex<Option<String>> = Mutex::new(None);
@@ -793,6 +796,7 @@ pub fn configure(
         cubins: HashMap::new(),
         errors: Vec::new(),
         get_data_errors: 0,
+        too_many_contexts: false,
     });
     SERIALIZED.store(cfg.mode == Mode::Serialized, Ordering::Relaxed);
     ON.store(true, Ordering::Release);
@@ -854,15 +858,23 @@ fn new_buffer(pcs: usize, reasons: usize) -> (Box<SamplingData>, Vec<PcData>, Ve
 
 /// Enables and configures sampling on `ctx` (once per context).
 fn setup_context(st: &mut State, ctx: *mut c_void) {
-    if ctx.is_null() || st.contexts.iter().any(|c| c.ctx == ctx as usize) {
+    if ctx.is_null() || slot_of(ctx).is_some() {
         return;
     }
-    if st.contexts.len() >= MAX_CONTEXTS {
-        st.errors.push(format!(
-            "more than {MAX_CONTEXTS} contexts: later ones are not sampled"
-        ));
+    // The context takes a slot whether or not sampling starts on it, so the launch path never
+    // tries it again.
+    let slot = NEXT_SLOT.load(Ordering::Relaxed);
+    if slot >= MAX_CONTEXTS {
+        if !st.too_many_contexts {
+            st.too_many_contexts = true;
+            st.errors.push(format!(
+                "more than {MAX_CONTEXTS} contexts: later ones are not sampled"
+            ));
+        }
         return;
     }
+    NEXT_SLOT.store(slot + 1, Ordering::Relaxed);
+    CTX_KEYS[slot].store(ctx as usize, Ordering::Release);
     let (api, cupti) = (st.api, st.cupti);
     if let Err(e) = api.ctx_call(&cupti, "cuptiPCSamplingEnable", api.enable, ctx) {
         st.errors.push(e);
@@ -935,9 +947,7 @@ fn setup_context(st: &mut State, ctx: *mut c_void) {
     if st.reasons.is_empty() {
         st.reasons = reasons;
     }
-    let slot = st.contexts.len();
     CTX_BUFS[slot].store(&mut *config as *mut SamplingData, Ordering::Release);
-    CTX_KEYS[slot].store(ctx as usize, Ordering::Release);
     st.contexts.push(Context {
         ctx: ctx as usize,
         config,
@@ -1042,10 +1052,15 @@ pub unsafe fn on_resource(cbid: u32, data: *const c_void) {
     match cbid {
         ps::CBID_CONTEXT_CREATED => with_state(|st| setup_context(st, rd.context)),
         ps::CBID_CONTEXT_DESTROY_STARTING => with_state(|st| {
+            // A later context at the same address is a new one: it takes a new slot.
+            if let Some(slot) = slot_of(rd.context) {
+                CTX_BUFS[slot].store(std::ptr::null_mut(), Ordering::Release);
+                CTX_KEYS[slot].store(usize::MAX, Ordering::Release);
+            }
             if let Some(i) = st
                 .contexts
                 .iter()
-                .position(|c| c.ctx == rd.context as usize)
+                .position(|c| c.ctx == rd.context as usize && !c.disabled)
             {
                 drain_context(st, i, true);
             }
@@ -1077,7 +1092,7 @@ pub unsafe fn on_resource(cbid: u32, data: *const c_void) {
                 if let Some(i) = st
                     .contexts
                     .iter()
-                    .position(|c| c.ctx == rd.context as usize)
+                    .position(|c| c.ctx == rd.context as usize && !c.disabled)
                 {
                     let State {
                         contexts,
@@ -1108,7 +1123,11 @@ pub fn before_launch(ctx: *mut c_void) {
     }
 }
 
+/// The slot a context took (`None` for null or a context not seen yet).
 fn slot_of(ctx: *mut c_void) -> Option<usize> {
+    if ctx.is_null() {
+        return None;
+    }
     (0..MAX_CONTEXTS).find(|&i| CTX_KEYS[i].load(Ordering::Acquire) == ctx as usize)
 }
 
@@ -1122,13 +1141,20 @@ pub fn after_launch(ctx: *mut c_void) {
     let Some(slot) = slot_of(ctx) else { return };
     let serialized = SERIALIZED.load(Ordering::Relaxed);
     let buf = CTX_BUFS[slot].load(Ordering::Acquire);
-    // SAFETY: the configuration buffer lives for the run; CUPTI updates this count, a racy
-    // read of a word is enough to decide whether to drain.
+    if buf.is_null() {
+        return; // sampling did not start on this context
+    }
+    // SAFETY: a non-null configuration buffer lives for the run; CUPTI updates this count, a
+    // racy read of a word is enough to decide whether to drain.
     let remaining =
         unsafe { std::ptr::read_volatile(std::ptr::addr_of!((*buf).remaining_num_pcs)) };
     if serialized || remaining >= DRAIN_PCS / 2 {
         with_state(|st| {
-            if let Some(i) = st.contexts.iter().position(|c| c.ctx == ctx as usize) {
+            if let Some(i) = st
+                .contexts
+                .iter()
+                .position(|c| c.ctx == ctx as usize && !c.disabled)
+            {
                 drain_context(st, i, false);
             }
         });

@@ -87,6 +87,19 @@ if [[ $PHASES == *probe* ]]; then
   tail -3 $R/probe.log; sed -n '/GPU stall reasons/,$p' $R/probe/summary.txt | head -12
   python3 -c "import json;s=json.load(open('$R/probe/summary.json'));print(json.dumps([r for r in s.get('regions',[]) if 'step' in json.dumps(r)][:2])[:800])" 2>&1 | head -5
 fi
+if [[ $PHASES == *mtgraph* ]]; then
+  # Two launching threads x two streams + a CUDA graph replayed 10 times (issue 14's program),
+  # on one GPU and, when there are two, on two (one context per device).
+  NDEV=$(nvidia-smi -L | wc -l)
+  for spec in "mt1 1" "mt2 2"; do
+    set -- $spec
+    [ $2 -gt $NDEV ] && continue
+    log "$1"
+    METRON_GPU_PC_SAMPLING=10 METRON_OUTPUT_PATH=$R/$1 timeout 120 $M mt_graph 10 overlap 2 $2 > $R/$1.log 2>&1; echo "rc=$?" >> $R/$1.log
+    tail -2 $R/$1.log; sed -n '/by region:/,$p' $R/$1/summary.txt | grep -v '^      ' | head -12
+    python3 -c "import json;m=json.load(open('$R/$1/metadata.json'))['gpu_pc_sampling'];m.pop('stall_reasons',None);print(json.dumps(m)[:900])"
+  done
+fi
 if [[ $PHASES == *torch* ]]; then
   log torch
   METRON_GPU_PC_SAMPLING=on METRON_OUTPUT_PATH=$R/torch timeout 200 $M /opt/torch/.venv/bin/python3 tests/cuda/torch_train.py plain > $R/torch.log 2>&1; echo "rc=$?" >> $R/torch.log
