@@ -1243,42 +1243,8 @@ impl metron::Sink for PcSink {
             };
             attribute(&st.table, &st.functions, &st.reasons, &launches, &mut src)
         };
-        let kernels = breakdowns(&rows, false);
-        let regions = breakdowns(&rows, true);
-        let note = if no_lines.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "{} function(s) without line information (build with -lineinfo): shown as function+offset",
-                no_lines.len()
-            )
-        };
-        let mut files = Vec::new();
-        let csv_path = run.output_dir.join("pc_samples.csv");
-        std::fs::write(&csv_path, csv(&rows))?;
-        files.push(csv_path);
-        let folded_path = run.output_dir.join("gpu_stalls.folded");
-        std::fs::write(&folded_path, folded(&rows))?;
-        files.push(folded_path);
-        // The summary sink wrote summary.txt/json before (it is registered first): add ours.
-        let txt = run.output_dir.join("summary.txt");
-        if txt.is_file() {
-            use std::io::Write;
-            let mut f = std::fs::OpenOptions::new().append(true).open(&txt)?;
-            f.write_all(summary_text(&kernels, &regions, &note).as_bytes())?;
-        }
-        let section = json!({
-            "mode": st.config.mode.as_str(),
-            "by_kernel": breakdowns_json(&kernels),
-            "by_region": breakdowns_json(&regions),
-        });
-        let js = run.output_dir.join("summary.json");
-        if let Ok(text) = std::fs::read_to_string(&js) {
-            if let Ok(mut v) = serde_json::from_str::<Value>(&text) {
-                v["gpu_pc_sampling"] = section;
-                std::fs::write(&js, serde_json::to_string_pretty(&v)? + "\n")?;
-            }
-        }
+        let files = write_outputs(&run.output_dir, st.config.mode, &rows, no_lines.len())?;
+        let note = no_line_note(no_lines.len());
         let attributed: u64 = rows.iter().map(|r| r.samples).sum();
         let _ = REPORT.set(json!({
             "samples_attributed": attributed,
@@ -1289,6 +1255,52 @@ impl metron::Sink for PcSink {
         }));
         Ok(files)
     }
+}
+
+fn no_line_note(n: usize) -> String {
+    if n == 0 {
+        String::new()
+    } else {
+        format!("{n} function(s) without line information (build with -lineinfo): shown as function+offset")
+    }
+}
+
+/// Writes `pc_samples.csv` and `gpu_stalls.folded` into `dir`, and adds the breakdowns to the
+/// `summary.txt` / `summary.json` the summary sink wrote there before (it is registered first);
+/// `no_lines`: functions without line information. Returns the files written.
+pub fn write_outputs(
+    dir: &std::path::Path,
+    mode: Mode,
+    rows: &[Row],
+    no_lines: usize,
+) -> std::io::Result<Vec<PathBuf>> {
+    let kernels = breakdowns(rows, false);
+    let regions = breakdowns(rows, true);
+    let mut files = Vec::new();
+    let csv_path = dir.join("pc_samples.csv");
+    std::fs::write(&csv_path, csv(rows))?;
+    files.push(csv_path);
+    let folded_path = dir.join("gpu_stalls.folded");
+    std::fs::write(&folded_path, folded(rows))?;
+    files.push(folded_path);
+    let txt = dir.join("summary.txt");
+    if txt.is_file() {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new().append(true).open(&txt)?;
+        f.write_all(summary_text(&kernels, &regions, &no_line_note(no_lines)).as_bytes())?;
+    }
+    let js = dir.join("summary.json");
+    if let Ok(text) = std::fs::read_to_string(&js) {
+        if let Ok(mut v) = serde_json::from_str::<Value>(&text) {
+            v["gpu_pc_sampling"] = json!({
+                "mode": mode.as_str(),
+                "by_kernel": breakdowns_json(&kernels),
+                "by_region": breakdowns_json(&regions),
+            });
+            std::fs::write(&js, serde_json::to_string_pretty(&v)? + "\n")?;
+        }
+    }
+    Ok(files)
 }
 
 /// The `gpu_pc_sampling` section of `metadata.json`.
@@ -1781,6 +1793,55 @@ mod tests {
         c.write_fields(&mut out);
         assert!(out[0].is_nan());
         assert_eq!(GpuPcSampling::FIELDS[0].name, "sampled_launches");
+    }
+
+    #[test]
+    fn outputs_join_the_summary_files() {
+        let dir = std::env::temp_dir().join(format!("metron-pcs-out-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("summary.txt"), "Regions\n").unwrap();
+        std::fs::write(dir.join("summary.json"), "{\"schema\": 1}\n").unwrap();
+        let row = |region: &str, reason: &str, n: u64| Row {
+            kernel: "chase(unsigned int const*, unsigned int*, int)".into(),
+            region: region.into(),
+            function: "_Z5chasePKjPji".into(),
+            pc_offset: 0x1d0,
+            file: "/w/pc_stalls.cu".into(),
+            line: 43,
+            reason: reason.into(),
+            samples: n,
+            not_issued: n / 2,
+        };
+        let rows = vec![
+            row("memory", "long_scoreboard", 996),
+            row("memory", "wait", 4),
+            row("memory_short", "long_scoreboard", 250),
+        ];
+        let files = write_outputs(&dir, Mode::Continuous, &rows, 1).unwrap();
+        assert_eq!(files.len(), 2);
+        let txt = std::fs::read_to_string(dir.join("summary.txt")).unwrap();
+        assert!(txt.starts_with("Regions\n\nGPU stall reasons (PC sampling)\n  1 function(s) without line information"), "{txt}");
+        assert!(txt.contains("    memory  1000 samples\n      stalls: long_scoreboard 99.6%, wait 0.4%\n      100.0%  chase(unsigned int const*, unsigned int*, int) pc_stalls.cu:43  (long_scoreboard)"), "{txt}");
+        let v: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap())
+                .unwrap();
+        assert_eq!(v["schema"], 1);
+        assert_eq!(v["gpu_pc_sampling"]["mode"], "continuous");
+        assert_eq!(v["gpu_pc_sampling"]["by_kernel"][0]["samples"], 1250);
+        assert_eq!(v["gpu_pc_sampling"]["by_region"][1]["name"], "memory_short");
+        assert_eq!(
+            v["gpu_pc_sampling"]["by_region"][0]["stall_reasons"][0]["percent"],
+            99.6
+        );
+        assert_eq!(
+            v["gpu_pc_sampling"]["by_kernel"][0]["top_lines"][0]["dominant_stall"],
+            "long_scoreboard"
+        );
+        let csv = std::fs::read_to_string(dir.join("pc_samples.csv")).unwrap();
+        assert_eq!(csv.lines().count(), 4);
+        let folded = std::fs::read_to_string(dir.join("gpu_stalls.folded")).unwrap();
+        assert!(folded.contains("memory_short;chase(unsigned int const*, unsigned int*, int);pc_stalls.cu:43;long_scoreboard 250\n"), "{folded}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
