@@ -100,6 +100,24 @@ if [[ $PHASES == *mtgraph* ]]; then
     python3 -c "import json;m=json.load(open('$R/$1/metadata.json'))['gpu_pc_sampling'];m.pop('stall_reasons',None);print(json.dumps(m)[:900])"
   done
 fi
+if [[ $PHASES == *launch* ]]; then
+  # Host cost per launch with sampling on (launch_loop: 10^5 empty kernels on one stream,
+  # enqueue ns per launch; 5 interleaved rounds).
+  log launch
+  for round in 1 2 3 4 5; do
+    for cfg in none metron_off metron_p14 metron_p10; do
+      case $cfg in
+        none) out=$(launch_loop 100000) ;;
+        metron_off) out=$(METRON_TRACE=0 METRON_OUTPUT_PATH=/tmp/l/$cfg$round $M launch_loop 100000 2>/dev/null) ;;
+        metron_p14) out=$(METRON_GPU_PC_SAMPLING=14 METRON_TRACE=0 METRON_OUTPUT_PATH=/tmp/l/$cfg$round $M launch_loop 100000 2>/dev/null) ;;
+        metron_p10) out=$(METRON_GPU_PC_SAMPLING=10 METRON_TRACE=0 METRON_OUTPUT_PATH=/tmp/l/$cfg$round $M launch_loop 100000 2>/dev/null) ;;
+      esac
+      echo "$round $cfg $out" >> $R/launch.txt
+    done
+  done
+  cat $R/launch.txt
+  python3 -c "import json;m=json.load(open('/tmp/l/metron_p101/metadata.json'))['gpu_pc_sampling'];m.pop('stall_reasons',None);print(json.dumps(m)[:700])"
+fi
 if [[ $PHASES == *torch* ]]; then
   log torch
   METRON_GPU_PC_SAMPLING=on METRON_OUTPUT_PATH=$R/torch timeout 200 $M /opt/torch/.venv/bin/python3 tests/cuda/torch_train.py plain > $R/torch.log 2>&1; echo "rc=$?" >> $R/torch.log
