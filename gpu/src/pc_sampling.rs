@@ -701,6 +701,9 @@ struct Context {
     drain: Box<SamplingData>,
     _drain_pcs: Vec<PcData>,
     _drain_reasons: Vec<StallReason>,
+    /// The stall-reason indices handed to CUPTI in the configuration (kept, as CUPTI's sample
+    /// keeps them, for the context's life).
+    _indices: Vec<u32>,
     disabled: bool,
 }
 
@@ -956,6 +959,7 @@ fn setup_context(st: &mut State, ctx: *mut c_void) {
         drain,
         _drain_pcs: drain_pcs,
         _drain_reasons: drain_reasons,
+        _indices: indices,
         disabled: false,
     });
 }
