@@ -724,6 +724,10 @@ struct State {
     errors: Vec<String>,
     get_data_errors: u64,
     too_many_contexts: bool,
+    /// Time spent enabling and configuring contexts, ns (Metron's calls into CUPTI).
+    setup_ns: u64,
+    /// Time spent draining (GetData, ingest, disable), ns.
+    drain_ns: u64,
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
@@ -800,6 +804,8 @@ pub fn configure(
         errors: Vec::new(),
         get_data_errors: 0,
         too_many_contexts: false,
+        setup_ns: 0,
+        drain_ns: 0,
     });
     SERIALIZED.store(cfg.mode == Mode::Serialized, Ordering::Relaxed);
     ON.store(true, Ordering::Release);
@@ -878,6 +884,13 @@ fn setup_context(st: &mut State, ctx: *mut c_void) {
     }
     NEXT_SLOT.store(slot + 1, Ordering::Relaxed);
     CTX_KEYS[slot].store(ctx as usize, Ordering::Release);
+    let t0 = metron::clock::monotonic_ns();
+    configure_context(st, ctx, slot);
+    st.setup_ns += metron::clock::monotonic_ns().saturating_sub(t0);
+}
+
+/// [`setup_context`]'s CUPTI part for a context that took `slot`.
+fn configure_context(st: &mut State, ctx: *mut c_void, slot: usize) {
     let (api, cupti) = (st.api, st.cupti);
     if let Err(e) = api.ctx_call(&cupti, "cuptiPCSamplingEnable", api.enable, ctx) {
         st.errors.push(e);
@@ -968,6 +981,15 @@ fn setup_context(st: &mut State, ctx: *mut c_void) {
 /// buffer; with `disable`, disables sampling on it first-then-last (CUPTI flushes the rest into
 /// the configuration buffer).
 fn drain_context(st: &mut State, i: usize, disable: bool) {
+    if st.contexts[i].disabled {
+        return;
+    }
+    let t0 = metron::clock::monotonic_ns();
+    drain_context_inner(st, i, disable);
+    st.drain_ns += metron::clock::monotonic_ns().saturating_sub(t0);
+}
+
+fn drain_context_inner(st: &mut State, i: usize, disable: bool) {
     let State {
         api,
         cupti,
@@ -1335,6 +1357,7 @@ pub fn metadata() -> Value {
         "samples_lost_table_full": st.table.lost_samples,
         "samples_unknown_reason": st.table.unknown_reason_samples,
         "get_data_errors": st.get_data_errors,
+        "host_ns": {"context_setup": st.setup_ns, "drains": st.drain_ns},
         "errors": st.errors,
     });
     if let Some(r) = REPORT.get() {

@@ -169,6 +169,12 @@ pub static REGISTRY: &[SettingSpec] = &[
         description: "on SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT write the outputs (with the crash site in `died`) before the program's own handler or the default action runs; the process still dies by its signal",
     },
     SettingSpec {
+        name: "METRON_MPI",
+        kind: Kind::Bool,
+        default: "true",
+        description: "MPI calls (Init, Finalize, Send, Recv, Isend, Irecv, Wait, Allreduce, Bcast, Barrier) become regions with bytes, peer, tag and communicator size, through PMPI in libmetron.so; false: they go straight to the MPI library",
+    },
+    SettingSpec {
         name: "METRON_FORK",
         kind: Kind::Choice(&["disable"]),
         default: "disable",
@@ -510,6 +516,8 @@ impl Settings {
             _ => preload,
         };
         let crash = value_of("METRON_CRASH").bool();
+        // Read by the MPI interposition of libmetron.so (`user-api/src/mpi.rs`).
+        let _ = value_of("METRON_MPI");
         // METRON_FORK has one policy so far (disable); read it so a bad value is reported.
         let _ = value_of("METRON_FORK");
         // Read by the GPU backend (`metron-gpu`); checked and reported here like the rest.

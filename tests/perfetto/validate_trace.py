@@ -14,6 +14,7 @@ trace_processor does, and prints a JSON description of the trace:
   sequence_packets
               packets per trusted_packet_sequence_id (Metron's own sequence and the service's)
   trace_stats Perfetto's own buffer statistics (loss counters)
+  flows       flow ids: outgoing (TrackEvent.flow_ids), terminating, and how many pair up
   checks      every structural check with ok/detail; `ok` is their conjunction
 
 Exit status: 0 when every check passes, 1 when one fails, 2 on usage errors or a missing
@@ -150,7 +151,10 @@ def validate(path, args):
     unmatched = [0]
     event_count = [0]
 
-    def on_event(uuid, ts, typ, name, ann, value):
+    flows_out = {}
+    flows_in = {}
+
+    def on_event(uuid, ts, typ, name, ann, value, out_ids=(), in_ids=()):
         nonlocal run_end
         event_count[0] += 1
         st = states.get(uuid)
@@ -191,7 +195,7 @@ def validate(path, args):
                 st["values"].append(value)
         elif typ == TYPE_SLICE_BEGIN:
             stack = st["stack"]
-            stack.append((name, ts, ann))
+            stack.append((name, ts, ann, list(out_ids), list(in_ids)))
             if len(stack) - 1 > info["max_depth"]:
                 info["max_depth"] = len(stack) - 1
         elif typ == TYPE_SLICE_END:
@@ -200,7 +204,7 @@ def validate(path, args):
                 unmatched[0] += 1
                 return
             path = "/".join([s[0] or "?" for s in stack])
-            bname, bts, bann = stack.pop()
+            bname, bts, bann, bout, bin_ = stack.pop()
             paths = info["paths"]
             paths[path] = paths.get(path, 0) + 1
             names = info["names"]
@@ -211,9 +215,12 @@ def validate(path, args):
             if args.slices:
                 merged = dict(bann)
                 merged.update(ann)
-                slices_out.append(
-                    {"track": uuid, "name": bname, "depth": len(stack), "ts": bts, "dur": ts - bts, "args": merged}
-                )
+                record = {"track": uuid, "name": bname, "depth": len(stack), "ts": bts, "dur": ts - bts, "args": merged}
+                if bout or out_ids:
+                    record["flows_out"] = bout + list(out_ids)
+                if bin_ or in_ids:
+                    record["flows_in"] = bin_ + list(in_ids)
+                slices_out.append(record)
         elif typ == TYPE_INSTANT:
             instants = info["instants"]
             instants[name] = instants.get(name, 0) + 1
@@ -320,7 +327,13 @@ def validate(path, args):
         value = None
         if e.type == TYPE_COUNTER:
             value = e.double_counter_value if e.HasField("double_counter_value") else e.counter_value
-        on_event(e.track_uuid, ts, e.type, name, ann, value)
+        out_ids = list(e.flow_ids) + list(e.flow_ids_old)
+        in_ids = list(e.terminating_flow_ids) + list(e.terminating_flow_ids_old)
+        for f in out_ids:
+            flows_out[f] = flows_out.get(f, 0) + 1
+        for f in in_ids:
+            flows_in[f] = flows_in.get(f, 0) + 1
+        on_event(e.track_uuid, ts, e.type, name, ann, value, out_ids, in_ids)
 
     checks.add("framing", framing_error is None, framing_error or "%d packets" % packet_count)
     if tail[0]:
@@ -426,6 +439,11 @@ def validate(path, args):
         "instants": instants_out,
         "run_end": run_end,
         "trace_stats": loss,
+        "flows": {
+            "outgoing": sum(flows_out.values()),
+            "terminating": sum(flows_in.values()),
+            "matched": len(set(flows_out) & set(flows_in)),
+        },
         "checks": checks.items,
         "ok": checks.ok,
     }

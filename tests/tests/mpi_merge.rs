@@ -8,7 +8,11 @@
 //!   checked by the independent decoder (`tests/perfetto/validate_trace.py`): 4 process
 //!   tracks `rank N (host, pid)`, each rank's slices, every timestamp on CLOCK_REALTIME inside
 //!   the test's wall-clock window, and causality across ranks (no rank leaves an allreduce
-//!   before the last one entered it); the summary names rank 2 the slowest with the 3:1
+//!   before the last one entered it); MPI calls recorded through PMPI with their byte counts
+//!   and peers, and one flow arrow per message from the sending rank's `MPI_Isend`/`MPI_Send`
+//!   to the receiving rank's `MPI_Recv`/`MPI_Wait`, which ends after the send began; the
+//!   same program with `METRON_MPI=false` records no MPI regions and still runs; the
+//!   summary names rank 2 the slowest with the 3:1
 //!   imbalance in region counts (exact) and in CPU time (within 10 %); the `ranks.tar`
 //!   archive is read with Python's `tarfile` and its manifest checked against the documented
 //!   format. Skipped, with the reason, where Open MPI is missing.
@@ -142,24 +146,7 @@ fn four_mpi_ranks_merge_into_one_trace_with_rank_2_the_slowest() {
 
     let runs = dir.join("runs");
     let before = realtime_ns();
-    let mut mpirun = Command::new("mpirun");
-    // Root in a container: Open MPI refuses root without being told.
-    if unsafe_is_root() {
-        mpirun.arg("--allow-run-as-root");
-    }
-    let out = mpirun
-        .args(["--oversubscribe", "-np", "4"])
-        .arg(a.metron())
-        .arg("run")
-        .arg("--")
-        .arg(&exe)
-        .arg("100")
-        .env("METRON_OUTPUT_PATH", runs.join("r%rank%"))
-        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
-        .env_remove("LD_PRELOAD")
-        .env_remove("METRON_PRELOAD")
-        .output()
-        .expect("run mpirun");
+    let out = mpirun(&exe, &runs, &[]);
     let after = realtime_ns();
     assert_success(&out, "mpirun of 4 ranks under metron run");
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -181,6 +168,9 @@ fn four_mpi_ranks_merge_into_one_trace_with_rank_2_the_slowest() {
         assert!(pairs["end"]["realtime_ns"].as_u64().unwrap() <= after);
         pids.push(m["run"]["pid"].as_u64().unwrap());
         host = m["rank"]["host"].as_str().unwrap().to_string();
+        assert_eq!(m["mpi"]["library"], "Open MPI", "{}", m["mpi"]);
+        assert_eq!(m["mpi"]["world_rank"], r);
+        assert_eq!(m["mpi"]["world_size"], 4);
     }
 
     let merged = dir.join("merged");
@@ -286,6 +276,75 @@ fn four_mpi_ranks_merge_into_one_trace_with_rank_2_the_slowest() {
         }
     }
 
+    // MPI calls: byte counts, peers, and one flow per message from its send to its receive.
+    let mpi = |pid: u64, name: &str| -> Vec<&Value> {
+        v["slices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["name"] == name && pid_of_track(&s["track"]) == Some(pid))
+            .collect()
+    };
+    let mut send_of_flow = std::collections::HashMap::new();
+    for (r, pid) in pids.iter().enumerate() {
+        let next = ((r + 1) % 4) as u64;
+        let prev = ((r + 3) % 4) as u64;
+        for name in ["MPI_Isend", "MPI_Send"] {
+            let sends = mpi(*pid, name);
+            assert_eq!(sends.len(), 5, "rank {r} {name}");
+            for s in sends {
+                assert_eq!(s["args"]["mpi.bytes"], 4096, "{s}");
+                assert_eq!(s["args"]["mpi.dest"], next, "{s}");
+                let flows = s["flows_out"].as_array().expect("a send starts a flow");
+                assert_eq!(flows.len(), 1, "{s}");
+                send_of_flow.insert(flows[0].as_u64().unwrap(), (r, s["ts"].as_u64().unwrap()));
+            }
+        }
+        let waits = mpi(*pid, "MPI_Wait");
+        assert_eq!(waits.len(), 10);
+        let receives: Vec<&Value> = mpi(*pid, "MPI_Recv")
+            .into_iter()
+            .chain(
+                waits
+                    .into_iter()
+                    .filter(|w| w["args"].get("mpi.source").is_some()),
+            )
+            .collect();
+        assert_eq!(
+            receives.len(),
+            10,
+            "rank {r}: 5 MPI_Recv and 5 MPI_Wait of an MPI_Irecv"
+        );
+        for s in receives {
+            assert_eq!(s["args"]["mpi.bytes"], 4096, "{s}");
+            assert_eq!(s["args"]["mpi.source"], prev, "{s}");
+            let flow = s["flows_in"].as_array().expect("a receive ends a flow")[0]
+                .as_u64()
+                .unwrap();
+            let (from, sent_at) = send_of_flow.get(&flow).copied().unwrap_or((usize::MAX, 0));
+            if from != usize::MAX {
+                assert_eq!(from as u64, prev, "the flow comes from the previous rank");
+                let end = s["ts"].as_u64().unwrap() + s["dur"].as_u64().unwrap();
+                assert!(
+                    end + tolerance >= sent_at,
+                    "received before it was sent: {s}"
+                );
+            }
+        }
+        for c in mpi(*pid, "MPI_Allreduce") {
+            assert_eq!(c["args"]["mpi.bytes"], 8);
+            assert_eq!(c["args"]["mpi.comm_size"], 4);
+        }
+        assert_eq!(mpi(*pid, "MPI_Bcast")[0]["args"]["mpi.root"], 0);
+        assert_eq!(mpi(*pid, "MPI_Barrier").len(), 1);
+        assert_eq!(mpi(*pid, "MPI_Init").len(), 1);
+        assert_eq!(mpi(*pid, "MPI_Finalize").len(), 1);
+    }
+    assert_eq!(
+        v["flows"],
+        serde_json::json!({"outgoing": 40, "terminating": 40, "matched": 40})
+    );
+
     // The summary across ranks: rank 2 is the slowest, 3:1.
     let summary = read_json(&merged, "summary.json");
     let exe_name = "imbalance";
@@ -339,7 +398,45 @@ fn four_mpi_ranks_merge_into_one_trace_with_rank_2_the_slowest() {
     );
 
     check_archive(&merged.join("ranks.tar"), &runs, 4);
+
+    // Without interposition the program runs as before and records no MPI call.
+    let plain = dir.join("plain");
+    let out = mpirun(&exe, &plain, &[("METRON_MPI", "false")]);
+    assert_success(&out, "mpirun with METRON_MPI=false");
+    for r in 0..4 {
+        let s = read_json(&plain.join(format!("r{r}")), "summary.json");
+        let paths = c_api_support::region_counts(&s["merged"]);
+        assert!(
+            paths.keys().all(|p| !p.contains("MPI_")),
+            "METRON_MPI=false still records MPI calls: {paths:?}"
+        );
+        assert!(paths.keys().any(|p| p.ends_with("work_unit")));
+        let m = read_json(&plain.join(format!("r{r}")), "metadata.json");
+        assert!(m.get("mpi").is_none(), "{}", m["mpi"]);
+    }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs 4 ranks of `exe` with mpirun under `metron run`, run folders `runs/r<rank>`.
+fn mpirun(exe: &Path, runs: &Path, env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new("mpirun");
+    // Root in a container: Open MPI refuses root without being told.
+    if unsafe_is_root() {
+        cmd.arg("--allow-run-as-root");
+    }
+    cmd.args(["--oversubscribe", "-np", "4"])
+        .arg(artifacts().metron())
+        .arg("run")
+        .arg("--")
+        .arg(exe)
+        .arg("100")
+        .env("METRON_OUTPUT_PATH", runs.join("r%rank%"))
+        .env_remove("LD_PRELOAD")
+        .env_remove("METRON_PRELOAD");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run mpirun")
 }
 
 fn unsafe_is_root() -> bool {

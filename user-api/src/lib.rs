@@ -32,6 +32,7 @@ mod exports_instants;
 mod exports_process;
 mod exports_regions;
 mod ids;
+mod mpi;
 mod nvtx;
 mod preload;
 mod roctx;

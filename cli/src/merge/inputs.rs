@@ -12,6 +12,9 @@ pub(crate) struct RankRun {
     pub(crate) rank: u32,
     /// The rank the run itself recorded.
     pub(crate) recorded_rank: u32,
+    /// The rank in `MPI_COMM_WORLD` as MPI itself reported it (MPI interposition), else
+    /// the recorded rank.
+    pub(crate) world_rank: u32,
     /// The job size the run recorded, if any.
     pub(crate) size: Option<u32>,
     /// Where the rank came from (`OMPI_COMM_WORLD_RANK`, ... or none).
@@ -135,6 +138,7 @@ pub(crate) fn read_run(dir: &Path) -> Result<RankRun, String> {
         dir: dir.to_path_buf(),
         rank,
         recorded_rank: rank,
+        world_rank: u64_at(&meta, &["mpi", "world_rank"]).map_or(rank, |r| r as u32),
         size: u64_at(&meta, &["rank", "size"]).map(|s| s as u32),
         rank_source: str_at(&meta, &["rank", "source"])
             .unwrap_or("none (a run without rank metadata)")

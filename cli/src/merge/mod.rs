@@ -229,6 +229,7 @@ fn merge(args: &Args) -> Result<(), String> {
                 rank: run.rank,
                 offset_ns: domains[&run.clock_domain].offset_ns,
                 process_name: format!("rank {} ({}, {})", run.rank, run.host, run.pid),
+                world_rank: i64::from(run.world_rank),
                 pid_base: if pids_collide {
                     (run.rank + 1) << 22
                 } else {

@@ -49,6 +49,48 @@ mod event {
     pub(super) const TERMINATING_FLOW_IDS_OLD: u32 = 42;
     pub(super) const FLOW_IDS: u32 = 47;
     pub(super) const TERMINATING_FLOW_IDS: u32 = 48;
+    pub(super) const DEBUG_ANNOTATIONS: u32 = 4;
+}
+
+/// `InternedData.debug_annotation_names` and `DebugAnnotation`.
+mod interned {
+    pub(super) const INTERNED_DATA: u32 = 12;
+    pub(super) const DEBUG_ANNOTATION_NAMES: u32 = 3;
+    pub(super) const IID: u32 = 1;
+    pub(super) const NAME: u32 = 2;
+    pub(super) const ANN_NAME_IID: u32 = 1;
+    pub(super) const ANN_UINT: u32 = 3;
+    pub(super) const ANN_INT: u32 = 4;
+    pub(super) const ANN_NAME: u32 = 10;
+}
+
+/// The annotations of Metron's MPI interposition (`user-api/src/mpi.rs`) that pair a send
+/// with its receive.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum MpiKey {
+    Dest,
+    Source,
+    Tag,
+    Msg,
+}
+
+fn mpi_key(name: &[u8]) -> Option<MpiKey> {
+    match name {
+        b"mpi.dest" => Some(MpiKey::Dest),
+        b"mpi.source" => Some(MpiKey::Source),
+        b"mpi.tag" => Some(MpiKey::Tag),
+        b"mpi.msg" => Some(MpiKey::Msg),
+        _ => None,
+    }
+}
+
+/// The flow id of message `msg` from world rank `source` to `dest` with `tag`: both ends
+/// compute it from what they recorded, so the merge pairs them while streaming.
+pub(crate) fn message_flow(source: i64, dest: i64, tag: i64, msg: i64) -> u64 {
+    let mut h = mix(0x6d70_695f_6d73_6700 ^ source as u64);
+    h = mix(h ^ dest as u64);
+    h = mix(h ^ tag as u64);
+    mix(h ^ msg as u64)
 }
 
 /// `TrackDescriptor`, `ProcessDescriptor`, `ThreadDescriptor`.
@@ -94,6 +136,8 @@ pub(crate) struct RankMap {
     pub(crate) process_name: String,
     /// Added to pids and tids (0 unless another rank has the same pid).
     pub(crate) pid_base: u32,
+    /// The rank in `MPI_COMM_WORLD` (the ends of send→receive flows).
+    pub(crate) world_rank: i64,
 }
 
 /// What one rank's rewrite did.
@@ -109,6 +153,9 @@ pub(crate) struct RankCounts {
     pub(crate) packets_unreadable: u64,
     /// Bytes at the end of the file that do not form a whole packet (a killed run).
     pub(crate) truncated_tail_bytes: u64,
+    /// MPI sends and receives given a flow id.
+    pub(crate) flow_sends: u64,
+    pub(crate) flow_receives: u64,
     /// Earliest and latest realtime timestamps written, ns.
     pub(crate) first_ts: Option<u64>,
     pub(crate) last_ts: Option<u64>,
@@ -123,6 +170,8 @@ impl RankCounts {
             "timestamps_dropped": self.timestamps_dropped,
             "packets_unreadable": self.packets_unreadable,
             "truncated_tail_bytes": self.truncated_tail_bytes,
+            "mpi_flow_sends": self.flow_sends,
+            "mpi_flow_receives": self.flow_receives,
             "first_realtime_ns": self.first_ts,
             "last_realtime_ns": self.last_ts,
         })
@@ -142,6 +191,8 @@ pub(crate) struct Rewriter<'m> {
     salt_uuid: u64,
     salt_flow: u64,
     sequences: HashMap<u32, SeqState>,
+    /// Per sequence: interned debug annotation names that are MPI keys.
+    mpi_names: HashMap<u32, HashMap<u64, MpiKey>>,
     /// BOOTTIME − MONOTONIC from the rank's latest clock snapshot.
     boot_minus_mono: Option<i64>,
     scratch: Vec<Vec<u8>>,
@@ -162,16 +213,21 @@ impl<'m> Rewriter<'m> {
             salt_uuid: mix(rank.wrapping_mul(2).wrapping_add(0x5eed)),
             salt_flow: mix(rank.wrapping_mul(2).wrapping_add(0xf10e)),
             sequences: HashMap::new(),
+            mpi_names: HashMap::new(),
             boot_minus_mono: None,
             scratch: Vec::new(),
             counts: RankCounts::default(),
         }
     }
 
-    /// The merged trace's uuid of this rank's track `uuid` (0, "no track", stays 0).
+    /// The merged trace's uuid of this rank's track `uuid` (0, "no track", stays 0): below
+    /// 2^40 (all of Metron's own) the rank + 1 goes into bits 40-63, which keeps the varint
+    /// short; larger uuids are hashed with the rank.
     pub(crate) fn uuid(&self, uuid: u64) -> u64 {
         if uuid == 0 {
             0
+        } else if uuid < 1 << 40 && self.map.rank < (1 << 23) {
+            uuid | (u64::from(self.map.rank) + 1) << 40
         } else {
             mix(uuid ^ self.salt_uuid)
         }
@@ -242,8 +298,10 @@ impl<'m> Rewriter<'m> {
         let mut clock_id = None;
         let mut default_clock = None;
         let mut cleared = false;
+        let mut interned_data = None;
         for f in fields(raw) {
             match f? {
+                (interned::INTERNED_DATA, Value::Len(d)) => interned_data = Some(d),
                 (packet::SEQUENCE_ID, Value::Varint(v)) => seq_id = v as u32,
                 (packet::CLOCK_ID, Value::Varint(v)) => clock_id = Some(v),
                 (packet::SEQUENCE_FLAGS, Value::Varint(v)) => cleared = v & 1 != 0,
@@ -283,12 +341,16 @@ impl<'m> Rewriter<'m> {
         });
         if cleared {
             state.clock = None;
+            self.mpi_names.remove(&seq_id);
         }
         if default_clock.is_some() {
             state.clock = default_clock;
         }
         let state = *state;
         let clock = clock_id.or(state.clock).unwrap_or(CLOCK_BOOTTIME);
+        if let Some(d) = interned_data {
+            self.read_interned(seq_id, d)?;
+        }
 
         // Second pass: copy, changing what must change.
         for f in fields(raw) {
@@ -320,9 +382,22 @@ impl<'m> Rewriter<'m> {
                 }
                 (packet::TRACK_EVENT, Value::Len(e)) => {
                     let mut scratch = std::mem::take(&mut self.scratch);
-                    let r = put_nested(out, field, &mut scratch, |o, _| self.track_event(e, o));
+                    let mut flow = None;
+                    let r = put_nested(out, field, &mut scratch, |o, _| {
+                        self.track_event(e, o)?;
+                        flow = self.message_flow(seq_id, e)?;
+                        if let Some((n, id)) = flow {
+                            put(o, n, Value::Fixed64(id));
+                        }
+                        Ok(())
+                    });
                     self.scratch = scratch;
                     r?;
+                    match flow {
+                        Some((event::FLOW_IDS, _)) => self.counts.flow_sends += 1,
+                        Some(_) => self.counts.flow_receives += 1,
+                        None => {}
+                    }
                 }
                 (packet::TRACK_DESCRIPTOR, Value::Len(t)) => {
                     let mut scratch = std::mem::take(&mut self.scratch);
@@ -350,6 +425,66 @@ impl<'m> Rewriter<'m> {
             }
         }
         Ok(Outcome::Write)
+    }
+
+    /// Remembers the interned annotation names that are MPI keys.
+    fn read_interned(&mut self, seq_id: u32, d: &[u8]) -> Result<(), WireError> {
+        for f in fields(d) {
+            if let (interned::DEBUG_ANNOTATION_NAMES, Value::Len(n)) = f? {
+                let (mut iid, mut key) = (None, None);
+                for g in fields(n) {
+                    match g? {
+                        (interned::IID, Value::Varint(v)) => iid = Some(v),
+                        (interned::NAME, Value::Len(b)) => key = mpi_key(b),
+                        _ => {}
+                    }
+                }
+                if let (Some(iid), Some(key)) = (iid, key) {
+                    self.mpi_names.entry(seq_id).or_default().insert(iid, key);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The flow field and id for an event that carries an MPI send's or receive's
+    /// annotations: `flow_ids` on a send, `terminating_flow_ids` on a receive.
+    fn message_flow(&self, seq_id: u32, e: &[u8]) -> Result<Option<(u32, u64)>, WireError> {
+        let Some(names) = self.mpi_names.get(&seq_id) else {
+            return Ok(None);
+        };
+        let (mut dest, mut source, mut tag, mut msg) = (None, None, None, None);
+        for f in fields(e) {
+            let (event::DEBUG_ANNOTATIONS, Value::Len(a)) = f? else {
+                continue;
+            };
+            let (mut key, mut value) = (None, None);
+            for g in fields(a) {
+                match g? {
+                    (interned::ANN_NAME_IID, Value::Varint(iid)) => key = names.get(&iid).copied(),
+                    (interned::ANN_NAME, Value::Len(b)) => key = mpi_key(b),
+                    (interned::ANN_INT | interned::ANN_UINT, Value::Varint(v)) => {
+                        value = Some(v as i64)
+                    }
+                    _ => {}
+                }
+            }
+            match (key, value) {
+                (Some(MpiKey::Dest), Some(v)) => dest = Some(v),
+                (Some(MpiKey::Source), Some(v)) => source = Some(v),
+                (Some(MpiKey::Tag), Some(v)) => tag = Some(v),
+                (Some(MpiKey::Msg), Some(v)) => msg = Some(v),
+                _ => {}
+            }
+        }
+        let me = self.map.world_rank;
+        Ok(match (dest, source, tag, msg) {
+            (Some(d), None, Some(t), Some(m)) => Some((event::FLOW_IDS, message_flow(me, d, t, m))),
+            (None, Some(s), Some(t), Some(m)) => {
+                Some((event::TERMINATING_FLOW_IDS, message_flow(s, me, t, m)))
+            }
+            _ => None,
+        })
     }
 
     /// A timestamp of clock `clock` on the merged realtime clock, if it can be placed.

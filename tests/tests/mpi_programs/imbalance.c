@@ -5,7 +5,9 @@
  * rank+1, MPI_Recv from rank-1, MPI_Wait) and `allreduce` (MPI_Allreduce of one double).
  * The work is deterministic CPU work, so its CPU time is 3:1 however loaded the machine is
  * (each rank ends with the counter `compute_cpu_ns`: the thread CPU time of its compute
- * regions); the region counts are exactly 3:1.
+ * regions); the region counts are exactly 3:1. Even steps post MPI_Isend, then MPI_Recv
+ * and MPI_Wait on the send; odd steps post MPI_Irecv, then MPI_Send and MPI_Wait on the
+ * receive. One MPI_Bcast (8 bytes from rank 0) before the loop, one MPI_Barrier after.
  *
  * Usage: imbalance [units-per-step]   (default 200) */
 #include <metron/metron.h>
@@ -44,6 +46,7 @@ int main(int argc, char **argv) {
     static char out_buf[BYTES], in_buf[BYTES];
     double local, global = 0.0, cpu_ns = 0.0, cpu0;
     MPI_Request request;
+    long seed = 0;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -52,6 +55,8 @@ int main(int argc, char **argv) {
     if (rank == 2) units *= 3;
     memset(out_buf, rank, sizeof out_buf);
 
+    if (rank == 0) seed = 42;
+    MPI_Bcast(&seed, 1, MPI_LONG, 0, MPI_COMM_WORLD);
     metron_region_begin("main_loop");
     for (step = 0; step < STEPS; step++) {
         metron_region_begin("compute");
@@ -61,9 +66,15 @@ int main(int argc, char **argv) {
         metron_region_end("compute");
 
         metron_region_begin("exchange");
-        MPI_Isend(out_buf, BYTES, MPI_BYTE, (rank + 1) % size, step, MPI_COMM_WORLD, &request);
-        MPI_Recv(in_buf, BYTES, MPI_BYTE, (rank + size - 1) % size, step, MPI_COMM_WORLD,
-                 MPI_STATUS_IGNORE);
+        if (step % 2 == 0) {
+            MPI_Isend(out_buf, BYTES, MPI_BYTE, (rank + 1) % size, step, MPI_COMM_WORLD,
+                      &request);
+            MPI_Recv(in_buf, BYTES, MPI_BYTE, (rank + size - 1) % size, step, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+        } else {
+            MPI_Irecv(in_buf, BYTES, MPI_BYTE, MPI_ANY_SOURCE, step, MPI_COMM_WORLD, &request);
+            MPI_Send(out_buf, BYTES, MPI_BYTE, (rank + 1) % size, step, MPI_COMM_WORLD);
+        }
         MPI_Wait(&request, MPI_STATUS_IGNORE);
         metron_region_end("exchange");
 
@@ -74,6 +85,8 @@ int main(int argc, char **argv) {
     }
     metron_region_end("main_loop");
     metron_counter("compute_cpu_ns", cpu_ns);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (seed != 42) return 1;
     if (rank == 0) printf("ranks %d sum %.0f\n", size, global);
     MPI_Finalize();
     return 0;
