@@ -27,6 +27,10 @@
 //!   (a `metron::Component`) and the C API's regions open a user range (user replay, single
 //!   pass) per region instance. See `range_profiler.rs` (logic) and `sys_profiler.rs`
 //!   (the parameter structs and calls).
+//! - **PC sampling** (`METRON_GPU_PC_SAMPLING`, `METRON_GPU_PC_SAMPLING_MODE`): CUPTI's PC
+//!   Sampling API with stall reasons, enabled per context from the resource callbacks of the
+//!   same subscriber, joined to kernel, launching region and source line at the end of the
+//!   run. See `pc_sampling.rs` (logic) and `sys_pcsampling.rs` (the structs and calls).
 
 mod api_log;
 mod component;

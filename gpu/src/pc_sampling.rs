@@ -10,10 +10,16 @@
 //!   ([`DRAIN_PCS`] records, each with room for every stall reason); records are added into a
 //!   fixed-capacity table keyed by (cubin CRC, function, PC offset, correlation id): no
 //!   allocation per record (a function's name is copied once, the first time it is seen).
-//!   Drains happen at a module load (CUPTI flushes then), at a launch's exit when CUPTI holds
-//!   at least half a buffer of PCs (continuous) or after every launch (serialized), at context
-//!   destruction, and at the end of the run. Samples CUPTI dropped, samples the table had no
-//!   room for, and a full hardware buffer are counted for `metadata.json`.
+//!   The configuration buffer is read at each module load (CUPTI flushes into it then); drains
+//!   happen at a launch's exit when CUPTI holds at least half a buffer of PCs (continuous) or
+//!   after every launch (serialized), at context destruction, and at the end of the run (then
+//!   `cuptiPCSamplingDisable` flushes the rest). Samples CUPTI dropped, samples the table had
+//!   no room for, and a full hardware buffer are counted for `metadata.json`.
+//! - **Launch path** (the backend's launch callbacks): a thread-local count, a relaxed atomic
+//!   add, a scan of the 16 context slots and one read of the configuration buffer's pending
+//!   count; the lock is taken only to drain, or once per new context.
+//! - **Not with counters**: with `METRON_GPU_METRICS` set, sampling is refused with the reason
+//!   (the range profiler and PC sampling cannot share a context).
 //! - **Attribution** (at the end of the run, [`attribute`]): a sample's PC → its function
 //!   (kernel) → the Metron region open at the launch. Kernel-serialized records carry the
 //!   launch's correlation id, so the region is exact; continuous records carry none (CUPTI
