@@ -38,7 +38,8 @@ pub(crate) struct RankRun {
 }
 
 /// The run folders named by `args`: a folder with a `metadata.json` is a run; a folder without
-/// one stands for the runs directly inside it.
+/// one stands for the runs directly inside it (those whose `metadata.json` is a run's, so an
+/// earlier merge's output there is left out).
 pub(crate) fn find_runs(args: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
     let mut runs = Vec::new();
     for arg in args {
@@ -54,7 +55,7 @@ pub(crate) fn find_runs(args: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
         })?;
         let mut inner: Vec<PathBuf> = entries
             .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.join("metadata.json").is_file())
+            .filter(|p| is_run(p))
             .collect();
         if inner.is_empty() {
             return Err(format!(
@@ -66,6 +67,12 @@ pub(crate) fn find_runs(args: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
         runs.extend(inner);
     }
     Ok(runs)
+}
+
+/// A run folder of one process (not, say, the output of an earlier merge).
+fn is_run(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join("metadata.json"))
+        .is_ok_and(|t| t.contains("\"metron.metadata/"))
 }
 
 fn u64_at(v: &Value, path: &[&str]) -> Option<u64> {

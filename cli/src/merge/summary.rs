@@ -344,7 +344,7 @@ fn show(v: f64, unit: &str) -> String {
             v if v >= 1e3 => format!("{:.3} µs", v / 1e3),
             v => format!("{v:.0} ns"),
         }
-    } else if v.fract() == 0.0 && v.abs() < 1e15 {
+    } else if (v.fract() == 0.0 || v.abs() >= 1e3) && v.abs() < 1e15 {
         format!("{v:.0}")
     } else {
         format!("{v:.4}")
