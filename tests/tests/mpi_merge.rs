@@ -171,6 +171,22 @@ fn four_mpi_ranks_merge_into_one_trace_with_rank_2_the_slowest() {
         assert_eq!(m["mpi"]["library"], "Open MPI", "{}", m["mpi"]);
         assert_eq!(m["mpi"]["world_rank"], r);
         assert_eq!(m["mpi"]["world_size"], 4);
+        // One host, one CLOCK_REALTIME: the ping-pong estimate of the offset to rank 0 is
+        // within half its round trip of the truth, 0.
+        for at in ["init", "finalize"] {
+            let o = &m["mpi"]["clock_offset_to_rank0"][at];
+            let (offset, rtt) = (
+                o["offset_ns"].as_i64().unwrap(),
+                o["rtt_ns"].as_u64().unwrap(),
+            );
+            assert!(
+                offset.unsigned_abs() <= rtt / 2 + 1,
+                "rank {r} {at}: offset {offset} ns with a round trip of {rtt} ns"
+            );
+            if r == 0 {
+                assert_eq!((offset, rtt), (0, 0));
+            }
+        }
     }
 
     let merged = dir.join("merged");
@@ -576,7 +592,9 @@ fn launcher_variables_set_by_hand_name_the_ranks_and_merge() {
     assert_eq!(outer["count"]["imbalance"], 0.0);
 
     // Two hosts may give two ranks the same pid: copies of one run folder as ranks 0 and 1.
-    // The merge keeps them apart (own pid ranges), and the trace still validates.
+    // The merge keeps them apart (own pid ranges), and the trace still validates. Their
+    // MPI clock estimates say host 1's wall clock is 5 ms behind rank 0's: every event of
+    // rank 1 moves 5 ms later than the same event of rank 0.
     let twins = dir.join("twins");
     for r in 0..2 {
         let to = twins.join(format!("r{r}"));
@@ -588,11 +606,36 @@ fn launcher_variables_set_by_hand_name_the_ranks_and_merge() {
         m["rank"]["rank"] = r.into();
         m["rank"]["host"] = format!("host{r}").into();
         m["rank"]["boot_id"] = format!("boot{r}").into();
+        let offset = if r == 0 { 0 } else { 5_000_000 };
+        let rtt = if r == 0 { 0 } else { 2_000 };
+        m["mpi"] = serde_json::json!({
+            "world_rank": r,
+            "world_size": 2,
+            "clock_offset_to_rank0": {
+                "init": {"offset_ns": offset, "rtt_ns": rtt, "at_realtime_ns": 0},
+                "finalize": {"offset_ns": offset, "rtt_ns": rtt, "at_realtime_ns": 0},
+            },
+        });
         std::fs::write(to.join("metadata.json"), m.to_string()).unwrap();
     }
     let merged_twins = dir.join("merged-twins");
     merge(&[&twins.join("r0"), &twins.join("r1")], &merged_twins);
     let v = validate_merged(&merged_twins.join("trace.pftrace"), 2, None, false);
+    let first_ts = |rank: u64| {
+        v["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["pid"].as_u64().unwrap() >> 22 == rank + 1)
+            .map(|t| t["first_ts"].as_u64().unwrap())
+            .min()
+            .unwrap()
+    };
+    assert_eq!(
+        first_ts(1) - first_ts(0),
+        5_000_000,
+        "rank 1 moved by the MPI estimate"
+    );
     let pids: Vec<u64> = v["tracks"]
         .as_array()
         .unwrap()
@@ -611,6 +654,11 @@ fn launcher_variables_set_by_hand_name_the_ranks_and_merge() {
         meta["alignment"]["clock_domains"].as_array().unwrap().len(),
         2
     );
+    assert_eq!(meta["alignment"]["across_domains_by_mpi"], true);
+    let bound = meta["alignment"]["across_domains_error_bound_ns"]
+        .as_u64()
+        .unwrap();
+    assert!((1_000..10_000).contains(&bound), "{}", meta["alignment"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -78,7 +78,7 @@ struct Pmpi {
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Flavor {
     /// Open MPI: pointer handles; status {source, tag, error, ...}; STATUS_IGNORE = NULL.
-    OpenMpi { comm_world: Handle },
+    OpenMpi { comm_world: Handle, byte: Handle },
     /// MPICH, Intel MPI, MVAPICH, Cray MPICH: int handles; status {count_lo, count_hi,
     /// source, tag, error}; MPI_COMM_WORLD = 0x44000000; STATUS_IGNORE = 1.
     Mpich,
@@ -89,8 +89,16 @@ enum Flavor {
 impl Flavor {
     fn comm_world(self) -> Option<Handle> {
         match self {
-            Flavor::OpenMpi { comm_world } => Some(comm_world),
+            Flavor::OpenMpi { comm_world, .. } => Some(comm_world),
             Flavor::Mpich => Some(0x4400_0000),
+            Flavor::Unknown => None,
+        }
+    }
+    /// `MPI_BYTE`.
+    fn byte(self) -> Option<Handle> {
+        match self {
+            Flavor::OpenMpi { byte, .. } => Some(byte),
+            Flavor::Mpich => Some(0x4c00_010d),
             Flavor::Unknown => None,
         }
     }
@@ -187,9 +195,12 @@ fn flavor() -> Flavor {
     static FLAVOR: OnceLock<Flavor> = OnceLock::new();
     *FLAVOR.get_or_init(|| {
         if let Some(world) = symbol(c"ompi_mpi_comm_world") {
-            return Flavor::OpenMpi {
-                comm_world: world as Handle,
-            };
+            if let Some(byte) = symbol(c"ompi_mpi_byte") {
+                return Flavor::OpenMpi {
+                    comm_world: world as Handle,
+                    byte: byte as Handle,
+                };
+            }
         }
         type Version = unsafe extern "C" fn(*mut c_char, *mut c_int) -> c_int;
         if let Some(p) = symbol(c"PMPI_Get_library_version") {
@@ -370,9 +381,145 @@ fn annotate_received(status: *mut c_void, datatype: Handle, comm: Handle) {
 struct StatusSpace([u8; 64]);
 
 /// `metadata.json` section `mpi`.
+/// This rank's wall clock against rank 0's, from ping-pongs over MPI.
+#[derive(Clone, Copy)]
+struct ClockOffset {
+    /// Rank 0's `CLOCK_REALTIME` minus this rank's, ns.
+    offset_ns: i64,
+    /// Round trip of the exchange the estimate comes from: the estimate is within ±rtt/2.
+    rtt_ns: u64,
+    /// This rank's `CLOCK_REALTIME` at the exchange.
+    at_realtime_ns: u64,
+}
+
+/// Estimates at `MPI_Init` (0) and `MPI_Finalize` (1).
+static CLOCK_OFFSETS: Mutex<[Option<ClockOffset>; 2]> = Mutex::new([None, None]);
+
+/// Tag of the clock exchange (below 32767, the smallest `MPI_TAG_UB` MPI allows).
+const CLOCK_TAG: c_int = 32_001;
+/// Ping-pongs per rank; the one with the shortest round trip is kept.
+const CLOCK_ROUNDS: usize = 8;
+
+fn realtime_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Estimates this rank's wall-clock offset to rank 0 (slot 0: at `MPI_Init`, 1: at
+/// `MPI_Finalize`): each rank in turn sends rank 0 its time `CLOCK_ROUNDS` times and rank 0
+/// answers with its own; the answer is taken as read halfway through the round trip. Runs
+/// inside the wrapper, before the program's first or after its last MPI call, on
+/// `MPI_COMM_WORLD` with a tag of its own, so it cannot meet the program's messages.
+fn exchange_clocks(slot: usize) {
+    let (Some(world), Some(byte)) = (flavor().comm_world(), flavor().byte()) else {
+        return;
+    };
+    let Some((rank, size)) = *WORLD.lock().unwrap_or_else(|e| e.into_inner()) else {
+        return;
+    };
+    if size < 2 {
+        return;
+    }
+    let p = pmpi();
+    let mut status = StatusSpace([0; 64]);
+    let mut buf = [0u8; 8];
+    if rank == 0 {
+        for peer in 1..size {
+            for _ in 0..CLOCK_ROUNDS {
+                // SAFETY: 8 bytes into `buf` from `peer`; our own status space.
+                let rc = unsafe {
+                    (p.recv)(
+                        buf.as_mut_ptr().cast(),
+                        8,
+                        byte,
+                        peer,
+                        CLOCK_TAG,
+                        world,
+                        status.0.as_mut_ptr().cast(),
+                    )
+                };
+                let now = realtime_ns().to_le_bytes();
+                // SAFETY: 8 bytes of `now` to `peer`.
+                let rc2 = unsafe { (p.send)(now.as_ptr().cast(), 8, byte, peer, CLOCK_TAG, world) };
+                if rc != 0 || rc2 != 0 {
+                    return;
+                }
+            }
+        }
+        let at = realtime_ns();
+        CLOCK_OFFSETS.lock().unwrap_or_else(|e| e.into_inner())[slot] = Some(ClockOffset {
+            offset_ns: 0,
+            rtt_ns: 0,
+            at_realtime_ns: at,
+        });
+        return;
+    }
+    let mut best: Option<ClockOffset> = None;
+    for _ in 0..CLOCK_ROUNDS {
+        let t0 = realtime_ns();
+        let sent = t0.to_le_bytes();
+        // SAFETY: 8 bytes of `sent` to rank 0, then 8 bytes into `buf` from rank 0; our own
+        // status space.
+        let ok = unsafe {
+            (p.send)(sent.as_ptr().cast(), 8, byte, 0, CLOCK_TAG, world) == 0
+                && (p.recv)(
+                    buf.as_mut_ptr().cast(),
+                    8,
+                    byte,
+                    0,
+                    CLOCK_TAG,
+                    world,
+                    status.0.as_mut_ptr().cast(),
+                ) == 0
+        };
+        let t1 = realtime_ns();
+        if !ok {
+            return;
+        }
+        if t1 < t0 {
+            continue; // the wall clock stepped during the round trip
+        }
+        let reference = u64::from_le_bytes(buf);
+        let middle = t0 + (t1 - t0) / 2;
+        let estimate = ClockOffset {
+            offset_ns: (i128::from(reference) - i128::from(middle)) as i64,
+            rtt_ns: t1 - t0,
+            at_realtime_ns: middle,
+        };
+        if best.is_none_or(|b| estimate.rtt_ns < b.rtt_ns) {
+            best = Some(estimate);
+        }
+    }
+    CLOCK_OFFSETS.lock().unwrap_or_else(|e| e.into_inner())[slot] = best;
+}
+
+fn offsets_json() -> serde_json::Value {
+    let offsets = *CLOCK_OFFSETS.lock().unwrap_or_else(|e| e.into_inner());
+    let one = |o: Option<ClockOffset>| {
+        o.map(|o| {
+            serde_json::json!({
+                "offset_ns": o.offset_ns,
+                "rtt_ns": o.rtt_ns,
+                "at_realtime_ns": o.at_realtime_ns,
+            })
+        })
+    };
+    serde_json::json!({
+        "what": "rank 0's CLOCK_REALTIME minus this rank's, from the shortest of 8 MPI ping-pongs with rank 0 (within +-rtt_ns/2)",
+        "init": one(offsets[0]),
+        "finalize": one(offsets[1]),
+    })
+}
+
 fn metadata_section() -> serde_json::Value {
     let world = *WORLD.lock().unwrap_or_else(|e| e.into_inner());
     serde_json::json!({
+        "clock_offset_to_rank0": offsets_json(),
         "interposed": recording(),
         "library": flavor().name(),
         "world_rank": world.map(|w| w.0),
@@ -393,6 +540,7 @@ fn after_init() {
         };
         if ok {
             *WORLD.lock().unwrap_or_else(|e| e.into_inner()) = Some((rank, size));
+            exchange_clocks(0);
         }
     }
     metron::add_metadata_section("mpi", metadata_section);
@@ -444,6 +592,7 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
         // SAFETY: no arguments.
         return unsafe { f() };
     }
+    exchange_clocks(1);
     // SAFETY: no arguments.
     region(c"MPI_Finalize", &[], || unsafe { f() })
 }

@@ -35,6 +35,39 @@ pub(crate) struct RankRun {
     pub(crate) end_monotonic_ns: u64,
     pub(crate) trace: Option<PathBuf>,
     pub(crate) summary: Option<PathBuf>,
+    /// Rank 0's wall clock minus this rank's, estimated over MPI (interposition), if any.
+    pub(crate) mpi_offset: Option<MpiOffset>,
+}
+
+/// An MPI ping-pong estimate of a rank's wall-clock offset to rank 0.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MpiOffset {
+    /// Mean of the estimates at MPI_Init and MPI_Finalize, ns.
+    pub(crate) offset_ns: i64,
+    /// Largest round trip of those used: each is within ±rtt/2.
+    pub(crate) rtt_ns: u64,
+    /// How far the two estimates differ (the hosts' wall clocks drifting apart).
+    pub(crate) drift_ns: u64,
+}
+
+fn mpi_offset(meta: &Value) -> Option<MpiOffset> {
+    let one = |which: &str| {
+        let o = meta.get("mpi")?.get("clock_offset_to_rank0")?.get(which)?;
+        Some((o.get("offset_ns")?.as_i64()?, o.get("rtt_ns")?.as_u64()?))
+    };
+    match (one("init"), one("finalize")) {
+        (Some(a), Some(b)) => Some(MpiOffset {
+            offset_ns: ((i128::from(a.0) + i128::from(b.0)) / 2) as i64,
+            rtt_ns: a.1.max(b.1),
+            drift_ns: (a.0 - b.0).unsigned_abs(),
+        }),
+        (Some(a), None) | (None, Some(a)) => Some(MpiOffset {
+            offset_ns: a.0,
+            rtt_ns: a.1,
+            drift_ns: 0,
+        }),
+        (None, None) => None,
+    }
 }
 
 /// The run folders named by `args`: a folder with a `metadata.json` is a run; a folder without
@@ -164,6 +197,7 @@ pub(crate) fn read_run(dir: &Path) -> Result<RankRun, String> {
         end_monotonic_ns: u64_at(&meta, &["run", "end_ns"]).unwrap_or(start_mono),
         trace,
         summary,
+        mpi_offset: mpi_offset(&meta),
     })
 }
 

@@ -113,6 +113,11 @@ struct Domain {
     drift_ns: u64,
     uncertainty_ns: u64,
     estimated: bool,
+    /// Added to the offset to put this domain on rank 0's wall clock, from the MPI ping-pongs
+    /// of its ranks (median); with the largest round trip and drift of those.
+    mpi: Option<(i64, u64, u64)>,
+    /// The domain of world rank 0 (the reference of the MPI estimates).
+    has_rank0: bool,
 }
 
 fn domains(runs: &[RankRun]) -> BTreeMap<String, Domain> {
@@ -147,10 +152,47 @@ fn domains(runs: &[RankRun]) -> BTreeMap<String, Domain> {
                     .unwrap_or(0),
                 uncertainty_ns: rs.iter().map(|r| r.uncertainty_ns).max().unwrap_or(0),
                 estimated: rs.iter().any(|r| r.offset_estimated),
+                mpi: None,
+                has_rank0: rs.iter().any(|r| r.world_rank == 0),
             };
             (name, domain)
         })
+        .collect::<BTreeMap<_, _>>()
+        .into_iter()
+        .map(|(name, mut d)| {
+            d.mpi = mpi_correction(runs, &name, d.has_rank0);
+            if let Some((correction, _, _)) = d.mpi {
+                d.offset_ns += correction;
+            }
+            (name, d)
+        })
         .collect()
+}
+
+/// The MPI-based correction of domain `name`: rank 0's domain needs none; another domain
+/// whose every rank has an estimate gets their median (`None` otherwise).
+fn mpi_correction(runs: &[RankRun], name: &str, has_rank0: bool) -> Option<(i64, u64, u64)> {
+    let rank0_measured = runs
+        .iter()
+        .any(|r| r.world_rank == 0 && r.mpi_offset.is_some());
+    if !rank0_measured {
+        return None;
+    }
+    let estimates: Vec<inputs::MpiOffset> = runs
+        .iter()
+        .filter(|r| r.clock_domain == name)
+        .map(|r| r.mpi_offset)
+        .collect::<Option<Vec<_>>>()?;
+    if has_rank0 {
+        return Some((0, 0, 0));
+    }
+    let mut offsets: Vec<i64> = estimates.iter().map(|e| e.offset_ns).collect();
+    offsets.sort_unstable();
+    Some((
+        offsets[offsets.len() / 2],
+        estimates.iter().map(|e| e.rtt_ns).max().unwrap_or(0),
+        estimates.iter().map(|e| e.drift_ns).max().unwrap_or(0),
+    ))
 }
 
 fn alignment_json(domains: &BTreeMap<String, Domain>) -> Value {
@@ -159,12 +201,30 @@ fn alignment_json(domains: &BTreeMap<String, Domain>) -> Value {
         .map(|d| d.uncertainty_ns + d.drift_ns.max(d.spread_ns))
         .max()
         .unwrap_or(0);
+    let by_mpi = domains.len() > 1 && domains.values().all(|d| d.mpi.is_some());
+    let mpi_bound = domains
+        .values()
+        .filter_map(|d| {
+            d.mpi
+                .map(|(_, rtt, drift)| rtt / 2 + drift + d.uncertainty_ns)
+        })
+        .max()
+        .unwrap_or(0);
+    let across_text = if by_mpi {
+        format!(
+            "measured: each clock domain is put on rank 0's wall clock by MPI ping-pongs at MPI_Init and MPI_Finalize (metadata.json's mpi.clock_offset_to_rank0), within {mpi_bound} ns (half the longest round trip, plus the estimates' change over the run and the clock-pair reads)"
+        )
+    } else {
+        format!(
+            "as exact as the hosts' wall clocks agree (NTP: typically 0.1-10 ms; PTP: about 1 µs; not measured by Metron), plus up to {across} ns from reading the clock pairs and the wall clock's drift against CLOCK_MONOTONIC during the run"
+        )
+    };
     json!({
         "clock": "CLOCK_REALTIME (Unix epoch ns): each rank's CLOCK_MONOTONIC plus its clock domain's realtime - monotonic offset",
         "within_a_domain": "exact: ranks of one clock domain (one boot of one host, by boot id) share CLOCK_MONOTONIC and one offset, so their events keep their true order and distances",
-        "across_domains": format!(
-            "as exact as the hosts' wall clocks agree (NTP: typically 0.1-10 ms; PTP: about 1 µs; not measured by Metron), plus up to {across} ns from reading the clock pairs and the wall clock's drift against CLOCK_MONOTONIC during the run"
-        ),
+        "across_domains": across_text,
+        "across_domains_by_mpi": by_mpi,
+        "across_domains_error_bound_ns": by_mpi.then_some(mpi_bound),
         "across_domains_error_ns_besides_wall_clock_sync": across,
         "clock_domains": domains.iter().map(|(name, d)| json!({
             "domain": name,
@@ -175,6 +235,9 @@ fn alignment_json(domains: &BTreeMap<String, Domain>) -> Value {
             "max_drift_ns": d.drift_ns,
             "read_uncertainty_ns": d.uncertainty_ns,
             "estimated_from_run_start": d.estimated,
+            "mpi_correction_ns": d.mpi.map(|m| m.0),
+            "mpi_rtt_ns": d.mpi.map(|m| m.1),
+            "mpi_drift_ns": d.mpi.map(|m| m.2),
         })).collect::<Vec<_>>(),
     })
 }
@@ -254,12 +317,21 @@ fn merge(args: &Args) -> Result<(), String> {
         cross.add(slot, run);
     }
     let hosts: std::collections::BTreeSet<&str> = runs.iter().map(|r| r.host.as_str()).collect();
+    let across = if domains.len() == 1 {
+        "one domain".to_string()
+    } else if let Some(bound) = alignment["across_domains_error_bound_ns"].as_u64() {
+        format!("across domains within {bound} ns (MPI ping-pongs)")
+    } else {
+        format!(
+            "across domains as good as the hosts' wall-clock sync (+{} ns)",
+            alignment["across_domains_error_ns_besides_wall_clock_sync"]
+        )
+    };
     let header = format!(
-        "Metron merge of {} ranks on {} host(s), {} clock domain(s); timeline CLOCK_REALTIME: exact within a clock domain, across domains as good as the hosts' wall-clock sync (+{} ns).",
+        "Metron merge of {} ranks on {} host(s), {} clock domain(s); timeline CLOCK_REALTIME: exact within a clock domain, {across}.",
         runs.len(),
         hosts.len(),
         domains.len(),
-        alignment["across_domains_error_ns_besides_wall_clock_sync"]
     );
     write_file(
         &out_dir.join("summary.json"),
