@@ -120,29 +120,7 @@ fn four_mpi_ranks_merge_into_one_trace_with_rank_2_the_slowest() {
     }
     let a = artifacts();
     let dir = temp_dir("mpi-merge");
-    let exe = dir.join("imbalance");
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mpi_programs/imbalance.c");
-    let cc = Command::new("mpicc")
-        .args([
-            "-std=c99",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-O1",
-            "-g",
-            "-D_DEFAULT_SOURCE",
-        ])
-        .arg("-I")
-        .arg(&a.include)
-        .arg(&source)
-        .arg("-o")
-        .arg(&exe)
-        .arg(format!("-L{}", a.dir.display()))
-        .arg(format!("-Wl,-rpath,{}", a.dir.display()))
-        .args(["-lmetron", "-lpthread"])
-        .output()
-        .expect("run mpicc");
-    assert_success(&cc, "mpicc");
+    let exe = build_imbalance(&dir);
 
     let runs = dir.join("runs");
     let before = realtime_ns();
@@ -433,8 +411,42 @@ fn four_mpi_ranks_merge_into_one_trace_with_rank_2_the_slowest() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Compiles `tests/mpi_programs/imbalance.c` with mpicc against libmetron into `dir`.
+fn build_imbalance(dir: &Path) -> PathBuf {
+    let a = artifacts();
+    let exe = dir.join("imbalance");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mpi_programs/imbalance.c");
+    let cc = Command::new("mpicc")
+        .args([
+            "-std=c99",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-O1",
+            "-g",
+            "-D_DEFAULT_SOURCE",
+        ])
+        .arg("-I")
+        .arg(&a.include)
+        .arg(&source)
+        .arg("-o")
+        .arg(&exe)
+        .arg(format!("-L{}", a.dir.display()))
+        .arg(format!("-Wl,-rpath,{}", a.dir.display()))
+        .args(["-lmetron", "-lpthread"])
+        .output()
+        .expect("run mpicc");
+    assert_success(&cc, "mpicc");
+    exe
+}
+
 /// Runs 4 ranks of `exe` with mpirun under `metron run`, run folders `runs/r<rank>`.
 fn mpirun(exe: &Path, runs: &Path, env: &[(&str, &str)]) -> Output {
+    mpirun_under("run", exe, runs, env)
+}
+
+/// Runs 4 ranks of `exe` with mpirun under `metron <command>` (run or sample).
+fn mpirun_under(command: &str, exe: &Path, runs: &Path, env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new("mpirun");
     // Root in a container: Open MPI refuses root without being told.
     if unsafe_is_root() {
@@ -442,7 +454,7 @@ fn mpirun(exe: &Path, runs: &Path, env: &[(&str, &str)]) -> Output {
     }
     cmd.args(["--oversubscribe", "-np", "4"])
         .arg(artifacts().metron())
-        .arg("run")
+        .arg(command)
         .arg("--")
         .arg(exe)
         .arg("100")
@@ -453,6 +465,59 @@ fn mpirun(exe: &Path, runs: &Path, env: &[(&str, &str)]) -> Output {
         cmd.env(k, v);
     }
     cmd.output().expect("run mpirun")
+}
+
+#[test]
+fn sampled_mpi_ranks_keep_their_call_stacks_in_the_merge() {
+    if !have("mpicc") || !have("mpirun") {
+        eprintln!(
+            "skipped: Open MPI is not installed (apt-get install openmpi-bin libopenmpi-dev)"
+        );
+        return;
+    }
+    let dir = temp_dir("mpi-sampled");
+    let exe = build_imbalance(&dir);
+    let runs = dir.join("runs");
+    let out = mpirun_under("sample", &exe, &runs, &[]);
+    assert_success(&out, "mpirun of 4 ranks under metron sample");
+    let merged = dir.join("merged");
+    merge(&[&runs], &merged);
+    validate_merged(&merged.join("trace.pftrace"), 4, None, false);
+    // The call stacks' interning survives the move to new sequences: every sample resolves,
+    // each rank's samples keep its pid, and the compute loop is found in them.
+    let out = Command::new("python3")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("perfetto/trace_samples.py"))
+        .arg(merged.join("trace.pftrace"))
+        .output()
+        .expect("run trace_samples.py");
+    assert_success(&out, "trace_samples.py on the merged trace");
+    let decoded: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(decoded["errors"], serde_json::json!([]));
+    let samples = decoded["samples"].as_array().unwrap();
+    let mut pids: Vec<u64> = samples.iter().map(|s| s["pid"].as_u64().unwrap()).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    let expected: Vec<u64> = {
+        let mut p: Vec<u64> = (0..4)
+            .map(|r| {
+                read_json(&runs.join(format!("r{r}")), "metadata.json")["run"]["pid"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect();
+        p.sort_unstable();
+        p
+    };
+    assert_eq!(pids, expected, "samples of every rank, under its own pid");
+    assert!(
+        samples.iter().any(|s| s["frames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f.as_str().unwrap_or("").starts_with("work_unit "))),
+        "no sample in work_unit"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn unsafe_is_root() -> bool {

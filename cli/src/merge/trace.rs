@@ -653,8 +653,14 @@ pub(crate) fn realtime_clock_packet(realtime_ns: u64, seq_id: u32) -> Vec<u8> {
         Value::Varint(CLOCK_REALTIME),
     );
     put(&mut clock, snapshot::TIMESTAMP, Value::Varint(realtime_ns));
+    // A second, sequence-scoped clock (ids 64-127 belong to this packet's sequence and are
+    // used nowhere else), so the snapshot relates two clocks as Trace Processor expects.
+    let mut own = Vec::new();
+    put(&mut own, snapshot::CLOCK_ID, Value::Varint(64));
+    put(&mut own, snapshot::TIMESTAMP, Value::Varint(realtime_ns));
     let mut snap = Vec::new();
     put(&mut snap, snapshot::CLOCKS, Value::Len(&clock));
+    put(&mut snap, snapshot::CLOCKS, Value::Len(&own));
     put(
         &mut snap,
         snapshot::PRIMARY_TRACE_CLOCK,
