@@ -118,7 +118,6 @@ fn four_mpi_ranks_merge_into_one_trace_with_rank_2_the_slowest() {
         );
         return;
     }
-    let a = artifacts();
     let dir = temp_dir("mpi-merge");
     let exe = build_imbalance(&dir);
 
