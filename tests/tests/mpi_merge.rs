@@ -378,6 +378,36 @@ fn four_mpi_ranks_merge_into_one_trace_with_rank_2_the_slowest() {
          ratio {ratio:.3}",
         wall["per_rank"], unit["slowest_rank"]
     );
+    // What the communication moved, per rank, summed from the trace's mpi.bytes.
+    let call = |name: &str| {
+        summary["mpi_calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in mpi_calls: {}", summary["mpi_calls"]))
+            .clone()
+    };
+    for (name, calls, bytes) in [
+        ("MPI_Isend", 5.0, 5.0 * 4096.0),
+        ("MPI_Send", 5.0, 5.0 * 4096.0),
+        ("MPI_Recv", 5.0, 5.0 * 4096.0),
+        ("MPI_Wait", 10.0, 5.0 * 4096.0),
+        ("MPI_Allreduce", 10.0, 80.0),
+        ("MPI_Bcast", 1.0, 8.0),
+    ] {
+        let c = call(name);
+        assert_eq!(
+            c["calls"]["per_rank"],
+            serde_json::json!(vec![calls; 4]),
+            "{name}"
+        );
+        assert_eq!(
+            c["bytes"]["per_rank"],
+            serde_json::json!(vec![bytes; 4]),
+            "{name}"
+        );
+    }
     let text = std::fs::read_to_string(merged.join("summary.txt")).unwrap();
     assert!(
         text.contains("imbalance") && text.contains("work_unit"),

@@ -37,6 +37,8 @@ pub(crate) struct RankRun {
     pub(crate) summary: Option<PathBuf>,
     /// Rank 0's wall clock minus this rank's, estimated over MPI (interposition), if any.
     pub(crate) mpi_offset: Option<MpiOffset>,
+    /// The run recorded MPI calls (its metadata has an `mpi` section).
+    pub(crate) mpi: bool,
 }
 
 /// An MPI ping-pong estimate of a rank's wall-clock offset to rank 0.
@@ -198,6 +200,7 @@ pub(crate) fn read_run(dir: &Path) -> Result<RankRun, String> {
         trace,
         summary,
         mpi_offset: mpi_offset(&meta),
+        mpi: meta.get("mpi").is_some_and(|m| m["interposed"] == true),
     })
 }
 

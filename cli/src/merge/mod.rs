@@ -293,6 +293,7 @@ fn merge(args: &Args) -> Result<(), String> {
                 offset_ns: domains[&run.clock_domain].offset_ns,
                 process_name: format!("rank {} ({}, {})", run.rank, run.host, run.pid),
                 world_rank: i64::from(run.world_rank),
+                mpi: run.mpi,
                 pid_base: if pids_collide {
                     (run.rank + 1) << 22
                 } else {
@@ -315,6 +316,9 @@ fn merge(args: &Args) -> Result<(), String> {
     let mut cross = summary::CrossRank::new(runs.len());
     for (slot, run) in runs.iter().enumerate() {
         cross.add(slot, run);
+        if let Some(Some(c)) = counts.get(slot) {
+            cross.add_mpi(slot, &c.mpi_calls);
+        }
     }
     let hosts: std::collections::BTreeSet<&str> = runs.iter().map(|r| r.host.as_str()).collect();
     let across = if domains.len() == 1 {

@@ -10,6 +10,9 @@ use std::fmt::Write as _;
 /// The wall-clock metric every region has.
 const WALL: &str = "wall_clock.elapsed";
 
+/// One value per rank (`None`: the rank has none).
+type PerRank = Vec<Option<f64>>;
+
 struct Metric {
     unit: String,
     totals: Vec<Option<f64>>,
@@ -27,6 +30,8 @@ pub(crate) struct CrossRank {
     regions: Vec<Region>,
     /// Counter name → each rank's last value.
     counters: Vec<(String, Vec<Option<f64>>)>,
+    /// MPI call name → each rank's calls and bytes (from the trace).
+    mpi: Vec<(String, PerRank, PerRank)>,
     index: HashMap<Vec<String>, usize>,
     /// Ranks without a summary.json, and why.
     pub(crate) missing: Vec<(u32, String)>,
@@ -38,8 +43,29 @@ impl CrossRank {
             ranks,
             regions: Vec::new(),
             counters: Vec::new(),
+            mpi: Vec::new(),
             index: HashMap::new(),
             missing: Vec::new(),
+        }
+    }
+
+    /// Folds in the MPI calls of the rank at position `slot`: name → (calls, bytes).
+    pub(crate) fn add_mpi(
+        &mut self,
+        slot: usize,
+        calls: &std::collections::BTreeMap<String, (u64, u64)>,
+    ) {
+        for (name, (n, bytes)) in calls {
+            let at = match self.mpi.iter().position(|(m, _, _)| m == name) {
+                Some(at) => at,
+                None => {
+                    self.mpi
+                        .push((name.clone(), vec![None; self.ranks], vec![None; self.ranks]));
+                    self.mpi.len() - 1
+                }
+            };
+            self.mpi[at].1[slot] = Some(*n as f64);
+            self.mpi[at].2[slot] = Some(*bytes as f64);
         }
     }
 
@@ -218,6 +244,12 @@ impl CrossRank {
             "ranks_without_summary": self.missing.iter().map(|(r, why)| json!({"rank": r, "why": why})).collect::<Vec<_>>(),
             "alignment": alignment,
             "regions": regions,
+            "mpi_calls": self.mpi.iter().map(|(name, calls, bytes)| json!({
+                "name": name,
+                "what": "each rank's calls and the sum of their mpi.bytes, from the trace",
+                "calls": stat_json(calls, "", &ranks),
+                "bytes": stat_json(bytes, "B", &ranks),
+            })).collect::<Vec<_>>(),
             "counters": self.counters.iter().map(|(name, values)| {
                 let mut v = stat_json(values, "", &ranks);
                 v["name"] = json!(name);
@@ -299,6 +331,33 @@ impl CrossRank {
                     s.imbalance,
                     ranks[s.min_slot],
                     ranks[s.max_slot],
+                );
+            }
+        }
+        if !self.mpi.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nMPI bytes: each rank's sum of mpi.bytes per call (calls in parentheses: min/max)"
+            );
+            let _ = writeln!(
+                out,
+                "{:<16}  {:>5}  {:>12}  {:>12}  {:>12}  {:>9}  {:>8}  {:>8}  {:>13}",
+                "call", "ranks", "min", "mean", "max", "imbalance", "min rank", "max rank", "calls"
+            );
+            for (name, calls, bytes) in &self.mpi {
+                let s = stat(bytes);
+                let c = stat(calls);
+                let _ = writeln!(
+                    out,
+                    "{name:<16}  {:>5}  {:>12}  {:>12}  {:>12}  {:>9.3}  {:>8}  {:>8}  {:>13}",
+                    s.present,
+                    show(s.min, ""),
+                    show(s.mean, ""),
+                    show(s.max, ""),
+                    s.imbalance,
+                    ranks[s.min_slot],
+                    ranks[s.max_slot],
+                    format!("({}/{})", show(c.min, ""), show(c.max, "")),
                 );
             }
         }

@@ -62,12 +62,22 @@ mod interned {
     pub(super) const ANN_UINT: u32 = 3;
     pub(super) const ANN_INT: u32 = 4;
     pub(super) const ANN_NAME: u32 = 10;
+    pub(super) const EVENT_NAMES: u32 = 2;
+}
+
+/// `TrackEvent.type` and `name_iid`.
+mod kind {
+    pub(super) const TYPE: u32 = 9;
+    pub(super) const NAME_IID: u32 = 10;
+    pub(super) const SLICE_BEGIN: u64 = 1;
+    pub(super) const SLICE_END: u64 = 2;
 }
 
 /// The annotations of Metron's MPI interposition (`user-api/src/mpi.rs`) that pair a send
 /// with its receive.
 #[derive(Clone, Copy, PartialEq, Debug)]
 enum MpiKey {
+    Bytes,
     Dest,
     Source,
     Tag,
@@ -76,6 +86,7 @@ enum MpiKey {
 
 fn mpi_key(name: &[u8]) -> Option<MpiKey> {
     match name {
+        b"mpi.bytes" => Some(MpiKey::Bytes),
         b"mpi.dest" => Some(MpiKey::Dest),
         b"mpi.source" => Some(MpiKey::Source),
         b"mpi.tag" => Some(MpiKey::Tag),
@@ -138,6 +149,8 @@ pub(crate) struct RankMap {
     pub(crate) pid_base: u32,
     /// The rank in `MPI_COMM_WORLD` (the ends of send→receive flows).
     pub(crate) world_rank: i64,
+    /// The run recorded MPI calls (interposition): their bytes are summed per call.
+    pub(crate) mpi: bool,
 }
 
 /// What one rank's rewrite did.
@@ -156,6 +169,8 @@ pub(crate) struct RankCounts {
     /// MPI sends and receives given a flow id.
     pub(crate) flow_sends: u64,
     pub(crate) flow_receives: u64,
+    /// Per MPI call name: calls and the sum of their `mpi.bytes`.
+    pub(crate) mpi_calls: std::collections::BTreeMap<String, (u64, u64)>,
     /// Earliest and latest realtime timestamps written, ns.
     pub(crate) first_ts: Option<u64>,
     pub(crate) last_ts: Option<u64>,
@@ -172,10 +187,23 @@ impl RankCounts {
             "truncated_tail_bytes": self.truncated_tail_bytes,
             "mpi_flow_sends": self.flow_sends,
             "mpi_flow_receives": self.flow_receives,
+            "mpi_calls": self.mpi_calls.iter().map(|(name, (calls, bytes))| {
+                serde_json::json!({"name": name, "calls": calls, "bytes": bytes})
+            }).collect::<Vec<_>>(),
             "first_realtime_ns": self.first_ts,
             "last_realtime_ns": self.last_ts,
         })
     }
+}
+
+/// What [`Rewriter::mpi_event`] found in an event.
+#[derive(Default)]
+struct MpiEvent {
+    kind: Option<u64>,
+    name_iid: Option<u64>,
+    track: u64,
+    bytes: Option<i64>,
+    flow: Option<(u32, u64)>,
 }
 
 /// Per-sequence state the rewrite needs.
@@ -193,6 +221,11 @@ pub(crate) struct Rewriter<'m> {
     sequences: HashMap<u32, SeqState>,
     /// Per sequence: interned debug annotation names that are MPI keys.
     mpi_names: HashMap<u32, HashMap<u64, MpiKey>>,
+    /// Per sequence: interned event names of MPI calls (index into `call_names`).
+    call_iids: HashMap<u32, HashMap<u64, usize>>,
+    call_names: Vec<String>,
+    /// Per (sequence, track): the open slices, MPI calls by index (only for MPI runs).
+    open: HashMap<(u32, u64), Vec<Option<usize>>>,
     /// BOOTTIME − MONOTONIC from the rank's latest clock snapshot.
     boot_minus_mono: Option<i64>,
     scratch: Vec<Vec<u8>>,
@@ -214,6 +247,9 @@ impl<'m> Rewriter<'m> {
             salt_flow: mix(rank.wrapping_mul(2).wrapping_add(0xf10e)),
             sequences: HashMap::new(),
             mpi_names: HashMap::new(),
+            call_iids: HashMap::new(),
+            call_names: Vec::new(),
+            open: HashMap::new(),
             boot_minus_mono: None,
             scratch: Vec::new(),
             counts: RankCounts::default(),
@@ -342,6 +378,7 @@ impl<'m> Rewriter<'m> {
         if cleared {
             state.clock = None;
             self.mpi_names.remove(&seq_id);
+            self.call_iids.remove(&seq_id);
         }
         if default_clock.is_some() {
             state.clock = default_clock;
@@ -382,17 +419,21 @@ impl<'m> Rewriter<'m> {
                 }
                 (packet::TRACK_EVENT, Value::Len(e)) => {
                     let mut scratch = std::mem::take(&mut self.scratch);
-                    let mut flow = None;
+                    let mut mpi = MpiEvent::default();
                     let r = put_nested(out, field, &mut scratch, |o, _| {
                         self.track_event(e, o)?;
-                        flow = self.message_flow(seq_id, e)?;
-                        if let Some((n, id)) = flow {
+                        mpi = self.mpi_event(seq_id, e)?;
+                        if let Some((n, id)) = mpi.flow {
                             put(o, n, Value::Fixed64(id));
                         }
                         Ok(())
                     });
                     self.scratch = scratch;
                     r?;
+                    if self.map.mpi {
+                        self.count_call(seq_id, &mpi);
+                    }
+                    let flow = mpi.flow;
                     match flow {
                         Some((event::FLOW_IDS, _)) => self.counts.flow_sends += 1,
                         Some(_) => self.counts.flow_receives += 1,
@@ -427,10 +468,59 @@ impl<'m> Rewriter<'m> {
         Ok(Outcome::Write)
     }
 
-    /// Remembers the interned annotation names that are MPI keys.
+    /// Sums an MPI call's bytes when its slice ends.
+    fn count_call(&mut self, seq_id: u32, e: &MpiEvent) {
+        let stack = self.open.entry((seq_id, e.track)).or_default();
+        match e.kind {
+            Some(kind::SLICE_BEGIN) => {
+                let call = e
+                    .name_iid
+                    .and_then(|iid| self.call_iids.get(&seq_id)?.get(&iid).copied());
+                stack.push(call);
+            }
+            Some(kind::SLICE_END) => {
+                if let Some(Some(call)) = stack.pop() {
+                    let entry = self
+                        .counts
+                        .mpi_calls
+                        .entry(self.call_names[call].clone())
+                        .or_default();
+                    entry.0 += 1;
+                    entry.1 += e.bytes.unwrap_or(0).max(0) as u64;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Remembers the interned annotation names that are MPI keys and the event names that
+    /// are MPI calls.
     fn read_interned(&mut self, seq_id: u32, d: &[u8]) -> Result<(), WireError> {
         for f in fields(d) {
-            if let (interned::DEBUG_ANNOTATION_NAMES, Value::Len(n)) = f? {
+            let (field, value) = f?;
+            if let (interned::EVENT_NAMES, Value::Len(n)) = (field, value) {
+                let (mut iid, mut name) = (None, None);
+                for g in fields(n) {
+                    match g? {
+                        (interned::IID, Value::Varint(v)) => iid = Some(v),
+                        (interned::NAME, Value::Len(b)) if b.starts_with(b"MPI_") => {
+                            name = Some(String::from_utf8_lossy(b).into_owned())
+                        }
+                        _ => {}
+                    }
+                }
+                if let (Some(iid), Some(name)) = (iid, name) {
+                    let index = match self.call_names.iter().position(|n| *n == name) {
+                        Some(i) => i,
+                        None => {
+                            self.call_names.push(name);
+                            self.call_names.len() - 1
+                        }
+                    };
+                    self.call_iids.entry(seq_id).or_default().insert(iid, index);
+                }
+            }
+            if let (interned::DEBUG_ANNOTATION_NAMES, Value::Len(n)) = (field, value) {
                 let (mut iid, mut key) = (None, None);
                 for g in fields(n) {
                     match g? {
@@ -447,15 +537,26 @@ impl<'m> Rewriter<'m> {
         Ok(())
     }
 
-    /// The flow field and id for an event that carries an MPI send's or receive's
-    /// annotations: `flow_ids` on a send, `terminating_flow_ids` on a receive.
-    fn message_flow(&self, seq_id: u32, e: &[u8]) -> Result<Option<(u32, u64)>, WireError> {
-        let Some(names) = self.mpi_names.get(&seq_id) else {
-            return Ok(None);
-        };
+    /// What an event says about MPI: its type, name, track, `mpi.bytes`, and the flow field
+    /// and id when it carries an MPI send's or receive's annotations (`flow_ids` on a send,
+    /// `terminating_flow_ids` on a receive). Only MPI runs' events are read.
+    fn mpi_event(&self, seq_id: u32, e: &[u8]) -> Result<MpiEvent, WireError> {
+        let mut out = MpiEvent::default();
+        if !self.map.mpi {
+            return Ok(out);
+        }
+        let empty = HashMap::new();
+        let names = self.mpi_names.get(&seq_id).unwrap_or(&empty);
         let (mut dest, mut source, mut tag, mut msg) = (None, None, None, None);
         for f in fields(e) {
-            let (event::DEBUG_ANNOTATIONS, Value::Len(a)) = f? else {
+            let (n, v) = f?;
+            match (n, v) {
+                (kind::TYPE, Value::Varint(t)) => out.kind = Some(t),
+                (kind::NAME_IID, Value::Varint(i)) => out.name_iid = Some(i),
+                (event::TRACK_UUID, Value::Varint(u)) => out.track = u,
+                _ => {}
+            }
+            let (event::DEBUG_ANNOTATIONS, Value::Len(a)) = (n, v) else {
                 continue;
             };
             let (mut key, mut value) = (None, None);
@@ -470,6 +571,7 @@ impl<'m> Rewriter<'m> {
                 }
             }
             match (key, value) {
+                (Some(MpiKey::Bytes), Some(v)) => out.bytes = Some(v),
                 (Some(MpiKey::Dest), Some(v)) => dest = Some(v),
                 (Some(MpiKey::Source), Some(v)) => source = Some(v),
                 (Some(MpiKey::Tag), Some(v)) => tag = Some(v),
@@ -478,13 +580,14 @@ impl<'m> Rewriter<'m> {
             }
         }
         let me = self.map.world_rank;
-        Ok(match (dest, source, tag, msg) {
+        out.flow = match (dest, source, tag, msg) {
             (Some(d), None, Some(t), Some(m)) => Some((event::FLOW_IDS, message_flow(me, d, t, m))),
             (None, Some(s), Some(t), Some(m)) => {
                 Some((event::TERMINATING_FLOW_IDS, message_flow(s, me, t, m)))
             }
             _ => None,
-        })
+        };
+        Ok(out)
     }
 
     /// A timestamp of clock `clock` on the merged realtime clock, if it can be placed.
