@@ -557,11 +557,14 @@ fn unsafe_is_root() -> bool {
 /// Reads `ranks.tar` with Python's `tarfile` and checks the manifest against the documented
 /// format (perfetto.dev/docs/reference/perfetto-manifest): version 1, a known trace_time
 /// clock, every `files[].path` a member, each machine a non-empty name, attribute values
-/// strings or integers; every rank's member is its trace, byte for byte.
+/// strings or integers. Each rank's member is a complete trace on its own clock (the
+/// validator's default checks, the rank's `CLOCK_MONOTONIC` window, the service's clock
+/// snapshots kept) whose process is named after the rank; no two members share a track uuid,
+/// and the members' MPI flows pair up across files.
 fn check_archive(tar: &Path, runs: &Path, ranks: usize) {
     let script = r#"
-import json, sys, tarfile
-tar, runs, ranks = sys.argv[1], sys.argv[2], int(sys.argv[3])
+import json, os, sys, tarfile
+tar, out, ranks = sys.argv[1], sys.argv[2], int(sys.argv[3])
 clocks = {"REALTIME", "REALTIME_COARSE", "MONOTONIC", "MONOTONIC_COARSE", "MONOTONIC_RAW", "BOOTTIME"}
 with tarfile.open(tar) as t:
     names = t.getnames()
@@ -579,20 +582,74 @@ with tarfile.open(tar) as t:
         assert isinstance(f["machine"]["name"], str) and f["machine"]["name"], f
     for k, v in m.get("attributes", {}).items():
         assert k and isinstance(v, (str, int)) and not isinstance(v, bool), (k, v)
+    os.makedirs(out, exist_ok=True)
     for r in range(ranks):
-        member = t.extractfile("rank%d.pftrace" % r).read()
-        with open("%s/r%d/trace.pftrace" % (runs, r), "rb") as f:
-            assert member == f.read(), "rank%d.pftrace differs from the rank's trace" % r
+        with open(os.path.join(out, "rank%d.pftrace" % r), "wb") as f:
+            f.write(t.extractfile("rank%d.pftrace" % r).read())
 print("ok", len(names))
 "#;
+    let members = tar.with_extension("members");
     let out = Command::new("python3")
         .args(["-c", script])
         .arg(tar)
-        .arg(runs)
+        .arg(&members)
         .arg(ranks.to_string())
         .output()
         .expect("run python3");
     assert_success(&out, "checking ranks.tar and its perfetto_manifest");
+    let mut uuids = std::collections::HashSet::new();
+    let (mut flows_out, mut flows_in) = (0, 0);
+    for r in 0..ranks {
+        let m = read_json(&runs.join(format!("r{r}")), "metadata.json");
+        let window = (
+            m["run"]["start_ns"]
+                .as_u64()
+                .unwrap()
+                .saturating_sub(1_000_000_000),
+            m["run"]["end_ns"].as_u64().unwrap() + 1_000_000_000,
+        );
+        let trace = members.join(format!("rank{r}.pftrace"));
+        let out = Command::new("python3")
+            .arg(validator())
+            .arg(&trace)
+            .arg("--window-start-ns")
+            .arg(window.0.to_string())
+            .arg("--window-end-ns")
+            .arg(window.1.to_string())
+            .output()
+            .expect("run validate_trace.py");
+        assert_success(
+            &out,
+            &format!("validate_trace.py on the archive's rank{r}.pftrace"),
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(
+            v["clock_snapshots"].as_u64().unwrap() > 0,
+            "rank {r}: its clock snapshots are kept"
+        );
+        let process = v["tracks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["type"] == "process")
+            .unwrap();
+        assert!(
+            process["name"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("rank {r} (")),
+            "{process}"
+        );
+        for t in v["tracks"].as_array().unwrap() {
+            assert!(
+                uuids.insert(t["uuid"].as_u64().unwrap()),
+                "a track uuid repeats: {t}"
+            );
+        }
+        flows_out += v["flows"]["outgoing"].as_u64().unwrap();
+        flows_in += v["flows"]["terminating"].as_u64().unwrap();
+    }
+    assert_eq!((flows_out, flows_in), (40, 40));
 }
 
 // ---------------------------------------------------------------------------------------------

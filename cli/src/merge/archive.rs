@@ -1,12 +1,15 @@
-//! `ranks.tar`: every rank's own trace as `rank<N>.pftrace` plus a `perfetto_manifest.json`
-//! (the trace manifest format of perfetto.dev, "Trace manifest format", version 1): each file
-//! is attributed to a machine named after its host and `REALTIME` is the merged timeline, so
-//! Perfetto (v58.2 and later) opens the archive as one multi-machine trace aligned by its own
-//! clock snapshots. Written as a plain POSIX ustar archive, each trace streamed into it.
+//! `ranks.tar`: every rank's trace as `rank<N>.pftrace` plus a `perfetto_manifest.json` (the
+//! trace manifest format of perfetto.dev, "Trace manifest format", version 1): each file is
+//! attributed to a machine named after its host and `REALTIME` is the merged timeline, so
+//! Perfetto (v58.2 and later) opens the archive as one multi-machine trace aligned by each
+//! file's own clock snapshots. Each rank's trace keeps its clocks and service packets; only
+//! its track uuids, flow ids and process name are made those of the merged trace, so ranks of
+//! one host (one machine) cannot collide. Written as a plain POSIX ustar archive, each trace
+//! streamed into it.
 
 use super::inputs::RankRun;
 use serde_json::{json, Value};
-use std::io::{self, Read, Write};
+use std::io::{self, Seek, SeekFrom, Write};
 
 /// The manifest for `members` (archive member name, run) in the archive.
 pub(crate) fn manifest(members: &[(String, &RankRun)]) -> Value {
@@ -90,23 +93,26 @@ pub(crate) fn add_bytes(
     pad(out, data.len() as u64)
 }
 
-/// Appends member `name` streamed from `input` of `size` bytes.
-pub(crate) fn add_stream(
-    out: &mut impl Write,
+/// Appends member `name` with what `body` writes: a header with size 0 first, rewritten with
+/// the real size once the body is written (so a member can be streamed without knowing its
+/// size, or holding it).
+pub(crate) fn add_written<W: Write + Seek>(
+    out: &mut W,
     name: &str,
-    input: &mut impl Read,
-    size: u64,
     mtime: u64,
+    body: impl FnOnce(&mut W) -> io::Result<()>,
 ) -> io::Result<()> {
+    let start = out.stream_position()?;
+    header(out, name, 0, mtime)?;
+    body(out)?;
+    let end = out.stream_position()?;
+    let size = end - start - 512;
+    pad(out, size)?;
+    let after = out.stream_position()?;
+    out.seek(SeekFrom::Start(start))?;
     header(out, name, size, mtime)?;
-    let copied = io::copy(&mut input.take(size), out)?;
-    if copied != size {
-        return Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            format!("{name}: the file shrank while it was archived ({copied} of {size} bytes)"),
-        ));
-    }
-    pad(out, size)
+    out.seek(SeekFrom::Start(after))?;
+    Ok(())
 }
 
 /// Ends the archive (two zero blocks).

@@ -288,18 +288,7 @@ fn merge(args: &Args) -> Result<(), String> {
                 counts.push(None);
                 continue;
             };
-            let map = trace::RankMap {
-                rank: run.rank,
-                offset_ns: domains[&run.clock_domain].offset_ns,
-                process_name: format!("rank {} ({}, {})", run.rank, run.host, run.pid),
-                world_rank: i64::from(run.world_rank),
-                mpi: run.mpi,
-                pid_base: if pids_collide {
-                    (run.rank + 1) << 22
-                } else {
-                    0
-                },
-            };
+            let map = rank_map(run, &domains, pids_collide, false);
             let mut rewriter = trace::Rewriter::new(&map);
             let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
             let mut input = BufReader::with_capacity(1 << 20, file);
@@ -351,7 +340,7 @@ fn merge(args: &Args) -> Result<(), String> {
     let mut outputs = vec!["trace.pftrace", "summary.txt", "summary.json"];
     let mut archive_note = Value::Null;
     if args.archive {
-        archive_note = write_archive(&out_dir, &runs)?;
+        archive_note = write_archive(&out_dir, &runs, &domains, pids_collide)?;
         outputs.push("ranks.tar");
     }
     outputs.push("metadata.json");
@@ -413,12 +402,39 @@ fn peak_rss_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// How rank `run`'s packets are rewritten (`keep_clocks`: for the archive's copy).
+fn rank_map(
+    run: &RankRun,
+    domains: &BTreeMap<String, Domain>,
+    pids_collide: bool,
+    keep_clocks: bool,
+) -> trace::RankMap {
+    trace::RankMap {
+        rank: run.rank,
+        offset_ns: domains[&run.clock_domain].offset_ns,
+        process_name: format!("rank {} ({}, {})", run.rank, run.host, run.pid),
+        world_rank: i64::from(run.world_rank),
+        mpi: run.mpi,
+        keep_clocks,
+        pid_base: if pids_collide {
+            (run.rank + 1) << 22
+        } else {
+            0
+        },
+    }
+}
+
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), String> {
     std::fs::write(path, bytes).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// `ranks.tar`: each rank's trace as `rank<N>.pftrace` and the manifest.
-fn write_archive(out_dir: &Path, runs: &[RankRun]) -> Result<Value, String> {
+fn write_archive(
+    out_dir: &Path,
+    runs: &[RankRun],
+    domains: &BTreeMap<String, Domain>,
+    pids_collide: bool,
+) -> Result<Value, String> {
     let path = out_dir.join("ranks.tar");
     let mtime = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -436,9 +452,12 @@ fn write_archive(out_dir: &Path, runs: &[RankRun]) -> Result<Value, String> {
         archive::add_bytes(&mut out, "perfetto_manifest.json", text.as_bytes(), mtime)?;
         for (name, run) in &members {
             let trace = run.trace.as_ref().expect("filtered");
-            let mut f = File::open(trace)?;
-            let size = f.metadata()?.len();
-            archive::add_stream(&mut out, name, &mut f, size, mtime)?;
+            let mut input = BufReader::with_capacity(1 << 20, File::open(trace)?);
+            let map = rank_map(run, domains, pids_collide, true);
+            let mut rewriter = trace::Rewriter::new(&map);
+            archive::add_written(&mut out, name, mtime, |out| {
+                rewriter.copy(&mut input, out, &mut 0)
+            })?;
         }
         archive::finish(&mut out)?;
         out.flush()
@@ -446,7 +465,7 @@ fn write_archive(out_dir: &Path, runs: &[RankRun]) -> Result<Value, String> {
     result.map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(json!({
         "file": "ranks.tar",
-        "what": "each rank's own trace.pftrace as rank<N>.pftrace and perfetto_manifest.json (trace manifest format version 1, perfetto.dev/docs/reference/perfetto-manifest): one machine per host, REALTIME as the merged timeline; opens in Perfetto v58.2+ (UI and trace_processor)",
+        "what": "each rank's trace as rank<N>.pftrace (its own clocks and clock snapshots kept; track uuids, flow ids and the process name as in trace.pftrace) and perfetto_manifest.json (trace manifest format version 1, perfetto.dev/docs/reference/perfetto-manifest): one machine per host, REALTIME as the merged timeline; opens in Perfetto v58.2+ (UI and trace_processor)",
         "members": members.iter().map(|(n, _)| n).collect::<Vec<_>>(),
     }))
 }

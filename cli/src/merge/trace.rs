@@ -151,6 +151,10 @@ pub(crate) struct RankMap {
     pub(crate) world_rank: i64,
     /// The run recorded MPI calls (interposition): their bytes are summed per call.
     pub(crate) mpi: bool,
+    /// Keep the rank's own clocks: timestamps, clock ids and the service's packets (clock
+    /// snapshots included) stay as they are; only ids and names change (the archive's copy,
+    /// which Perfetto aligns by the rank's own snapshots).
+    pub(crate) keep_clocks: bool,
 }
 
 /// What one rank's rewrite did.
@@ -348,7 +352,7 @@ impl<'m> Rewriter<'m> {
                         }
                     }
                 }
-                (packet::CLOCK_SNAPSHOT, Value::Len(s)) => {
+                (packet::CLOCK_SNAPSHOT, Value::Len(s)) if !self.map.keep_clocks => {
                     self.read_snapshot(s)?;
                     self.counts.service_packets_left_out += 1;
                     return Ok(Outcome::Skip);
@@ -360,7 +364,7 @@ impl<'m> Rewriter<'m> {
                     | packet::SERVICE_EVENT
                     | packet::TRACE_UUID,
                     _,
-                ) => {
+                ) if !self.map.keep_clocks => {
                     self.counts.service_packets_left_out += 1;
                     return Ok(Outcome::Skip);
                 }
@@ -393,6 +397,9 @@ impl<'m> Rewriter<'m> {
         for f in fields(raw) {
             let (field, value) = f?;
             match (field, value) {
+                (packet::TIMESTAMP | packet::CLOCK_ID, _) if self.map.keep_clocks => {
+                    put(out, field, value)
+                }
                 (packet::TIMESTAMP, Value::Varint(ts)) => match self.to_realtime(clock, ts) {
                     Some(t) => {
                         put(out, field, Value::Varint(t));
@@ -634,7 +641,7 @@ impl<'m> Rewriter<'m> {
     ) -> Result<(), WireError> {
         for f in fields(d) {
             match f? {
-                (defaults::CLOCK_ID, Value::Varint(_)) => {
+                (defaults::CLOCK_ID, Value::Varint(_)) if !self.map.keep_clocks => {
                     put(out, defaults::CLOCK_ID, Value::Varint(CLOCK_REALTIME))
                 }
                 (defaults::TRACK_EVENT_DEFAULTS, Value::Len(e)) => {
