@@ -916,3 +916,46 @@ fn wait_with_rusage(pid: u32) -> (i32, libc::rusage) {
     };
     (code, usage)
 }
+
+#[test]
+fn merge_explains_what_it_needs() {
+    let metron = artifacts().metron();
+    let run = |args: &[&str]| {
+        let out = Command::new(&metron)
+            .arg("merge")
+            .args(args)
+            .output()
+            .expect("run metron merge");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, err) = run(&[]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("merge needs run folders"), "{err}");
+    let (code, err) = run(&["--frobnicate", "x"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("unknown flag \"--frobnicate\"") && err.contains("-o OUT"),
+        "{err}"
+    );
+    let empty = temp_dir("merge-empty");
+    let (code, err) = run(&[empty.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("is not a run folder (no metadata.json) and holds none"),
+        "{err}"
+    );
+    std::fs::write(
+        empty.join("metadata.json"),
+        "{\"schema\": \"something else\"}",
+    )
+    .unwrap();
+    let (code, err) = run(&[empty.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("not a Metron metadata.json"), "{err}");
+    let (code, out) = run(&["--help"]);
+    assert_eq!(code, Some(0), "{out}");
+    let _ = std::fs::remove_dir_all(&empty);
+}
