@@ -1,10 +1,11 @@
 //! MPI interposition through the profiling interface (PMPI): `libmetron.so` exports
 //! `MPI_Init`, `MPI_Init_thread`, `MPI_Finalize`, `MPI_Send`, `MPI_Recv`, `MPI_Isend`,
-//! `MPI_Irecv`, `MPI_Wait`, `MPI_Allreduce`, `MPI_Bcast` and `MPI_Barrier`. Where it comes
-//! before the MPI library in symbol lookup (preloaded by `metron run`, or linked before
-//! `-lmpi`), each call becomes a region of that name around the library's `PMPI_` function,
-//! found at run time with `dlsym`: no MPI headers or library at build time, and a program
-//! without MPI never calls these.
+//! `MPI_Irecv`, `MPI_Wait`, `MPI_Waitall`, `MPI_Waitany`, `MPI_Allreduce`, `MPI_Bcast` and
+//! `MPI_Barrier` (and `MPI_Test`, `MPI_Testall`, `MPI_Request_free`, only to keep track of
+//! requests). Where it comes before the MPI library in symbol lookup (preloaded by
+//! `metron run`, or linked before `-lmpi`), each call becomes a region of that name around the
+//! library's `PMPI_` function, found at run time with `dlsym`: no MPI headers or library at
+//! build time, and a program without MPI never calls these.
 //!
 //! Annotations (debug annotations in the trace): `mpi.bytes` (count x type size; for a
 //! receive, what arrived), `mpi.peer` (rank in the communicator; the actual source of a
@@ -13,7 +14,10 @@
 //! number among those from the same source to the same destination with the same tag: MPI
 //! does not let such messages overtake each other, so `metron merge` pairs the n-th send with
 //! the n-th receive and draws a flow arrow between them. A receive posted with `MPI_Irecv` is
-//! annotated on the `MPI_Wait` that completes it (where its data arrives).
+//! annotated on the `MPI_Wait` that completes it (where its data arrives); one completed by
+//! `MPI_Waitall`, `MPI_Waitany` or a test gets no annotation or arrow (those calls are
+//! regions with `mpi.requests`), and its request is forgotten so that a later request reusing
+//! the handle is not taken for it.
 //!
 //! `METRON_MPI=false` turns recording off (the calls go straight to the library).
 //!
@@ -54,6 +58,11 @@ type BcastFn = unsafe extern "C" fn(*mut c_void, c_int, Handle, c_int, Handle) -
 type BarrierFn = unsafe extern "C" fn(Handle) -> c_int;
 type HandleIntFn = unsafe extern "C" fn(Handle, *mut c_int) -> c_int;
 type GetCountFn = unsafe extern "C" fn(*const c_void, Handle, *mut c_int) -> c_int;
+type WaitallFn = unsafe extern "C" fn(c_int, *mut c_void, *mut c_void) -> c_int;
+type WaitanyFn = unsafe extern "C" fn(c_int, *mut c_void, *mut c_int, *mut c_void) -> c_int;
+type TestFn = unsafe extern "C" fn(*mut c_void, *mut c_int, *mut c_void) -> c_int;
+type TestallFn = unsafe extern "C" fn(c_int, *mut c_void, *mut c_int, *mut c_void) -> c_int;
+type RequestFreeFn = unsafe extern "C" fn(*mut c_void) -> c_int;
 
 /// The library's `PMPI_` functions this module forwards to.
 struct Pmpi {
@@ -72,6 +81,11 @@ struct Pmpi {
     comm_size: HandleIntFn,
     comm_rank: HandleIntFn,
     get_count: GetCountFn,
+    waitall: WaitallFn,
+    waitany: WaitanyFn,
+    test: TestFn,
+    testall: TestallFn,
+    request_free: RequestFreeFn,
 }
 
 /// What differs between MPI implementations.
@@ -124,6 +138,13 @@ impl Flavor {
             // SAFETY: an Open MPI request is a pointer; unknown libraries are read the same
             // way only where they are pointer-sized (never for peers).
             _ => unsafe { *(request as *const usize) },
+        }
+    }
+    /// Bytes of one `MPI_Request` in an array of them.
+    fn request_size(self) -> usize {
+        match self {
+            Flavor::Mpich => 4,
+            _ => std::mem::size_of::<usize>(),
         }
     }
     fn name(self) -> &'static str {
@@ -188,6 +209,11 @@ fn pmpi() -> &'static Pmpi {
         comm_size: resolve!(HandleIntFn, c"PMPI_Comm_size", c"MPI_Comm_size"),
         comm_rank: resolve!(HandleIntFn, c"PMPI_Comm_rank", c"MPI_Comm_rank"),
         get_count: resolve!(GetCountFn, c"PMPI_Get_count", c"MPI_Get_count"),
+        waitall: resolve!(WaitallFn, c"PMPI_Waitall", c"MPI_Waitall"),
+        waitany: resolve!(WaitanyFn, c"PMPI_Waitany", c"MPI_Waitany"),
+        test: resolve!(TestFn, c"PMPI_Test", c"MPI_Test"),
+        testall: resolve!(TestallFn, c"PMPI_Testall", c"MPI_Testall"),
+        request_free: resolve!(RequestFreeFn, c"PMPI_Request_free", c"MPI_Request_free"),
     })
 }
 
@@ -809,4 +835,110 @@ pub unsafe extern "C" fn MPI_Barrier(comm: Handle) -> c_int {
     let notes = [int(c"mpi.comm_size", comm_size(comm))];
     // SAFETY: forwarded as received.
     region(c"MPI_Barrier", &notes, || unsafe { f(comm) })
+}
+
+/// Forgets the receives posted with `MPI_Irecv` among `count` requests at `requests` (they
+/// complete in a call that does not annotate them): their handles may be reused by later
+/// requests, which must not be taken for them.
+fn forget_requests(requests: *const c_void, count: c_int) {
+    let f = flavor();
+    if requests.is_null() || f == Flavor::Unknown || count <= 0 {
+        return;
+    }
+    with_book(|b| {
+        if b.pending.is_empty() {
+            return;
+        }
+        for i in 0..count as usize {
+            // SAFETY: `requests` is the caller's array of `count` requests.
+            let handle =
+                unsafe { f.request(requests.cast::<u8>().add(i * f.request_size()).cast()) };
+            b.pending.remove(&handle);
+        }
+    });
+}
+
+/// # Safety
+/// The MPI standard's contract for `MPI_Waitall`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitall(
+    count: c_int,
+    requests: *mut c_void,
+    statuses: *mut c_void,
+) -> c_int {
+    let f = pmpi().waitall;
+    if !recording() {
+        // SAFETY: forwarded as received.
+        return unsafe { f(count, requests, statuses) };
+    }
+    forget_requests(requests, count);
+    let notes = [int(c"mpi.requests", i64::from(count))];
+    // SAFETY: forwarded as received.
+    region(c"MPI_Waitall", &notes, || unsafe {
+        f(count, requests, statuses)
+    })
+}
+
+/// # Safety
+/// The MPI standard's contract for `MPI_Waitany`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Waitany(
+    count: c_int,
+    requests: *mut c_void,
+    index: *mut c_int,
+    status: *mut c_void,
+) -> c_int {
+    let f = pmpi().waitany;
+    if !recording() {
+        // SAFETY: forwarded as received.
+        return unsafe { f(count, requests, index, status) };
+    }
+    forget_requests(requests, count);
+    let notes = [int(c"mpi.requests", i64::from(count))];
+    // SAFETY: forwarded as received.
+    region(c"MPI_Waitany", &notes, || unsafe {
+        f(count, requests, index, status)
+    })
+}
+
+/// # Safety
+/// The MPI standard's contract for `MPI_Test`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Test(
+    request: *mut c_void,
+    flag: *mut c_int,
+    status: *mut c_void,
+) -> c_int {
+    if recording() {
+        forget_requests(request, 1);
+    }
+    // SAFETY: forwarded as received.
+    unsafe { (pmpi().test)(request, flag, status) }
+}
+
+/// # Safety
+/// The MPI standard's contract for `MPI_Testall`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Testall(
+    count: c_int,
+    requests: *mut c_void,
+    flag: *mut c_int,
+    statuses: *mut c_void,
+) -> c_int {
+    if recording() {
+        forget_requests(requests, count);
+    }
+    // SAFETY: forwarded as received.
+    unsafe { (pmpi().testall)(count, requests, flag, statuses) }
+}
+
+/// # Safety
+/// The MPI standard's contract for `MPI_Request_free`.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Request_free(request: *mut c_void) -> c_int {
+    if recording() {
+        forget_requests(request, 1);
+    }
+    // SAFETY: forwarded as received.
+    unsafe { (pmpi().request_free)(request) }
 }

@@ -7,7 +7,9 @@
  * (each rank ends with the counter `compute_cpu_ns`: the thread CPU time of its compute
  * regions); the region counts are exactly 3:1. Even steps post MPI_Isend, then MPI_Recv
  * and MPI_Wait on the send; odd steps post MPI_Irecv, then MPI_Send and MPI_Wait on the
- * receive. One MPI_Bcast (8 bytes from rank 0) before the loop, one MPI_Barrier after.
+ * receive. Before the loop: one MPI_Bcast (8 bytes from rank 0) and a warm-up ring of 64
+ * bytes (tag 1000) posted with MPI_Irecv/MPI_Isend and completed by MPI_Waitall. One
+ * MPI_Barrier after.
  *
  * Usage: imbalance [units-per-step]   (default 200) */
 #include <metron/metron.h>
@@ -45,7 +47,7 @@ int main(int argc, char **argv) {
     int rank, size, step, u, units;
     static char out_buf[BYTES], in_buf[BYTES];
     double local, global = 0.0, cpu_ns = 0.0, cpu0;
-    MPI_Request request;
+    MPI_Request request, warm[2];
     long seed = 0;
 
     MPI_Init(&argc, &argv);
@@ -57,6 +59,9 @@ int main(int argc, char **argv) {
 
     if (rank == 0) seed = 42;
     MPI_Bcast(&seed, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+    MPI_Irecv(in_buf, 64, MPI_BYTE, (rank + size - 1) % size, 1000, MPI_COMM_WORLD, &warm[0]);
+    MPI_Isend(out_buf, 64, MPI_BYTE, (rank + 1) % size, 1000, MPI_COMM_WORLD, &warm[1]);
+    MPI_Waitall(2, warm, MPI_STATUSES_IGNORE);
     metron_region_begin("main_loop");
     for (step = 0; step < STEPS; step++) {
         metron_region_begin("compute");
