@@ -175,6 +175,12 @@ pub static REGISTRY: &[SettingSpec] = &[
         description: "MPI calls (Init, Finalize, Send, Recv, Isend, Irecv, Wait, Allreduce, Bcast, Barrier) become regions with bytes, peer, tag and communicator size, through PMPI in libmetron.so; false: they go straight to the MPI library",
     },
     SettingSpec {
+        name: "METRON_MPI_CLOCK_SYNC",
+        kind: Kind::Bool,
+        default: "true",
+        description: "with MPI interposition, measure each rank's wall clock against rank 0's by ping-pongs inside MPI_Init and MPI_Finalize (for metron merge across hosts); every rank must run under Metron with it on, or rank 0 waits for the others: false where only some ranks are",
+    },
+    SettingSpec {
         name: "METRON_FORK",
         kind: Kind::Choice(&["disable"]),
         default: "disable",
@@ -518,6 +524,7 @@ impl Settings {
         let crash = value_of("METRON_CRASH").bool();
         // Read by the MPI interposition of libmetron.so (`user-api/src/mpi.rs`).
         let _ = value_of("METRON_MPI");
+        let _ = value_of("METRON_MPI_CLOCK_SYNC");
         // METRON_FORK has one policy so far (disable); read it so a bad value is reported.
         let _ = value_of("METRON_FORK");
         // Read by the GPU backend (`metron-gpu`); checked and reported here like the rest.

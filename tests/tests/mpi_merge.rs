@@ -434,6 +434,20 @@ fn four_mpi_ranks_merge_into_one_trace_with_rank_2_the_slowest() {
 
     check_archive(&merged.join("ranks.tar"), &runs, 4);
 
+    // Without the clock exchange: MPI calls recorded, no offsets.
+    let nosync = dir.join("nosync");
+    let out = mpirun(&exe, &nosync, &[("METRON_MPI_CLOCK_SYNC", "false")]);
+    assert_success(&out, "mpirun with METRON_MPI_CLOCK_SYNC=false");
+    for r in 0..4 {
+        let m = read_json(&nosync.join(format!("r{r}")), "metadata.json");
+        assert!(m["mpi"]["calls_recorded"].as_u64().unwrap() > 0);
+        assert!(
+            m["mpi"]["clock_offset_to_rank0"]["init"].is_null(),
+            "{}",
+            m["mpi"]
+        );
+    }
+
     // Without interposition the program runs as before and records no MPI call.
     let plain = dir.join("plain");
     let out = mpirun(&exe, &plain, &[("METRON_MPI", "false")]);

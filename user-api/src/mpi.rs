@@ -262,6 +262,17 @@ fn recording() -> bool {
     })
 }
 
+/// `METRON_MPI_CLOCK_SYNC` (default on), read once.
+fn clock_sync() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| {
+        std::env::var("METRON_MPI_CLOCK_SYNC")
+            .ok()
+            .and_then(|v| metron::settings::parse_bool(&v))
+            .unwrap_or(true)
+    })
+}
+
 /// Messages numbered per (source, destination, tag) on `MPI_COMM_WORLD`, sent and received,
 /// and receives posted with `MPI_Irecv` not yet completed.
 #[derive(Default)]
@@ -440,8 +451,13 @@ fn realtime_ns() -> u64 {
 /// `MPI_Finalize`): each rank in turn sends rank 0 its time `CLOCK_ROUNDS` times and rank 0
 /// answers with its own; the answer is taken as read halfway through the round trip. Runs
 /// inside the wrapper, before the program's first or after its last MPI call, on
-/// `MPI_COMM_WORLD` with a tag of its own, so it cannot meet the program's messages.
+/// `MPI_COMM_WORLD` with a tag of its own, so it cannot meet the program's messages. Every
+/// rank must take part (rank 0 waits for each): `METRON_MPI_CLOCK_SYNC=false` turns it off
+/// for jobs where only some ranks run under Metron.
 fn exchange_clocks(slot: usize) {
+    if !clock_sync() {
+        return;
+    }
     let (Some(world), Some(byte)) = (flavor().comm_world(), flavor().byte()) else {
         return;
     };
