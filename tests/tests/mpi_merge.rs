@@ -985,3 +985,61 @@ fn merge_explains_what_it_needs() {
     assert_eq!(code, Some(0), "{out}");
     let _ = std::fs::remove_dir_all(&empty);
 }
+
+#[test]
+fn an_mpi_library_outside_the_global_scope_is_still_found() {
+    if !have("mpicc") || !have("mpirun") {
+        eprintln!(
+            "skipped: Open MPI is not installed (apt-get install openmpi-bin libopenmpi-dev)"
+        );
+        return;
+    }
+    let dir = temp_dir("mpi-local");
+    let programs = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mpi_programs");
+    let lib = dir.join("libuser.so");
+    let cc = Command::new("mpicc")
+        .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror"])
+        .arg(programs.join("local_user.c"))
+        .arg("-o")
+        .arg(&lib)
+        .output()
+        .expect("run mpicc");
+    assert_success(&cc, "mpicc -shared");
+    let main = dir.join("local_main");
+    let cc = Command::new("cc")
+        .args(["-O1", "-Wall", "-Werror"])
+        .arg(programs.join("local_main.c"))
+        .arg("-o")
+        .arg(&main)
+        .arg("-ldl")
+        .output()
+        .expect("run cc");
+    assert_success(&cc, "cc");
+    let runs = dir.join("runs");
+    let mut cmd = Command::new("mpirun");
+    if unsafe_is_root() {
+        cmd.arg("--allow-run-as-root");
+    }
+    let out = cmd
+        .args(["--oversubscribe", "-np", "2"])
+        .arg(artifacts().metron())
+        .arg("run")
+        .arg("--")
+        .arg(&main)
+        .arg(&lib)
+        .env("METRON_OUTPUT_PATH", runs.join("r%rank%"))
+        .env_remove("LD_PRELOAD")
+        .env_remove("METRON_PRELOAD")
+        .output()
+        .expect("run mpirun");
+    assert_success(&out, "mpirun of a program loading MPI with RTLD_LOCAL");
+    for (r, call) in [(0, "MPI_Send"), (1, "MPI_Recv")] {
+        let s = read_json(&runs.join(format!("r{r}")), "summary.json");
+        let paths = c_api_support::region_counts(&s["merged"]);
+        assert!(
+            paths.keys().any(|p| p.ends_with(call)),
+            "rank {r}: no {call} region in {paths:?}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -156,11 +156,16 @@ impl Flavor {
     }
 }
 
-/// A symbol of the process, `None` where none is loaded.
+/// A symbol of the process (the global scope, then any loaded object), `None` where none is
+/// loaded.
 fn symbol(name: &CStr) -> Option<*mut c_void> {
     // SAFETY: RTLD_DEFAULT searches the global scope; `name` is NUL-terminated.
     let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
-    (!p.is_null()).then_some(p)
+    if p.is_null() {
+        in_loaded_objects(name)
+    } else {
+        Some(p)
+    }
 }
 
 /// `PMPI_<name>` of the MPI library (or, failing that, the next `MPI_<name>` after this one).
@@ -180,6 +185,44 @@ fn forward(pmpi_name: &CStr, mpi_name: &CStr) -> *mut c_void {
         std::process::abort();
     }
     p
+}
+
+/// `name` in any loaded object, also those outside the global scope (an MPI library that a
+/// Python extension loaded with `RTLD_LOCAL`).
+fn in_loaded_objects(name: &CStr) -> Option<*mut c_void> {
+    let mut paths: Vec<std::ffi::CString> = Vec::new();
+    unsafe extern "C" fn each(
+        info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        data: *mut c_void,
+    ) -> c_int {
+        // SAFETY: dl_iterate_phdr passes a valid info for the call and our `data`, the
+        // Vec below.
+        unsafe {
+            let paths = &mut *data.cast::<Vec<std::ffi::CString>>();
+            let name = (*info).dlpi_name;
+            if !name.is_null() && *name != 0 {
+                paths.push(CStr::from_ptr(name).to_owned());
+            }
+        }
+        0
+    }
+    // SAFETY: `each` only reads the info it is given and pushes onto `paths`, which outlives
+    // the call.
+    unsafe { libc::dl_iterate_phdr(Some(each), (&mut paths as *mut Vec<_>).cast()) };
+    paths.iter().find_map(|path| {
+        // SAFETY: RTLD_NOLOAD only returns a handle to an object already loaded (taking a
+        // reference we give back below); `path` and `name` are NUL-terminated.
+        unsafe {
+            let handle = libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD);
+            if handle.is_null() {
+                return None;
+            }
+            let p = libc::dlsym(handle, name.as_ptr());
+            libc::dlclose(handle);
+            (!p.is_null()).then_some(p)
+        }
+    })
 }
 
 macro_rules! resolve {
