@@ -367,6 +367,13 @@ pub mod by_id {
         })
     }
 
+    /// True while the run records (one relaxed load): what [`begin`] asks first. False in a
+    /// forked child where Metron is off.
+    #[inline(always)]
+    pub fn collecting() -> bool {
+        ENABLED && runtime::collecting()
+    }
+
     /// The calling thread's record buffer, looked up once: callers that keep their own
     /// per-thread state (the C API) store it there and save a thread-local access per record.
     /// Valid for the life of the thread that made it, which is the only one that may use it.
@@ -406,6 +413,47 @@ pub mod by_id {
             {
                 let _ = id;
                 false
+            }
+        }
+
+        /// [`ThreadBuffer::begin`] without the cold path and without asking whether the run
+        /// is collecting ([`collecting`]: the caller asked), for callers with a fast path of
+        /// their own: false when the record needs the cold path (no room left in the segment,
+        /// the thread's first record, a paused thread): nothing was written, call
+        /// [`ThreadBuffer::begin`]. Never panics, allocates, blocks or calls out: two loads, a
+        /// compare and three stores.
+        #[inline(always)]
+        pub fn try_begin(self, id: u32) -> bool {
+            #[cfg(feature = "enabled")]
+            {
+                self.producer.push(Slot {
+                    ticks: now_ticks(),
+                    header: header(id, kind::BEGIN, 0, 0),
+                })
+            }
+            #[cfg(not(feature = "enabled"))]
+            {
+                let _ = id;
+                false
+            }
+        }
+
+        /// [`ThreadBuffer::end`] without the cold path: false when nothing was written and
+        /// the record needs [`ThreadBuffer::end`]. As [`ThreadBuffer::try_begin`], it never
+        /// panics, allocates, blocks or calls out.
+        #[inline(always)]
+        pub fn try_end(self, id: u32) -> bool {
+            #[cfg(feature = "enabled")]
+            {
+                self.producer.push(Slot {
+                    ticks: now_ticks(),
+                    header: header(id, kind::END, 0, 0),
+                })
+            }
+            #[cfg(not(feature = "enabled"))]
+            {
+                let _ = id;
+                true
             }
         }
 

@@ -72,11 +72,19 @@ pub(crate) fn with_state_fast(
 ) -> Status {
     match thread_state::with(f) {
         Some(status) => status,
-        None => fail(reentrant(what)),
+        None => reentrant_failure(what),
     }
 }
 
+/// The calling thread's state was in use: counted and reported (cold).
 #[cold]
+#[inline(never)]
+fn reentrant_failure(what: &str) -> Status {
+    fail(reentrant(what))
+}
+
+#[cold]
+#[inline(never)]
 pub(crate) fn reentrant(what: &str) -> Failure {
     Failure::new(
         ERROR_REENTRANT,

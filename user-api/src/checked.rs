@@ -10,7 +10,7 @@ use super::*;
 #[inline(always)]
 pub(crate) unsafe fn begin(what: &'static str, name: *const c_char, kind: OpenKind) -> Status {
     if name.is_null() {
-        return fail(null(&format!("{what}: the name")));
+        return null_name(what);
     }
     if off_in_child() {
         return OK;
@@ -22,15 +22,19 @@ pub(crate) unsafe fn begin(what: &'static str, name: *const c_char, kind: OpenKi
             return fail_in(st, too_deep(what));
         }
         let recorded = st.buffer().begin(id);
-        st.push(Open {
-            id,
-            kind,
-            recorded,
-            by_id: false,
-            name: interned,
-        });
+        st.push_word(
+            thread_state::meta::of(id, kind, recorded, false),
+            Some(interned),
+        );
         OK
     })
+}
+
+/// A NULL name: counted and reported.
+#[cold]
+#[inline(never)]
+pub(crate) fn null_name(what: &str) -> Status {
+    fail(null(&format!("{what}: the name")))
 }
 
 /// Begins region `id` (from `metron_region_id`) on this thread. Hot path: no name to check.
@@ -47,13 +51,10 @@ pub(crate) fn begin_id(what: &'static str, id: u32) -> Status {
             return fail_in(st, too_deep(what));
         }
         let recorded = st.buffer().begin(id);
-        st.push(Open {
-            id,
-            kind: OpenKind::Region,
-            recorded,
-            by_id: true,
-            name: &[],
-        });
+        st.push_word(
+            thread_state::meta::of(id, OpenKind::Region, recorded, true),
+            None,
+        );
         OK
     })
 }
@@ -65,19 +66,27 @@ pub(crate) fn end_id(what: &'static str, id: u32) -> Status {
     if off_in_child() {
         return if id == 0 { fail(bad_id(what, id)) } else { OK };
     }
-    with_state_fast(what, |st| match st.top() {
-        Some(top) if top.id == id && top.kind == OpenKind::Region => {
+    with_state_fast(what, |st| match st.top_word() {
+        Some(word)
+            if word & thread_state::meta::MATCH
+                == thread_state::meta::of(id, OpenKind::Region, false, false) =>
+        {
             st.pop();
-            if top.recorded {
+            if word & thread_state::meta::RECORDED != 0 {
                 st.buffer().end(id);
             }
             OK
         }
-        top => {
-            let failure = end_id_failure(what, id, top);
-            fail_in(st, failure)
-        }
+        _ => end_id_failed(st, what, id),
     })
+}
+
+/// [`end_id`]'s failure, reported (cold).
+#[cold]
+#[inline(never)]
+fn end_id_failed(st: &mut ThreadState, what: &str, id: u32) -> Status {
+    let failure = end_id_failure(what, id, st.top());
+    fail_in(st, failure)
 }
 
 /// Why `metron_region_end_id(id)` failed with `top` innermost.
@@ -98,6 +107,7 @@ pub(crate) fn end_id_failure(what: &str, id: u32, top: Option<Open>) -> Failure 
 }
 
 #[cold]
+#[inline(never)]
 pub(crate) fn bad_id(what: &str, id: u32) -> Failure {
     Failure::new(
         ERROR_INVALID_ARGUMENT,
@@ -106,6 +116,7 @@ pub(crate) fn bad_id(what: &str, id: u32) -> Failure {
 }
 
 #[cold]
+#[inline(never)]
 pub(crate) fn too_deep(what: &str) -> Failure {
     Failure::new(
         ERROR_TOO_DEEP,
@@ -128,14 +139,14 @@ pub(crate) unsafe fn end(
     kind: OpenKind,
 ) -> Status {
     if name.is_some_and(|n| n.is_null()) {
-        return fail(null(&format!("{what}: the name")));
+        return null_name(what);
     }
     if off_in_child() {
         return OK;
     }
     with_state_fast(what, |st| {
         let Some(top) = st.top() else {
-            return fail_in(st, no_open(what, name));
+            return no_open_in(st, what, name);
         };
         // SAFETY: `n` is non-NULL (checked above) and NUL-terminated per the contract.
         let name_matches = name.is_none_or(|n| unsafe {
@@ -150,8 +161,7 @@ pub(crate) unsafe fn end(
         });
         if top.kind != kind || !name_matches {
             // SAFETY: as above.
-            let failure = unsafe { mismatch(what, name, top) };
-            return fail_in(st, failure);
+            return unsafe { mismatch_in(st, what, name, top) };
         }
         st.pop();
         if top.recorded {
@@ -159,6 +169,31 @@ pub(crate) unsafe fn end(
         }
         OK
     })
+}
+
+/// [`no_open`], reported (cold).
+#[cold]
+#[inline(never)]
+fn no_open_in(st: &mut ThreadState, what: &str, name: Option<*const c_char>) -> Status {
+    let failure = no_open(what, name);
+    fail_in(st, failure)
+}
+
+/// [`mismatch`], reported (cold).
+///
+/// # Safety
+/// `name` is None or a valid NUL-terminated string.
+#[cold]
+#[inline(never)]
+unsafe fn mismatch_in(
+    st: &mut ThreadState,
+    what: &str,
+    name: Option<*const c_char>,
+    top: Open,
+) -> Status {
+    // SAFETY: forwarded contract.
+    let failure = unsafe { mismatch(what, name, top) };
+    fail_in(st, failure)
 }
 
 /// # Safety

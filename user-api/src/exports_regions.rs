@@ -9,6 +9,20 @@ use super::*;
 #[no_mangle]
 pub unsafe extern "C" fn metron_region_begin(name: *const c_char) -> Status {
     // SAFETY: forwarded contract.
+    if unsafe { fast_path::begin(name, OpenKind::Region) } {
+        return OK;
+    }
+    // SAFETY: forwarded contract.
+    unsafe { region_begin_checked(name) }
+}
+
+/// `metron_region_begin`'s checked path (see `fast_path`).
+///
+/// # Safety
+/// `name` is NULL or a valid NUL-terminated string.
+#[inline(never)]
+unsafe fn region_begin_checked(name: *const c_char) -> Status {
+    // SAFETY: forwarded contract.
     call_fast(|| unsafe { begin("metron_region_begin", name, OpenKind::Region) })
 }
 
@@ -18,6 +32,20 @@ pub unsafe extern "C" fn metron_region_begin(name: *const c_char) -> Status {
 /// `name` is NULL or a valid NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn metron_region_end(name: *const c_char) -> Status {
+    // SAFETY: forwarded contract.
+    if unsafe { fast_path::end(Some(name), OpenKind::Region) } {
+        return OK;
+    }
+    // SAFETY: forwarded contract.
+    unsafe { region_end_checked(name) }
+}
+
+/// `metron_region_end`'s checked path (see `fast_path`).
+///
+/// # Safety
+/// `name` is NULL or a valid NUL-terminated string.
+#[inline(never)]
+unsafe fn region_end_checked(name: *const c_char) -> Status {
     // SAFETY: forwarded contract.
     call_fast(|| unsafe { end("metron_region_end", Some(name), OpenKind::Region) })
 }
@@ -50,12 +78,30 @@ pub unsafe extern "C" fn metron_region_id(name: *const c_char) -> Id {
 /// Begins region `id` (from `metron_region_id`) on this thread.
 #[no_mangle]
 pub extern "C" fn metron_region_begin_id(id: Id) -> Status {
+    if fast_path::begin_id(id) {
+        return OK;
+    }
+    region_begin_id_checked(id)
+}
+
+/// `metron_region_begin_id`'s checked path (see `fast_path`).
+#[inline(never)]
+fn region_begin_id_checked(id: Id) -> Status {
     call_fast(|| begin_id("metron_region_begin_id", id))
 }
 
 /// Ends region `id`, the innermost open region of this thread.
 #[no_mangle]
 pub extern "C" fn metron_region_end_id(id: Id) -> Status {
+    if fast_path::end_id(id) {
+        return OK;
+    }
+    region_end_id_checked(id)
+}
+
+/// `metron_region_end_id`'s checked path (see `fast_path`).
+#[inline(never)]
+fn region_end_id_checked(id: Id) -> Status {
     call_fast(|| end_id("metron_region_end_id", id))
 }
 

@@ -23,6 +23,15 @@ pub(crate) fn is_region(id: u32) -> bool {
     }
 }
 
+/// [`is_region`] for the fast path: true only when the bitmap knows `id` (no cold path).
+#[inline(always)]
+pub(crate) fn is_region_fast(id: u32) -> bool {
+    let i = id as usize;
+    REGIONS
+        .get(i / 64)
+        .is_some_and(|word| word.load(Ordering::Relaxed) & (1 << (i % 64)) != 0)
+}
+
 #[cold]
 #[inline(never)]
 fn is_region_slow(id: u32) -> bool {

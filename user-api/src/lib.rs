@@ -31,6 +31,8 @@ mod exports_info;
 mod exports_instants;
 mod exports_process;
 mod exports_regions;
+mod fast_path;
+mod fast_tls;
 mod ids;
 mod mpi;
 mod nvtx;

@@ -108,9 +108,13 @@ pub unsafe extern "C" fn roctxMarkA(message: *const c_char) {
 /// `message` is NULL or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn roctxRangePushA(message: *const c_char) -> c_int {
+    // The fast path cannot panic (see `nvtx::push_fast`); the rest is guarded.
+    // SAFETY: NULL or NUL-terminated (contract).
+    let fast = unsafe { nvtx::push_fast(&ROCTX_DOMAIN, message) };
     guarded(-1, || {
         // SAFETY: NULL or NUL-terminated (contract).
-        let level = unsafe { nvtx::push(&ROCTX_DOMAIN, message_of(message), None) };
+        let level =
+            fast.unwrap_or_else(|| unsafe { nvtx::push(&ROCTX_DOMAIN, message_of(message), None) });
         match next_fn!(NEXT_PUSH, unsafe extern "C" fn(*const c_char) -> c_int) {
             // SAFETY: the real roctxRangePushA, called with the caller's argument.
             Some(f) => unsafe { f(message) },
@@ -123,8 +127,10 @@ pub unsafe extern "C" fn roctxRangePushA(message: *const c_char) -> c_int {
 /// when none was open.
 #[no_mangle]
 pub extern "C" fn roctxRangePop() -> c_int {
+    // The fast path cannot panic (see `nvtx::pop_fast`); the rest is guarded.
+    let fast = nvtx::pop_fast(&ROCTX_DOMAIN);
     guarded(-1, || {
-        let level = nvtx::pop(&ROCTX_DOMAIN);
+        let level = fast.unwrap_or_else(|| nvtx::pop(&ROCTX_DOMAIN));
         match next_fn!(NEXT_POP, unsafe extern "C" fn() -> c_int) {
             // SAFETY: the real roctxRangePop (no arguments).
             Some(f) => unsafe { f() },

@@ -10,6 +10,7 @@
 //! the innermost open region, before anything reaches the recording layer: such a call returns
 //! an error and records nothing, so the thread's trace stays balanced.
 
+use crate::fast_tls::{self, Slot};
 use metron::by_id::ThreadBuffer;
 use metron::CallsiteKind;
 use std::cell::RefCell;
@@ -28,6 +29,76 @@ struct Entry {
     name: &'static [u8],
 }
 
+/// Entries of the per-thread cache by content (direct-mapped by a hash of the bytes), for
+/// names that come at new addresses (built at run time): found without the interner's lock.
+const NAMED_ENTRIES: usize = 256;
+
+#[derive(Clone, Copy)]
+struct Named {
+    hash: u64,
+    kind: u8,
+    /// 0 when empty (no name has id 0).
+    id: u32,
+    name: &'static [u8],
+}
+
+const NO_NAME: Named = Named {
+    hash: 0,
+    kind: 0,
+    id: 0,
+    name: &[],
+};
+
+/// Where `name` (of call-site kind `code`) goes in the address cache.
+#[inline(always)]
+fn address_slot(name: *const c_char, code: u8) -> usize {
+    let ptr = name as usize;
+    ((ptr >> 3) ^ (ptr >> 11) ^ code as usize) % CACHE_ENTRIES
+}
+
+/// Where a name of hash `hash` (and call-site kind `code`) goes in the content cache.
+#[inline(always)]
+fn named_slot(hash: u64, code: u8) -> usize {
+    (hash ^ u64::from(code)) as usize % NAMED_ENTRIES
+}
+
+/// Equal slices, compared 8 bytes at a time (no call to `memcmp`).
+#[inline(always)]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let (mut a8, mut b8) = (a.chunks_exact(8), b.chunks_exact(8));
+    for (x, y) in (&mut a8).zip(&mut b8) {
+        if x != y {
+            return false;
+        }
+    }
+    let (x, y) = (a8.remainder(), b8.remainder());
+    x.iter().zip(y).all(|(p, q)| p == q)
+}
+
+/// A hash of the NUL-terminated string at `name` (FxHash's step per byte) and its length.
+///
+/// # Safety
+/// `name` must be a valid NUL-terminated string.
+#[inline]
+unsafe fn hash_name(name: *const c_char) -> (u64, usize) {
+    let ptr = name.cast::<u8>();
+    let mut hash = 0u64;
+    let mut len = 0;
+    loop {
+        // SAFETY: every byte before `len` was not NUL, so the string goes on at least to
+        // `len` (its terminator at the latest).
+        let b = unsafe { *ptr.add(len) };
+        if b == 0 {
+            return (hash, len);
+        }
+        hash = (hash.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        len += 1;
+    }
+}
+
 const EMPTY: Entry = Entry {
     ptr: 0,
     kind: 0,
@@ -37,13 +108,14 @@ const EMPTY: Entry = Entry {
 
 /// Which call opened a region; the matching end must be of the same kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 pub(crate) enum OpenKind {
     /// `metron_region_begin`.
-    Region,
+    Region = 0,
     /// `metron_perf_marker_begin`.
-    Marker,
+    Marker = 1,
     /// `metron_push`.
-    Push,
+    Push = 2,
 }
 
 impl OpenKind {
@@ -56,7 +128,7 @@ impl OpenKind {
     }
 }
 
-/// A region open on this thread.
+/// A region open on this thread, as [`ThreadState::top`] returns it.
 #[derive(Clone, Copy)]
 pub(crate) struct Open {
     pub(crate) id: u32,
@@ -75,19 +147,51 @@ pub(crate) const MAX_DEPTH: usize = 256;
 /// Bytes kept of the last error message, NUL included.
 const ERROR_BYTES: usize = 512;
 
-const CLOSED: Open = Open {
-    id: 0,
-    kind: OpenKind::Region,
-    recorded: false,
-    by_id: false,
-    name: &[],
-};
+/// How an open region is kept on the stack: one word (the id, the kind, whether it was
+/// recorded and whether it was begun by id), written with one store and compared with one
+/// compare at an end by id. The name of a region begun by name is kept apart
+/// (`ThreadState::names`), written only by those.
+pub(crate) mod meta {
+    use super::OpenKind;
+
+    /// The kind's bits.
+    pub(crate) const KIND_SHIFT: u32 = 32;
+    /// Set when the begin was recorded.
+    pub(crate) const RECORDED: u64 = 1 << 40;
+    /// Set when begun by id.
+    pub(crate) const BY_ID: u64 = 1 << 41;
+    /// The id and the kind: what an end must match.
+    pub(crate) const MATCH: u64 = 0xFF_FFFF_FFFF;
+
+    /// The word of a region `id` of `kind`.
+    #[inline(always)]
+    pub(crate) const fn of(id: u32, kind: OpenKind, recorded: bool, by_id: bool) -> u64 {
+        id as u64
+            | (kind as u64) << KIND_SHIFT
+            | if recorded { RECORDED } else { 0 }
+            | if by_id { BY_ID } else { 0 }
+    }
+
+    /// The kind of a word.
+    pub(crate) fn kind(word: u64) -> OpenKind {
+        match (word >> KIND_SHIFT) as u8 {
+            1 => OpenKind::Marker,
+            2 => OpenKind::Push,
+            _ => OpenKind::Region,
+        }
+    }
+}
 
 /// Fixed-size, with no destructor: the thread-local needs no lazy registration, and the hot
 /// path never allocates.
 pub(crate) struct ThreadState {
     cache: [Entry; CACHE_ENTRIES],
-    stack: [Open; MAX_DEPTH],
+    /// Names by content: see [`NAMED_ENTRIES`].
+    named: [Named; NAMED_ENTRIES],
+    /// The open regions, innermost last: see [`meta`].
+    stack: [u64; MAX_DEPTH],
+    /// The names of the open regions begun by name (by index into `stack`).
+    names: [&'static [u8]; MAX_DEPTH],
     depth: usize,
     /// The thread's record buffer, looked up on first use (saves the sdk's thread-local
     /// access on every begin and end).
@@ -100,7 +204,9 @@ thread_local! {
     static STATE: RefCell<ThreadState> = const {
         RefCell::new(ThreadState {
             cache: [EMPTY; CACHE_ENTRIES],
-            stack: [CLOSED; MAX_DEPTH],
+            named: [NO_NAME; NAMED_ENTRIES],
+            stack: [0; MAX_DEPTH],
+            names: [&[]; MAX_DEPTH],
             depth: 0,
             buffer: None,
             last_error: [0; ERROR_BYTES],
@@ -110,12 +216,54 @@ thread_local! {
 
 /// Runs `f` with this thread's state; `None` when the state is already in use (a signal
 /// handler interrupted a Metron call on this thread) or the thread is exiting.
+///
+/// The state is reached through an initial-exec TLS slot ([`crate::fast_tls`]) holding its
+/// address: two instructions, where the `thread_local!` itself costs a call to
+/// `__tls_get_addr` in a shared library.
 #[inline(always)]
 pub(crate) fn with<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
+    let cached = fast_tls::get(Slot::CApi).cast::<RefCell<ThreadState>>();
+    let cell = if cached.is_null() {
+        state_cell()?
+    } else {
+        // SAFETY: the slot holds the address of this thread's `STATE` (set by `state_cell`
+        // on this thread); a `const` thread-local with no destructor lives as long as the
+        // thread, and the slot is per thread too.
+        unsafe { &*cached }
+    };
+    cell.try_borrow_mut().ok().map(|mut st| f(&mut st))
+}
+
+/// The fast path's access to this thread's state: `f`'s answer, or false (nothing done) when
+/// the thread has no state yet or it is in use (the caller then takes the checked path, which
+/// sets the state up or reports the reentrant call). Never panics: a pointer load, a test and
+/// `RefCell::try_borrow_mut`.
+#[inline(always)]
+pub(crate) fn with_fast(f: impl FnOnce(&mut ThreadState) -> bool) -> bool {
+    let cached = fast_tls::get(Slot::CApi).cast::<RefCell<ThreadState>>();
+    if cached.is_null() {
+        return false;
+    }
+    // SAFETY: as in `with`.
+    let cell = unsafe { &*cached };
+    match cell.try_borrow_mut() {
+        Ok(mut st) => f(&mut st),
+        Err(_) => false,
+    }
+}
+
+/// This thread's state, found through the `thread_local!` once and remembered in the fast slot.
+#[cold]
+#[inline(never)]
+fn state_cell() -> Option<&'static RefCell<ThreadState>> {
     STATE
-        .try_with(|cell| cell.try_borrow_mut().ok().map(|mut st| f(&mut st)))
+        .try_with(|cell| {
+            let ptr: *const RefCell<ThreadState> = cell;
+            fast_tls::set(Slot::CApi, ptr.cast());
+            // SAFETY: as in `with`: valid for the life of this thread, used only on it.
+            unsafe { &*ptr }
+        })
         .ok()
-        .flatten()
 }
 
 fn kind_code(kind: CallsiteKind) -> u8 {
@@ -160,23 +308,134 @@ impl ThreadState {
         name: *const c_char,
         kind: CallsiteKind,
     ) -> (u32, &'static [u8]) {
-        let ptr = name as usize;
         let code = kind_code(kind);
-        let slot = ((ptr >> 3) ^ (ptr >> 11) ^ code as usize) % CACHE_ENTRIES;
-        let entry = self.cache[slot];
-        // SAFETY: the caller guarantees `name` is NUL-terminated.
-        if entry.ptr == ptr && entry.kind == code && unsafe { same_name(name, entry.name) } {
-            return (entry.id, entry.name);
+        // SAFETY: forwarded contract.
+        if let Some(found) = unsafe { self.lookup_cached(name, code) } {
+            return found;
         }
-        // SAFETY: as above.
+        // SAFETY: forwarded contract.
         let (id, interned) = unsafe { intern_slow(name, kind) };
-        self.cache[slot] = Entry {
-            ptr,
+        // SAFETY: forwarded contract.
+        let (hash, _) = unsafe { hash_name(name) };
+        self.named[named_slot(hash, code)] = Named {
+            hash,
+            kind: code,
+            id,
+            name: interned,
+        };
+        self.cache[address_slot(name, code)] = Entry {
+            ptr: name as usize,
             kind: code,
             id,
             name: interned,
         };
         (id, interned)
+    }
+
+    /// The interned id and name of `name` (a call site of kind `code`) if this thread has
+    /// seen it: at this address (the address cache, confirmed by the bytes) or at another (the
+    /// content cache; the address is then remembered). `None` when it must be interned. Never
+    /// panics, allocates or blocks (the fast path's lookup).
+    ///
+    /// # Safety
+    /// `name` must be a valid NUL-terminated string.
+    #[inline(always)]
+    pub(crate) unsafe fn lookup_cached(
+        &mut self,
+        name: *const c_char,
+        code: u8,
+    ) -> Option<(u32, &'static [u8])> {
+        let slot = address_slot(name, code);
+        let entry = *self.cache.get(slot)?;
+        // SAFETY: the caller guarantees `name` is NUL-terminated.
+        if entry.ptr == name as usize
+            && entry.kind == code
+            && unsafe { same_name(name, entry.name) }
+        {
+            return Some((entry.id, entry.name));
+        }
+        // SAFETY: as above.
+        unsafe { self.lookup_by_content(name, code, slot) }
+    }
+
+    /// The content cache's half of [`ThreadState::lookup_cached`] (out of line: names at new
+    /// addresses are the less common case).
+    ///
+    /// # Safety
+    /// `name` must be a valid NUL-terminated string.
+    #[inline(never)]
+    unsafe fn lookup_by_content(
+        &mut self,
+        name: *const c_char,
+        code: u8,
+        slot: usize,
+    ) -> Option<(u32, &'static [u8])> {
+        // SAFETY: forwarded contract.
+        let (hash, len) = unsafe { hash_name(name) };
+        let named = *self.named.get(named_slot(hash, code))?;
+        if named.id == 0 || named.hash != hash || named.kind != code || named.name.len() != len {
+            return None;
+        }
+        // SAFETY: the string has `len` bytes before its NUL, as many as `named.name`.
+        let bytes = unsafe { std::slice::from_raw_parts(name.cast::<u8>(), len) };
+        if !same_bytes(bytes, named.name) {
+            return None;
+        }
+        if let Some(e) = self.cache.get_mut(slot) {
+            *e = Entry {
+                ptr: name as usize,
+                kind: code,
+                id: named.id,
+                name: named.name,
+            };
+        }
+        Some((named.id, named.name))
+    }
+
+    /// The fast path's begin, while the run is collecting: records the begin of region `id`
+    /// (`word` without `RECORDED`) and opens it, or does nothing and returns false when the
+    /// checked path is needed (too deep, no buffer yet, the record needs the buffer's cold
+    /// path). Never panics, allocates or blocks.
+    #[inline(always)]
+    pub(crate) fn try_begin(&mut self, id: u32, word: u64, name: Option<&'static [u8]>) -> bool {
+        let depth = self.depth;
+        let (Some(slot), Some(buffer)) = (self.stack.get_mut(depth), self.buffer) else {
+            return false;
+        };
+        if !buffer.try_begin(id) {
+            return false;
+        }
+        *slot = word | meta::RECORDED;
+        if let (Some(name), Some(n)) = (name, self.names.get_mut(depth)) {
+            *n = name;
+        }
+        self.depth = depth + 1;
+        true
+    }
+
+    /// The fast path's end: when the innermost region's word matches `expect` (id and kind)
+    /// and `check(word, name)` agrees, records its end (if its begin was) and closes it;
+    /// otherwise does nothing and returns false (the checked path reports what is wrong).
+    /// Never panics, allocates or blocks.
+    #[inline(always)]
+    pub(crate) fn try_end(&mut self, matches: impl FnOnce(u64, &'static [u8]) -> bool) -> bool {
+        let Some(top) = self.depth.checked_sub(1) else {
+            return false;
+        };
+        let (Some(&word), Some(&name)) = (self.stack.get(top), self.names.get(top)) else {
+            return false;
+        };
+        if !matches(word, name) {
+            return false;
+        }
+        if word & meta::RECORDED != 0 {
+            match self.buffer {
+                Some(buffer) if buffer.try_end(word as u32) => {}
+                _ => return false,
+            }
+        }
+        self.depth = top;
+        true
     }
 
     /// This thread's record buffer.
@@ -188,22 +447,45 @@ impl ThreadState {
     /// The innermost open region.
     #[inline(always)]
     pub(crate) fn top(&self) -> Option<Open> {
-        self.depth.checked_sub(1).map(|i| self.stack[i])
+        let i = self.depth.checked_sub(1)?;
+        let word = *self.stack.get(i)?;
+        let by_id = word & meta::BY_ID != 0;
+        Some(Open {
+            id: word as u32,
+            kind: meta::kind(word),
+            recorded: word & meta::RECORDED != 0,
+            by_id,
+            name: if by_id { &[] } else { self.names[i] },
+        })
+    }
+
+    /// The innermost open region's word ([`meta`]); `None` when none is open.
+    #[inline(always)]
+    pub(crate) fn top_word(&self) -> Option<u64> {
+        self.depth
+            .checked_sub(1)
+            .and_then(|i| self.stack.get(i))
+            .copied()
     }
 
     /// True when [`MAX_DEPTH`] regions are open.
     #[inline(always)]
     pub(crate) fn is_full(&self) -> bool {
-        self.depth == MAX_DEPTH
+        self.depth >= MAX_DEPTH
     }
 
-    /// Opens a region; false when [`MAX_DEPTH`] regions are already open.
+    /// Opens a region given as its word ([`meta`]) and, when begun by name, its name; false
+    /// when [`MAX_DEPTH`] regions are already open.
     #[inline(always)]
-    pub(crate) fn push(&mut self, open: Open) -> bool {
-        match self.stack.get_mut(self.depth) {
+    pub(crate) fn push_word(&mut self, word: u64, name: Option<&'static [u8]>) -> bool {
+        let depth = self.depth;
+        match self.stack.get_mut(depth) {
             Some(slot) => {
-                *slot = open;
-                self.depth += 1;
+                *slot = word;
+                if let (Some(name), Some(n)) = (name, self.names.get_mut(depth)) {
+                    *n = name;
+                }
+                self.depth = depth + 1;
                 // METRON_GPU_COUNTER_MODE=region: the outermost GPU-counted region opens a
                 // CUPTI user range (two relaxed loads when off).
                 if metron_gpu::c_region_mode() {

@@ -234,8 +234,35 @@ metron_status metron_info_iterate(const char* device, metron_info_kind kind, met
 #define METRON_THREAD_START() metron_thread_start()
 #define METRON_THREAD_STOP() metron_thread_stop()
 #define METRON_THREAD_NAME(name) metron_set_thread_name(name)
+#if defined(__GNUC__) && !defined(METRON_NO_SITE_IDS)
+/* A literal name (a constant address) is interned once per call site, into a static of that
+ * site, and the call goes by id: the cost of metron_region_begin_id, with no name to hash or
+ * compare. A name computed at run time goes by name. (GCC and Clang; define
+ * METRON_NO_SITE_IDS to always call by name.) Mixing is fine: a region begun by one may be
+ * ended by the other. */
+#define METRON_SITE_ID_(name)                                                            \
+    __extension__({                                                                      \
+        static metron_id metron_site_id_;                                                \
+        metron_id metron_id_ = __atomic_load_n(&metron_site_id_, __ATOMIC_RELAXED);      \
+        if (metron_id_ == 0) {                                                           \
+            metron_id_ = metron_region_id(name);                                         \
+            __atomic_store_n(&metron_site_id_, metron_id_, __ATOMIC_RELAXED);            \
+        }                                                                                \
+        metron_id_;                                                                      \
+    })
+static inline int metron_site_name_(const char* name) { return name != 0; }
+#define METRON_REGION_BEGIN(name)                                                        \
+    (__builtin_constant_p(name) && metron_site_name_(name)                               \
+         ? metron_region_begin_id(METRON_SITE_ID_(name))                                 \
+         : metron_region_begin(name))
+#define METRON_REGION_END(name)                                                          \
+    (__builtin_constant_p(name) && metron_site_name_(name)                               \
+         ? metron_region_end_id(METRON_SITE_ID_(name))                                   \
+         : metron_region_end(name))
+#else
 #define METRON_REGION_BEGIN(name) metron_region_begin(name)
 #define METRON_REGION_END(name) metron_region_end(name)
+#endif
 /* Declares `static metron_id var` in the enclosing block and interns `name` into it on first
  * use. (Threads racing on the first use all store the same id.) */
 #define METRON_REGION_ID(var, name) \

@@ -31,12 +31,13 @@
 mod fold;
 mod sys;
 
+use crate::fast_tls::{self, Slot};
 use crate::ids;
 use metron::by_id::{self, ThreadBuffer};
 use metron::{AnnotationValue, CallsiteKind};
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::ffi::c_int;
+use std::ffi::{c_char, c_int};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -159,18 +160,40 @@ thread_local! {
 
 /// Runs `f` with this thread's NVTX state; `None` when it is in use (a signal handler
 /// interrupted an NVTX call) or the thread is exiting.
+///
+/// The state is reached through a TLS descriptor slot ([`crate::fast_tls`]) holding its
+/// address, where the `thread_local!` itself costs a call to `__tls_get_addr`.
 #[inline(always)]
 fn with_thread<R>(f: impl FnOnce(&mut NvtxThread) -> R) -> Option<R> {
+    let cached = fast_tls::get(Slot::Nvtx).cast::<RefCell<NvtxThread>>();
+    let cell = if cached.is_null() {
+        thread_cell()?
+    } else {
+        // SAFETY: the slot holds the address of this thread's `THREAD` (set by `thread_cell`
+        // on this thread); a `const` thread-local with no destructor lives as long as the
+        // thread, and the slot is per thread too.
+        unsafe { &*cached }
+    };
+    let mut st = cell.try_borrow_mut().ok()?;
+    if st.names_generation != NAMES_GENERATION.load(Ordering::Relaxed) && !off_in_child() {
+        st.apply_other_name();
+    }
+    Some(f(&mut st))
+}
+
+/// This thread's NVTX state, found through the `thread_local!` once and remembered in the
+/// fast slot.
+#[cold]
+#[inline(never)]
+fn thread_cell() -> Option<&'static RefCell<NvtxThread>> {
     THREAD
         .try_with(|cell| {
-            let mut st = cell.try_borrow_mut().ok()?;
-            if st.names_generation != NAMES_GENERATION.load(Ordering::Relaxed) && !off_in_child() {
-                st.apply_other_name();
-            }
-            Some(f(&mut st))
+            let ptr: *const RefCell<NvtxThread> = cell;
+            fast_tls::set(Slot::Nvtx, ptr.cast());
+            // SAFETY: as in `with_thread`: valid for the life of this thread, used only on it.
+            unsafe { &*ptr }
         })
         .ok()
-        .flatten()
 }
 
 /// True in a forked child where Metron is off (`METRON_FORK=disable`): NVTX keeps its return
@@ -412,6 +435,96 @@ pub(crate) fn push(domain: &'static Domain, message: Message, attrs: Option<&Att
         level
     });
     level.unwrap_or(-1)
+}
+
+/// The fast path of [`push`] for an ASCII message with no attributes: the range's level, or
+/// `None` having done nothing when [`push`] is needed (NULL or new message, too deep, not
+/// collecting, a thread name to apply, the thread's first call, a full segment, a reentrant
+/// call). Never panics (so the handlers call it outside `catch_unwind`): compares,
+/// `slice::get`, relaxed loads, the TLS slot, `RefCell::try_borrow_mut`, the byte compare and
+/// `ThreadBuffer::try_begin`.
+///
+/// # Safety
+/// `text` is NULL or a valid NUL-terminated string.
+#[inline(always)]
+pub(crate) unsafe fn push_fast(domain: &'static Domain, text: *const c_char) -> Option<c_int> {
+    if text.is_null() || !by_id::collecting() {
+        return None;
+    }
+    let st = fast_tls::get(Slot::Nvtx).cast::<RefCell<NvtxThread>>();
+    if st.is_null() {
+        return None;
+    }
+    // SAFETY: as in `with_thread`.
+    let mut st = unsafe { &*st }.try_borrow_mut().ok()?;
+    if st.names_generation != NAMES_GENERATION.load(Ordering::Relaxed) || st.last_folded {
+        return None;
+    }
+    let depth = st.depth;
+    let index = domain.index as usize;
+    let level = *st.domain_depth.get(index)?;
+    let addr = text as usize;
+    let key = Kind::Region as u32 | domain.index << 1;
+    let e = *st
+        .cache
+        .get(((addr >> 3) ^ (addr >> 11) ^ key as usize) % CACHE_ENTRIES)?;
+    // SAFETY: non-NULL and NUL-terminated per the contract.
+    if e.ptr != addr || e.key != key || !unsafe { crate::thread_state::same_name(text, e.message) }
+    {
+        return None;
+    }
+    let buffer = st.buffer?;
+    if depth >= MAX_DEPTH || !buffer.try_begin(e.id) {
+        return None;
+    }
+    let st = &mut *st;
+    if let (Some(slot), Some(d)) = (st.stack.get_mut(depth), st.domain_depth.get_mut(index)) {
+        *slot = Open {
+            domain: domain.index,
+            id: e.id,
+            recorded: true,
+        };
+        *d = level + 1;
+    }
+    st.depth = depth + 1;
+    Some(level as c_int)
+}
+
+/// The fast path of [`pop`]: the innermost range of this thread is of `domain`. `None`
+/// having done nothing otherwise (as [`push_fast`]).
+#[inline(always)]
+pub(crate) fn pop_fast(domain: &'static Domain) -> Option<c_int> {
+    if !by_id::collecting() {
+        return None;
+    }
+    let st = fast_tls::get(Slot::Nvtx).cast::<RefCell<NvtxThread>>();
+    if st.is_null() {
+        return None;
+    }
+    // SAFETY: as in `with_thread`.
+    let mut st = unsafe { &*st }.try_borrow_mut().ok()?;
+    if st.names_generation != NAMES_GENERATION.load(Ordering::Relaxed) {
+        return None;
+    }
+    let top = st.depth.checked_sub(1)?;
+    let open = *st.stack.get(top)?;
+    let index = domain.index as usize;
+    let level = st.domain_depth.get(index)?.checked_sub(1)?;
+    if open.domain != domain.index {
+        return None;
+    }
+    if open.recorded {
+        let buffer = st.buffer?;
+        if !buffer.try_end(open.id) {
+            return None;
+        }
+    }
+    let st = &mut *st;
+    if let Some(d) = st.domain_depth.get_mut(index) {
+        *d = level;
+    }
+    st.depth = top;
+    Some(level as c_int)
 }
 
 /// Pops the innermost range of `domain` on this thread; returns the level it was pushed at,

@@ -408,6 +408,11 @@ unsafe extern "C" fn range_push_ex(attr: *const EventAttributes) -> c_int {
 }
 
 unsafe extern "C" fn range_push_a(text: *const c_char) -> c_int {
+    // The fast path cannot panic (see `push_fast`); everything else is guarded.
+    // SAFETY: NULL or NUL-terminated (NVTX's contract).
+    if let Some(level) = unsafe { super::push_fast(&DEFAULT_DOMAIN, text) } {
+        return level;
+    }
     // SAFETY: as in `mark_a`.
     guarded(-1, || push(&DEFAULT_DOMAIN, unsafe { ascii(text) }, None))
 }
@@ -418,6 +423,10 @@ unsafe extern "C" fn range_push_w(text: *const i32) -> c_int {
 }
 
 unsafe extern "C" fn range_pop() -> c_int {
+    // The fast path cannot panic (see `pop_fast`); everything else is guarded.
+    if let Some(level) = super::pop_fast(&DEFAULT_DOMAIN) {
+        return level;
+    }
     guarded(-1, || pop(&DEFAULT_DOMAIN))
 }
 
