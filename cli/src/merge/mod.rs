@@ -265,41 +265,22 @@ fn merge(args: &Args) -> Result<(), String> {
     pids.sort_unstable();
     let pids_collide = pids.windows(2).any(|w| w[0] == w[1]);
 
+    // The merged trace and the archive are written side by side (each streams every rank's
+    // trace once; neither holds one).
     let started = std::time::Instant::now();
     let trace_path = out_dir.join("trace.pftrace");
-    let mut counts = Vec::new();
-    {
-        let file =
-            File::create(&trace_path).map_err(|e| format!("{}: {e}", trace_path.display()))?;
-        let mut out = BufWriter::with_capacity(1 << 20, file);
-        let first_realtime = runs
-            .iter()
-            .map(|r| {
-                let d = &domains[&r.clock_domain];
-                (i128::from(r.start_monotonic_ns) + i128::from(d.offset_ns)).max(0) as u64
-            })
-            .min()
-            .unwrap_or(0);
-        let mut next_seq = 1u32;
-        out.write_all(&trace::realtime_clock_packet(first_realtime, next_seq))
-            .map_err(|e| format!("{}: {e}", trace_path.display()))?;
-        for run in &runs {
-            let Some(path) = &run.trace else {
-                counts.push(None);
-                continue;
-            };
-            let map = rank_map(run, &domains, pids_collide, false);
-            let mut rewriter = trace::Rewriter::new(&map);
-            let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-            let mut input = BufReader::with_capacity(1 << 20, file);
-            rewriter
-                .copy(&mut input, &mut out, &mut next_seq)
-                .map_err(|e| format!("{}: {e}", path.display()))?;
-            counts.push(Some(rewriter.counts));
-        }
-        out.flush()
-            .map_err(|e| format!("{}: {e}", trace_path.display()))?;
-    }
+    let (counts, archive_result) = std::thread::scope(|scope| {
+        let archive = args
+            .archive
+            .then(|| scope.spawn(|| write_archive(&out_dir, &runs, &domains, pids_collide)));
+        let counts = write_trace(&trace_path, &runs, &domains, pids_collide);
+        let archive = archive.map(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err("the archive writer panicked".to_string()))
+        });
+        (counts, archive)
+    });
+    let counts = counts?;
     let trace_secs = started.elapsed().as_secs_f64();
 
     let mut cross = summary::CrossRank::new(runs.len());
@@ -339,8 +320,8 @@ fn merge(args: &Args) -> Result<(), String> {
 
     let mut outputs = vec!["trace.pftrace", "summary.txt", "summary.json"];
     let mut archive_note = Value::Null;
-    if args.archive {
-        archive_note = write_archive(&out_dir, &runs, &domains, pids_collide)?;
+    if let Some(archive) = archive_result {
+        archive_note = archive?;
         outputs.push("ranks.tar");
     }
     outputs.push("metadata.json");
@@ -367,7 +348,7 @@ fn merge(args: &Args) -> Result<(), String> {
             "trace_packets": c.as_ref().map(trace::RankCounts::to_json),
         })).collect::<Vec<_>>(),
         "archive": archive_note,
-        "merge_trace_seconds": trace_secs,
+        "merge_seconds": trace_secs,
         "peak_rss_kib": peak_rss_kib(),
         "outputs": outputs,
     });
@@ -400,6 +381,47 @@ fn peak_rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Writes the merged trace: the clock snapshot, then every rank's packets rewritten. Returns
+/// each rank's counts (`None`: the rank has no trace).
+fn write_trace(
+    trace_path: &Path,
+    runs: &[RankRun],
+    domains: &BTreeMap<String, Domain>,
+    pids_collide: bool,
+) -> Result<Vec<Option<trace::RankCounts>>, String> {
+    let mut counts = Vec::new();
+    let file = File::create(trace_path).map_err(|e| format!("{}: {e}", trace_path.display()))?;
+    let mut out = BufWriter::with_capacity(1 << 20, file);
+    let first_realtime = runs
+        .iter()
+        .map(|r| {
+            let d = &domains[&r.clock_domain];
+            (i128::from(r.start_monotonic_ns) + i128::from(d.offset_ns)).max(0) as u64
+        })
+        .min()
+        .unwrap_or(0);
+    let mut next_seq = 1u32;
+    out.write_all(&trace::realtime_clock_packet(first_realtime, next_seq))
+        .map_err(|e| format!("{}: {e}", trace_path.display()))?;
+    for run in runs {
+        let Some(path) = &run.trace else {
+            counts.push(None);
+            continue;
+        };
+        let map = rank_map(run, domains, pids_collide, false);
+        let mut rewriter = trace::Rewriter::new(&map);
+        let file = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut input = BufReader::with_capacity(1 << 20, file);
+        rewriter
+            .copy(&mut input, &mut out, &mut next_seq)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        counts.push(Some(rewriter.counts));
+    }
+    out.flush()
+        .map_err(|e| format!("{}: {e}", trace_path.display()))?;
+    Ok(counts)
 }
 
 /// How rank `run`'s packets are rewritten (`keep_clocks`: for the archive's copy).
