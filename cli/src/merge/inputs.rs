@@ -232,3 +232,65 @@ pub(crate) fn assign_ranks(runs: &mut [RankRun]) -> Option<String> {
             .to_string(),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(rank: u32, start: u64, pid: u32) -> RankRun {
+        RankRun {
+            dir: PathBuf::from(format!("r{pid}")),
+            rank,
+            recorded_rank: rank,
+            world_rank: rank,
+            size: None,
+            rank_source: String::new(),
+            host: "h".into(),
+            clock_domain: "boot b".into(),
+            pid,
+            exe: "app".into(),
+            offset_start_ns: 1_000,
+            offset_end_ns: 1_000,
+            uncertainty_ns: 0,
+            offset_estimated: false,
+            start_monotonic_ns: start,
+            end_monotonic_ns: start + 10,
+            trace: None,
+            summary: None,
+            mpi_offset: None,
+            mpi: false,
+        }
+    }
+
+    #[test]
+    fn ranks_are_ordered_and_duplicates_numbered_by_start() {
+        let mut runs = vec![run(2, 5, 10), run(0, 9, 11), run(1, 7, 12)];
+        assert!(assign_ranks(&mut runs).is_none());
+        assert_eq!(runs.iter().map(|r| r.pid).collect::<Vec<_>>(), [11, 12, 10]);
+        // Runs without a launcher are all rank 0: numbered by start time, and said so.
+        let mut alone = vec![run(0, 30, 1), run(0, 10, 2), run(0, 20, 3)];
+        let note = assign_ranks(&mut alone).expect("a note");
+        assert!(note.contains("numbered by start time"), "{note}");
+        let got: Vec<_> = alone
+            .iter()
+            .map(|r| (r.rank, r.pid, r.recorded_rank))
+            .collect();
+        assert_eq!(got, [(0, 2, 0), (1, 3, 0), (2, 1, 0)]);
+    }
+
+    #[test]
+    fn mpi_offsets_average_init_and_finalize() {
+        let meta: Value = serde_json::json!({"mpi": {"clock_offset_to_rank0": {
+            "init": {"offset_ns": 100, "rtt_ns": 40},
+            "finalize": {"offset_ns": 300, "rtt_ns": 60},
+        }}});
+        let o = mpi_offset(&meta).unwrap();
+        assert_eq!((o.offset_ns, o.rtt_ns, o.drift_ns), (200, 60, 200));
+        let init_only: Value = serde_json::json!({"mpi": {"clock_offset_to_rank0": {
+            "init": {"offset_ns": -5, "rtt_ns": 8}, "finalize": null,
+        }}});
+        let o = mpi_offset(&init_only).unwrap();
+        assert_eq!((o.offset_ns, o.rtt_ns, o.drift_ns), (-5, 8, 0));
+        assert!(mpi_offset(&serde_json::json!({})).is_none());
+    }
+}
