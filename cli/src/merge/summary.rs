@@ -7,6 +7,9 @@ use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
+/// Jobs of at most this many ranks get a column per rank in summary.txt.
+const PER_RANK_COLUMNS: usize = 8;
+
 /// The wall-clock metric every region has.
 const WALL: &str = "wall_clock.elapsed";
 
@@ -301,11 +304,18 @@ impl CrossRank {
                     format!(" [{unit}]")
                 }
             );
-            let _ = writeln!(
-                out,
+            // Up to PER_RANK_COLUMNS ranks, each rank's total gets a column too.
+            let per_rank = ranks.len() <= PER_RANK_COLUMNS;
+            let mut head = format!(
                 "{:<width$}  {:>5}  {:>12}  {:>12}  {:>12}  {:>9}  {:>8}  {:>8}",
                 "region", "ranks", "min", "mean", "max", "imbalance", "min rank", "max rank"
             );
+            if per_rank {
+                for rank in &ranks {
+                    let _ = write!(head, "  {:>12}", format!("rank {rank}"));
+                }
+            }
+            let _ = writeln!(out, "{}", head.trim_end());
             for r in &self.regions {
                 let values = if name == "count" {
                     &r.counts
@@ -321,8 +331,7 @@ impl CrossRank {
                     "  ".repeat(r.path.len() - 1),
                     r.path.last().map_or("?", String::as_str)
                 );
-                let _ = writeln!(
-                    out,
+                let mut line = format!(
                     "{label:<width$}  {:>5}  {:>12}  {:>12}  {:>12}  {:>9.3}  {:>8}  {:>8}",
                     s.present,
                     show(s.min, unit),
@@ -332,6 +341,13 @@ impl CrossRank {
                     ranks[s.min_slot],
                     ranks[s.max_slot],
                 );
+                if per_rank {
+                    for v in values {
+                        let cell = v.map_or_else(|| "-".to_string(), |v| show(v, unit));
+                        let _ = write!(line, "  {cell:>12}");
+                    }
+                }
+                let _ = writeln!(out, "{line}");
             }
         }
         if !self.mpi.is_empty() {
