@@ -1,6 +1,6 @@
 //! Per-thread pointers reached through a TLS descriptor (the x86-64 "GNU2" TLS dialect): a
 //! `lea`, a call that returns at once (`mov rax, [rax+8]; ret`) and a load relative to the
-//! thread pointer: five instructions, where a Rust `thread_local!` in a shared library calls
+//! thread pointer: five instructions (and the registers a call may clobber), where a Rust `thread_local!` in a shared library calls
 //! `__tls_get_addr` (the general-dynamic model: about 11 instructions more, per access).
 //!
 //! Stable Rust cannot ask for another TLS model, so the slots are defined in assembly, in
@@ -53,13 +53,17 @@ std::arch::global_asm!(
 fn slots() -> *mut *const u8 {
     let offset: usize;
     // SAFETY: the TLS descriptor sequence of the x86-64 psABI (`-mtls-dialect=gnu2`): the call
-    // returns in rax the offset of the slots from the thread pointer and preserves every
-    // other register (flags aside); it may use the stack, so `nostack` is not given.
+    // returns in rax the offset of the slots from the thread pointer. The ABI says it
+    // preserves every other register, but glibc's dynamic resolver did not keep the vector
+    // registers when it allocates a thread's block (glibc bug 31372, fixed in 2.40), so every
+    // register a C call may clobber is declared clobbered. It may use the stack (`nostack` is
+    // not given: the stack pointer is then aligned for a call).
     unsafe {
         std::arch::asm!(
             "lea rax, [rip + metron_c_fast_tls_slots@TLSDESC]",
             "call qword ptr [rax + metron_c_fast_tls_slots@TLSCALL]",
             out("rax") offset,
+            clobber_abi("C"),
         );
     }
     let tp: usize;
