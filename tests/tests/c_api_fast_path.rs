@@ -2,7 +2,8 @@
 //! per-call-site id), by names computed at run time (the per-thread content cache), and NVTX.
 //!
 //! - 8 threads × 10⁶ pairs of each C path, nested under one region per thread: the summary
-//!   has every region, the metadata no C API error and no drop.
+//!   has every region, the metadata no C API error and no drop; one call site inlined with two
+//!   literals (sharing the site's static) keeps both names apart.
 //! - No allocation per pair after a thread's first record: the C program interposes
 //!   `malloc` & co. and counts the calling thread's calls over 10⁵ pairs of each path.
 //! - Nothing on a fast path can unwind into C: the exports' fast paths run outside
@@ -47,11 +48,19 @@ fn eight_threads_times_a_million_pairs_of_each_path_are_all_in_the_summary() {
             "{regions:?}"
         );
     }
+    // One call site inlined with two literals: each name keeps its own regions.
+    for site in ["site_a", "site_b"] {
+        assert_eq!(
+            regions.get(&format!("outer/{site}")),
+            Some(&(threads * 1000)),
+            "{regions:?}"
+        );
+    }
     let metadata = read_json(&dir.join("run"), "metadata.json");
     assert_eq!(metadata["records"]["dropped"], 0, "{}", metadata["records"]);
     assert_eq!(
         metadata["records"]["written"],
-        2 * (threads + 3 * threads * pairs),
+        2 * (threads + 3 * threads * pairs + 2 * threads * 1000),
         "{}",
         metadata["records"]
     );

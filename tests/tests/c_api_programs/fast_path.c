@@ -1,7 +1,8 @@
 /* The C API's fast paths under load and without allocations.
  *   fast_path threads N   8 threads, each N pairs: by id (METRON_REGION_BEGIN_ID), by a literal
  *                         (METRON_REGION_BEGIN, a per-call-site id), and by computed names (4
- *                         names in 64 heap buffers), nested as outer > {id, literal, computed}.
+ *                         names in 64 heap buffers), nested as outer > {id, literal, computed},
+ *                         and 1000 pairs each of two literals through one inlined call site.
  *   fast_path allocs N    counts this thread's malloc/calloc/realloc/aligned calls (the program
  *                         interposes them) during N pairs of each path after a warm-up; prints
  *                         "allocations: <id> <literal> <computed> <name>".
@@ -16,6 +17,7 @@
 
 #define THREADS 8
 #define BUFFERS 64
+#define SHARED_SITE_PAIRS 1000
 
 /* ---- allocation counting (this thread only) ---------------------------------------------- */
 extern void* __libc_malloc(size_t);
@@ -95,12 +97,28 @@ static void by_name(long n) {
     }
 }
 
+/* One call site inlined with two literals: the copies share the site's static, and each must
+ * still get its own name. */
+__attribute__((always_inline)) static inline void named(const char* name) {
+    check(METRON_REGION_BEGIN(name), "begin at a shared site");
+    check(METRON_REGION_END(name), "end at a shared site");
+}
+
+static void one_site_two_literals(long n) {
+    long i;
+    for (i = 0; i < n; i++) {
+        named("site_a");
+        named("site_b");
+    }
+}
+
 static void* body(void* arg) {
     (void)arg;
     check(METRON_REGION_BEGIN("outer"), "begin outer");
     by_id(pairs);
     by_literal(pairs);
     by_computed(pairs);
+    one_site_two_literals(SHARED_SITE_PAIRS);
     check(METRON_REGION_END("outer"), "end outer");
     return NULL;
 }

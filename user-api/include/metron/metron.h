@@ -237,16 +237,22 @@ metron_status metron_info_iterate(const char* device, metron_info_kind kind, met
 #if defined(__GNUC__) && !defined(METRON_NO_SITE_IDS)
 /* A literal name (a constant address) is interned once per call site, into a static of that
  * site, and the call goes by id: the cost of metron_region_begin_id, with no name to hash or
- * compare. A name computed at run time goes by name. (GCC and Clang; define
- * METRON_NO_SITE_IDS to always call by name.) Mixing is fine: a region begun by one may be
- * ended by the other. */
+ * compare. A name computed at run time goes by name. The static keeps the id with the low 32
+ * bits of the literal's address, in one 64-bit word (so threads racing on it never see an id
+ * with another literal's address), so that copies of one call site inlined
+ * with different literals (which share the static) each check that the id is theirs. (GCC
+ * and Clang; define METRON_NO_SITE_IDS to always call by name.) Mixing is fine: a region begun
+ * by one may be ended by the other. */
 #define METRON_SITE_ID_(name)                                                            \
     __extension__({                                                                      \
-        static metron_id metron_site_id_;                                                \
-        metron_id metron_id_ = __atomic_load_n(&metron_site_id_, __ATOMIC_RELAXED);      \
-        if (metron_id_ == 0) {                                                           \
+        static uint64_t metron_site_;                                                    \
+        uint64_t metron_word_ = __atomic_load_n(&metron_site_, __ATOMIC_RELAXED);        \
+        uint32_t metron_key_ = (uint32_t)(uintptr_t)(const void*)(name);                 \
+        metron_id metron_id_ = (metron_id)(metron_word_ >> 32);                          \
+        if ((uint32_t)metron_word_ != metron_key_ || metron_id_ == 0) {                  \
             metron_id_ = metron_region_id(name);                                         \
-            __atomic_store_n(&metron_site_id_, metron_id_, __ATOMIC_RELAXED);            \
+            __atomic_store_n(&metron_site_, (uint64_t)metron_id_ << 32 | metron_key_,    \
+                             __ATOMIC_RELAXED);                                          \
         }                                                                                \
         metron_id_;                                                                      \
     })
