@@ -95,10 +95,10 @@ pub(crate) fn start() {
         eprintln!("metron: crash handling off (no pipe); a crash writes no output");
         return;
     };
-    if std::thread::Builder::new()
-        .name("metron-crash".into())
-        .spawn(move || wait_for_crash(wake_read, done_write))
-        .is_err()
+    if crate::sampling::spawn_own_thread("metron-crash", move || {
+        wait_for_crash(wake_read, done_write)
+    })
+    .is_err()
     {
         eprintln!("metron: crash handling off (no thread); a crash writes no output");
         return;

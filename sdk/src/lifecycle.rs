@@ -83,9 +83,7 @@ mod signals {
     pub(super) fn install() -> std::io::Result<()> {
         let (wake_read, wake_write) = sys::pipe()?;
         WAKE_WRITE.store(wake_write, Ordering::Relaxed);
-        std::thread::Builder::new()
-            .name("metron-signals".into())
-            .spawn(move || wait_for_signals(wake_read))?;
+        crate::sampling::spawn_own_thread("metron-signals", move || wait_for_signals(wake_read))?;
         for (i, sig) in HANDLED.iter().enumerate() {
             if sys::install_if_default(*sig, on_signal) {
                 INSTALLED[i].store(true, Ordering::Relaxed);

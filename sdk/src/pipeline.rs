@@ -72,6 +72,15 @@ impl Pipeline {
         }
     }
 
+    /// Claims the run folder before the first records reach a sink that writes into it while
+    /// the run goes on (the trace). Without such a sink nothing is written before the end, and
+    /// a run that never ends normally (killed by a signal it does not handle) leaves no folder.
+    fn claim_before_writing(&mut self) {
+        if !self.claimed && self.sinks.iter().any(|s| s.writes_while_running()) {
+            self.claim_output_dir();
+        }
+    }
+
     /// The run folder this run writes, claimed on first call: before the first records reach
     /// the sinks (the trace is written while the run goes on) or at the end. A folder another
     /// run has (or had) is never written: the run moves to a free suffix and says so.
@@ -200,7 +209,7 @@ impl Pipeline {
             }
         }
         let thread = state.thread.clone().expect("set above");
-        self.claim_output_dir();
+        self.claim_before_writing();
         self.delivered = true;
         for sink in &mut self.sinks {
             sink.events(&thread, &events);
@@ -268,7 +277,7 @@ impl Pipeline {
             });
         }
         let thread = state.thread.clone().expect("set above");
-        self.claim_output_dir();
+        self.claim_before_writing();
         self.delivered = true;
         for sink in &mut self.sinks {
             sink.events(&thread, &events);
@@ -421,7 +430,7 @@ impl Pipeline {
         if self.finished {
             return;
         }
-        self.claim_output_dir();
+        self.claim_before_writing();
         self.delivered = true;
         for sink in &mut self.sinks {
             sink.gpu_records(records);
@@ -445,10 +454,14 @@ impl Pipeline {
             } else {
                 state.open_at_exit += open;
             }
+            // Never before the thread's last record: the run's end (a crash time) is converted
+            // from ticks with a later clock refinement than the records decoded before it, and
+            // may come out a few nanoseconds earlier than the last of them.
+            let thread_end_ns = end_ns.max(state.last_ns);
             while let Some((site, begin_ns)) = state.stack.pop() {
                 events.push(Event::End {
                     begin_ns,
-                    ts_ns: end_ns.max(begin_ns),
+                    ts_ns: thread_end_ns.max(begin_ns),
                     site,
                     values: &[],
                     closed_by_metron: true,
@@ -472,11 +485,7 @@ impl Pipeline {
     fn finish_sinks(&mut self, run: &RunInfo, late: bool) -> (Vec<PathBuf>, Vec<String>) {
         let mut files = Vec::new();
         let mut errors = Vec::new();
-        for sink in self
-            .sinks
-            .iter_mut()
-            .filter(|s| s.writes_while_running() == late)
-        {
+        for sink in self.sinks.iter_mut().filter(|s| s.finishes_late() == late) {
             match sink.finish(run) {
                 Ok(mut written) => files.append(&mut written),
                 Err(e) => errors.push(format!("{} output failed: {e}", sink.name())),

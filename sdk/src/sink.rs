@@ -167,6 +167,11 @@ pub trait Sink: Send {
     fn writes_while_running(&self) -> bool {
         false
     }
+    /// True for a sink that finishes after `metadata.json` is first written (the trace, and
+    /// outputs that show the metadata). Defaults to [`Sink::writes_while_running`].
+    fn finishes_late(&self) -> bool {
+        self.writes_while_running()
+    }
     /// What this sink reports into `metadata.json` under `outputs.<name>` (called after
     /// `finish`); `None` adds nothing.
     fn metadata(&self) -> Option<serde_json::Value> {

@@ -147,10 +147,12 @@ fn a_segfault_under_metron_run_leaves_a_valid_trace_with_the_slices_ended_at_the
             .iter()
             .find(|s| s.name == name)
             .unwrap_or_else(|| panic!("slice {name}"));
-        assert_eq!(
-            s.ts + s.dur,
-            crash_ns,
-            "{name} ends at the crash: {:?}",
+        // At the crash time, or (by clock refinement between two conversions of the same
+        // ticks) a few nanoseconds after it, so that the thread's track stays monotonic.
+        let end = s.ts + s.dur;
+        assert!(
+            (crash_ns..crash_ns + 1_000).contains(&end),
+            "{name} ends at the crash ({crash_ns}), not at {end}: {:?}",
             s.args
         );
     }

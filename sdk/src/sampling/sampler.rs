@@ -126,6 +126,10 @@ impl Registry {
             self.seen.entry(tid).or_insert(u64::MAX);
             return;
         }
+        if !self.seen.contains_key(&tid) && super::own_threads_starting() {
+            // Maybe one of Metron's threads before it is named: numbered at the next scan.
+            return;
+        }
         let next = self.next_order;
         let order = *self.seen.entry(tid).or_insert(next);
         if order == next {

@@ -141,9 +141,7 @@ pub(crate) fn start(periods: Vec<Period>) {
     if periods.is_empty() {
         return;
     }
-    let spawned = std::thread::Builder::new()
-        .name("metron-window".into())
-        .spawn(move || run(&periods));
+    let spawned = super::spawn_own_thread("metron-window", move || run(&periods));
     if let Err(e) = spawned {
         eprintln!("metron: time windows not applied (cannot start their thread: {e})");
     }
