@@ -3,6 +3,7 @@
 //! - `metron run [flags] -- cmd args`: runs a program under Metron. Flags become `METRON_*`
 //!   variables, `libmetron.so` goes into `LD_PRELOAD` with `METRON_PRELOAD=1`, then the
 //!   command replaces this process (`execvp`), so its exit status is the command's own.
+//! - `metron report DIR...`: flame graphs and a one-page `report.html` of run folders.
 //! - `metron avail [--json]`: components, settings (from `metron::settings::REGISTRY`) and the
 //!   counters this machine offers.
 //!
@@ -13,6 +14,7 @@ mod avail;
 mod merge;
 mod passes;
 mod perf;
+mod report;
 mod run;
 mod sample;
 
@@ -30,6 +32,8 @@ Usage:
                                                 the same, sampling every thread's call stack
   metron merge [-o OUT] DIR...                  join the run folders of MPI ranks into one
                                                 trace and a summary across ranks
+  metron report DIR...                          write flamegraph.svg, regions.svg and a
+                                                one-page report.html into run folders
   metron avail [--json] [--components] [--settings] [--counters]
                                                 list what Metron can measure and configure
   metron --version | --help
@@ -68,8 +72,9 @@ fn main() -> ExitCode {
         Some("avail") => avail::main(&args[1..]),
         Some("sample") => sample::main(&args[1..]),
         Some("merge") => merge::main(&args[1..]),
+        Some("report") => report::main(&args[1..]),
         Some(other) => usage_error(&format!(
-            "unknown command {other:?}; the commands are run, sample, merge and avail (see metron --help)"
+            "unknown command {other:?}; the commands are run, sample, merge, report and avail (see metron --help)"
         )),
     }
 }

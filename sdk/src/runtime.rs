@@ -179,6 +179,10 @@ fn start() -> Runtime {
             output_dir.clone(),
         )));
     }
+    // `flamegraph.svg`, `regions.svg`, `report.html`: last, from the files the others wrote.
+    if settings.report {
+        sinks.push(Box::new(crate::sinks::pictures::PicturesSink::new()));
+    }
     let pipeline = Arc::new(Mutex::new(Pipeline::new(sinks, output_dir.clone())));
     let flusher = CallbackThread::shared();
     // Disabled: no periodic wake-ups of the flusher for a run that records nothing.

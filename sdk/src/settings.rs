@@ -115,6 +115,12 @@ pub static REGISTRY: &[SettingSpec] = &[
         description: "write summary.txt and summary.json",
     },
     SettingSpec {
+        name: "METRON_REPORT",
+        kind: Kind::Bool,
+        default: "true",
+        description: "write flamegraph.svg (when sampling ran), regions.svg and report.html into the run folder at the end",
+    },
+    SettingSpec {
         name: "METRON_TRACE",
         kind: Kind::Bool,
         default: "true",
@@ -419,6 +425,8 @@ pub struct Settings {
     pub flush_interval: Option<Duration>,
     /// `METRON_SUMMARY`.
     pub summary: bool,
+    /// `METRON_REPORT`.
+    pub report: bool,
     /// `METRON_TRACE`.
     pub trace: bool,
     /// `METRON_TRACE_FILE`.
@@ -506,6 +514,7 @@ impl Settings {
         };
         let flush_interval = value_of("METRON_FLUSH_INTERVAL").duration();
         let summary = value_of("METRON_SUMMARY").bool();
+        let report = value_of("METRON_REPORT").bool();
         let trace = value_of("METRON_TRACE").bool();
         let trace_file = value_of("METRON_TRACE_FILE").text();
         let trace_buffer_bytes = value_of("METRON_TRACE_BUFFER_SIZE").size();
@@ -576,6 +585,7 @@ impl Settings {
             policy,
             flush_interval,
             summary,
+            report,
             trace,
             trace_file,
             trace_buffer_bytes,

@@ -10,6 +10,7 @@ mod perfetto_encode;
 mod perfetto_gpu;
 mod perfetto_samples;
 mod perfetto_session;
+pub mod pictures;
 mod profile;
 pub(crate) mod space;
 mod stats;
