@@ -146,31 +146,46 @@ fn gpu_metrics(probe: &metron_gpu::Status) -> Vec<Value> {
     probe
         .devices
         .iter()
-        .map(|d| match metron_gpu::metrics(d.index) {
-            Ok(list) => {
-                let full: usize = list.iter().map(|m| m.submetrics.len().max(1)).sum();
-                json!({
-                    "device": format!("gpu{}", d.index),
-                    "index": d.index,
-                    "name": d.name,
-                    "cupti_version": probe.cupti_version,
-                    "count": list.len(),
-                    "full_name_count": full,
-                    "metrics": list,
+        .map(|d| {
+            let mut entry = gpu_metrics_of(probe, d);
+            // What METRON_GPU_PC_SAMPLING attributes samples to (CUPTI's PC sampling names).
+            entry["stall_reasons"] = match metron_gpu::stall_reasons(d.index) {
+                Ok(reasons) => json!({
+                    "names": reasons.iter().map(|(_, name)| name).collect::<Vec<_>>(),
                     "reason": Value::Null,
-                })
-            }
-            Err(e) => json!({
+                }),
+                Err(e) => json!({ "names": [], "reason": e }),
+            };
+            entry
+        })
+        .collect()
+}
+
+fn gpu_metrics_of(probe: &metron_gpu::Status, d: &metron::gpu::GpuDevice) -> Value {
+    match metron_gpu::metrics(d.index) {
+        Ok(list) => {
+            let full: usize = list.iter().map(|m| m.submetrics.len().max(1)).sum();
+            json!({
                 "device": format!("gpu{}", d.index),
                 "index": d.index,
                 "name": d.name,
                 "cupti_version": probe.cupti_version,
-                "count": 0,
-                "metrics": [],
-                "reason": e,
-            }),
-        })
-        .collect()
+                "count": list.len(),
+                "full_name_count": full,
+                "metrics": list,
+                "reason": Value::Null,
+            })
+        }
+        Err(e) => json!({
+            "device": format!("gpu{}", d.index),
+            "index": d.index,
+            "name": d.name,
+            "cupti_version": probe.cupti_version,
+            "count": 0,
+            "metrics": [],
+            "reason": e,
+        }),
+    }
 }
 
 /// Metrics shown per GPU in text; `--json` has all.
@@ -315,6 +330,25 @@ fn text(report: &Value) -> String {
                                     list.len() - TEXT_METRICS
                                 ));
                             }
+                        }
+                    }
+                    let stalls = &m["stall_reasons"];
+                    match stalls["reason"].as_str() {
+                        Some(why) => {
+                            out.push_str(&format!("      PC sampling stall reasons: none: {why}\n"))
+                        }
+                        None => {
+                            let names: Vec<&str> = stalls["names"]
+                                .as_array()
+                                .into_iter()
+                                .flatten()
+                                .filter_map(Value::as_str)
+                                .collect();
+                            out.push_str(&format!(
+                                "      PC sampling stall reasons ({}; METRON_GPU_PC_SAMPLING=on): {}\n",
+                                names.len(),
+                                names.join(", ")
+                            ));
                         }
                     }
                 }

@@ -70,6 +70,10 @@ fn avail_json_lists_every_registry_setting_component_and_counter_kind() {
         let listed = g["metrics"].as_array().unwrap().len();
         assert_eq!(g["count"].as_u64(), Some(listed as u64), "{g}");
         assert!(listed > 0 || g["reason"].is_string(), "{g}");
+        // PC sampling's stall reasons (40 on an H100), or why none.
+        let stalls = &g["stall_reasons"];
+        let names = stalls["names"].as_array().unwrap().len();
+        assert!(names > 0 || stalls["reason"].is_string(), "{g}");
     }
     // AMD: what is installed (the HSA runtime library, /dev/kfd) and why a run would not be
     // traced; the runtime itself is never started by avail.
