@@ -1,8 +1,7 @@
 //! `flamegraph.svg`, `regions.svg` and `report.html` at the end of a run (`METRON_REPORT`,
 //! on by default): made by `metron-report` from the files the other sinks wrote, so this sink
-//! finishes last, after `metadata.json` (it declares itself as writing while running, the
-//! sinks that finish late) and after the trace. `metron report DIR` writes the same files
-//! from a folder afterwards.
+//! finishes late: after `metadata.json` and after the trace. `metron report DIR` writes the
+//! same files from a folder afterwards.
 
 use crate::sink::{Event, RunInfo, Sink, ThreadInfo};
 use serde_json::{json, Value};
