@@ -1,6 +1,7 @@
 //! `metron report DIR...`: writes `flamegraph.svg` (when the folder has `stacks.folded`),
-//! `regions.svg` and `report.html` into each run folder (or folder of `metron merge`), from
-//! the files already there. Runs write them at their end too unless `METRON_REPORT=off`.
+//! `gpu_stalls.svg` (with `gpu_stalls.folded`), `regions.svg` and `report.html` into each run
+//! folder (or folder of `metron merge`), from the files already there. Runs write them at
+//! their end too unless `METRON_REPORT=off`.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -10,6 +11,7 @@ Usage: metron report DIR...
 
 Writes into each run folder (or folder written by `metron merge`), from its files:
   flamegraph.svg  the call-stack samples of stacks.folded (when the run sampled)
+  gpu_stalls.svg  the GPU PC samples of gpu_stalls.folded (when the run sampled them)
   regions.svg     the region tree, each region weighted by its self time
   report.html     one page with the metadata, top regions, both flame graphs, GPU tables,
                   sampling and drop statistics; it needs no network

@@ -467,6 +467,16 @@ pub(crate) fn page(f: &Folder) -> String {
         "No call-stack samples: run with METRON_SAMPLING=on (or `metron sample`) for a flame graph of where the CPU time goes.",
     );
     gpu_section(&mut out, f);
+    if f.gpu_stalls.is_some() {
+        svg_frame(
+            &mut out,
+            "gpu-stalls-svg",
+            "GPU PC samples (stall reasons)",
+            crate::GPU_STALLS,
+            &f.gpu_stalls,
+            "",
+        );
+    }
     sampling_section(&mut out, f);
     out.push_str("<h2 id=perfetto>The timeline</h2>");
     if f.dir.join("trace.pftrace").is_file() {

@@ -5,6 +5,8 @@
 //! - `regions.svg`: the region tree of `summary.json`, each region weighted by its self time
 //!   (wall time less its children's), drawn top-down (icicle), one tower per thread (per rank
 //!   for a merged multi-rank folder);
+//! - `gpu_stalls.svg`: the GPU PC samples of `gpu_stalls.folded` (region, kernel, source line,
+//!   stall reason), when the run sampled them;
 //! - `report.html`: one self-contained page (inline CSS and JavaScript, the flame graphs as
 //!   `data:` URLs, nothing fetched from the network) with the run's metadata, the top regions
 //!   (sortable), the flame graphs, the GPU tables when the run has GPU records, sampling and
@@ -27,6 +29,8 @@ pub const FLAMEGRAPH: &str = "flamegraph.svg";
 pub const REGIONS: &str = "regions.svg";
 /// The report.
 pub const REPORT: &str = "report.html";
+/// The GPU PC-sampling flame graph (NVIDIA, `METRON_GPU_PC_SAMPLING`).
+pub const GPU_STALLS: &str = "gpu_stalls.svg";
 
 /// The wall-clock metric of `summary.json`.
 const WALL: &str = "wall_clock.elapsed";
@@ -151,10 +155,12 @@ pub(crate) struct Folder {
     pub(crate) summary: Value,
     pub(crate) flamegraph: Option<String>,
     pub(crate) regions: Option<String>,
+    pub(crate) gpu_stalls: Option<String>,
 }
 
-/// Writes `flamegraph.svg` (when the folder has `stacks.folded`), `regions.svg` (when its
-/// `summary.json` has regions) and `report.html` into `dir`, and returns the files written.
+/// Writes `flamegraph.svg` (when the folder has `stacks.folded`), `gpu_stalls.svg` (when it
+/// has `gpu_stalls.folded`), `regions.svg` (when its `summary.json` has regions) and
+/// `report.html` into `dir`, and returns the files written.
 /// A folder without `metadata.json` or `summary.json` is not a run folder: an error says so.
 pub fn write_pictures(dir: &Path) -> io::Result<Vec<PathBuf>> {
     write_pictures_with(dir, true)
@@ -181,21 +187,20 @@ pub fn write_pictures_with(dir: &Path, html: bool) -> io::Result<Vec<PathBuf>> {
         .or(metadata["run"]["exe"].as_str())
         .unwrap_or("run")
         .to_string();
-    let flamegraph = match std::fs::read_to_string(dir.join("stacks.folded")) {
-        Ok(folded) if !folded.trim().is_empty() => {
-            let svg = flamegraph_svg(
-                &folded,
-                &format!("{exe}: call-stack samples (stacks.folded)"),
-                "samples",
-                false,
-            )?;
-            let path = dir.join(FLAMEGRAPH);
-            std::fs::write(&path, &svg)?;
-            files.push(path);
-            Some(svg)
-        }
-        _ => None,
-    };
+    let flamegraph = draw_folded(
+        dir,
+        "stacks.folded",
+        FLAMEGRAPH,
+        &format!("{exe}: call-stack samples (stacks.folded)"),
+        &mut files,
+    )?;
+    let gpu_stalls = draw_folded(
+        dir,
+        "gpu_stalls.folded",
+        GPU_STALLS,
+        &format!("{exe}: GPU PC samples by region, kernel, line and stall reason"),
+        &mut files,
+    )?;
     let folded = region_folded(&summary);
     let regions = if folded.is_empty() {
         None
@@ -213,6 +218,7 @@ pub fn write_pictures_with(dir: &Path, html: bool) -> io::Result<Vec<PathBuf>> {
             summary,
             flamegraph,
             regions,
+            gpu_stalls,
         };
         let path = dir.join(REPORT);
         std::fs::write(&path, html::page(&folder))?;
@@ -221,19 +227,25 @@ pub fn write_pictures_with(dir: &Path, html: bool) -> io::Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// The report page of `dir` as a string (reads the folder, writes nothing).
-pub fn report_html(dir: &Path) -> io::Result<String> {
-    let metadata = read_json(dir, "metadata.json").unwrap_or(Value::Null);
-    let summary = read_json(dir, "summary.json").unwrap_or(Value::Null);
-    let flamegraph = std::fs::read_to_string(dir.join(FLAMEGRAPH)).ok();
-    let regions = std::fs::read_to_string(dir.join(REGIONS)).ok();
-    Ok(html::page(&Folder {
-        dir: dir.to_path_buf(),
-        metadata,
-        summary,
-        flamegraph,
-        regions,
-    }))
+/// The flame graph of the folded stacks in `dir/input` (samples), written to `dir/output`;
+/// `None` when the input is missing or empty.
+fn draw_folded(
+    dir: &Path,
+    input: &str,
+    output: &str,
+    title: &str,
+    files: &mut Vec<PathBuf>,
+) -> io::Result<Option<String>> {
+    match std::fs::read_to_string(dir.join(input)) {
+        Ok(folded) if !folded.trim().is_empty() => {
+            let svg = flamegraph_svg(&folded, title, "samples", false)?;
+            let path = dir.join(output);
+            std::fs::write(&path, &svg)?;
+            files.push(path);
+            Ok(Some(svg))
+        }
+        _ => Ok(None),
+    }
 }
 
 /// Scalars of a JSON object, flattened to `a.b.c` keys (arrays of scalars joined; arrays of
@@ -330,6 +342,30 @@ mod tests {
             region_folded(&summary),
             "rank-0;step 70\nrank-0;step;mpi 30\nrank-1;step;mpi 50\n"
         );
+    }
+
+    #[test]
+    fn a_folder_gets_every_picture_it_has_input_for() {
+        let dir = std::env::temp_dir().join(format!("metron-report-unit-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let summary = json!({"exe": "app", "merged": [node("step", 10.0, 10.0, vec![])]});
+        std::fs::write(dir.join("summary.json"), summary.to_string()).unwrap();
+        std::fs::write(
+            dir.join("gpu_stalls.folded"),
+            "step;saxpy;a.cu:3;long_scoreboard 7\n",
+        )
+        .unwrap();
+        let files = write_pictures(&dir).unwrap();
+        let names: Vec<_> = files
+            .iter()
+            .map(|f| f.file_name().unwrap().to_str().unwrap())
+            .collect();
+        assert_eq!(names, [GPU_STALLS, REGIONS, REPORT]);
+        let html = std::fs::read_to_string(dir.join(REPORT)).unwrap();
+        assert!(html.contains("id=\"gpu-stalls-svg\""));
+        assert!(html.contains("No call-stack samples"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
