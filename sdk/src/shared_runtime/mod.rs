@@ -154,6 +154,12 @@ fn decide() -> Role {
             page.magic.store(MAGIC, Ordering::Release);
             Role::Owner(page)
         }
+        // A kernel (or valgrind) that takes the address as a hint maps elsewhere when the
+        // address is taken: by another copy's claim, which is then joined like any other.
+        sys::Mapped::Unsupported(why) if claim_page_present() => match join() {
+            Role::Separate(reason) => Role::Separate(format!("{reason} ({why})")),
+            joined => joined,
+        },
         sys::Mapped::Unsupported(why) => Role::Unclaimed(format!(
             "the process could not be claimed ({why}): other copies of Metron cannot join this one"
         )),
@@ -163,6 +169,12 @@ fn decide() -> Role {
         sys::pin_shared_object_of(decide as *const std::ffi::c_void);
     }
     role
+}
+
+/// True when a complete claim page is at [`CLAIM_ADDRESS`].
+fn claim_page_present() -> bool {
+    let mut magic = [0u8; 8];
+    sys::read_bytes(CLAIM_ADDRESS, &mut magic) && u64::from_le_bytes(magic) == MAGIC
 }
 
 /// Joins the copy whose page is at [`CLAIM_ADDRESS`], or says why not.
