@@ -363,3 +363,33 @@ pub fn stddev(values: &[f64]) -> f64 {
     let mean = values.iter().sum::<f64>() / n;
     (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n).sqrt()
 }
+
+/// Runs the independent trace validator (`tests/perfetto/validate_trace.py`, the official
+/// Perfetto protos) over `trace` with `args` and returns its JSON; panics with its report when
+/// a check fails, and with how to install it when it cannot run.
+pub fn validated_trace(trace: &std::path::Path, args: &[&str]) -> Value {
+    let validator =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("perfetto/validate_trace.py");
+    let out = Command::new("python3")
+        .arg(validator)
+        .arg(trace)
+        .args(args)
+        .output()
+        .expect("python3 runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(
+        out.status.code(),
+        Some(2),
+        "validate_trace.py could not run (scripts/install-deps.sh installs Python's perfetto \
+         package): {stderr}"
+    );
+    let json: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("validator output is not JSON ({e}): {stderr}"));
+    assert!(
+        out.status.success(),
+        "{} does not validate: {stderr}\nchecks: {}",
+        trace.display(),
+        json["checks"]
+    );
+    json
+}

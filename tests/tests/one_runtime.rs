@@ -10,30 +10,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// Runs the independent trace validator (`--slices` off) and returns its JSON; panics with its
-/// report when a check fails.
 fn validate(trace: &Path) -> Value {
-    let validator = Path::new(env!("CARGO_MANIFEST_DIR")).join("perfetto/validate_trace.py");
-    let out = Command::new("python3")
-        .arg(validator)
-        .arg(trace)
-        .output()
-        .expect("python3 runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_ne!(
-        out.status.code(),
-        Some(2),
-        "validate_trace.py could not run (scripts/install-deps.sh installs Python's perfetto \
-         package): {stderr}"
-    );
-    let json: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("validator output is not JSON ({e}): {stderr}"));
-    assert!(
-        out.status.success(),
-        "the trace does not validate: {stderr}\nchecks: {}",
-        json["checks"]
-    );
-    json
+    metron_tests::validated_trace(trace, &[])
 }
 
 /// Slice paths ("outer/inner") over every thread of a validated trace, summed.

@@ -12,7 +12,6 @@ mod c_api_support;
 use metron_tests::{scenario, Scenario};
 use serde_json::Value;
 use std::path::Path;
-use std::process::Command;
 
 const LIMIT: u64 = 256 << 10;
 const ITERATIONS: u64 = 40_000;
@@ -37,31 +36,8 @@ scenario! {
     }
 }
 
-/// Runs the independent validator over `trace` with `--slices`; panics with its report if a
-/// check fails.
 fn validate(trace: &Path) -> Value {
-    let validator = Path::new(env!("CARGO_MANIFEST_DIR")).join("perfetto/validate_trace.py");
-    let out = Command::new("python3")
-        .arg(validator)
-        .arg(trace)
-        .arg("--slices")
-        .output()
-        .expect("python3 runs");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_ne!(
-        out.status.code(),
-        Some(2),
-        "validate_trace.py could not run (scripts/install-deps.sh installs Python's perfetto \
-         package): {stderr}"
-    );
-    let json: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("validator output is not JSON ({e}): {stderr}"));
-    assert!(
-        out.status.success(),
-        "the cut trace does not validate: {stderr}\nchecks: {}",
-        json["checks"]
-    );
-    json
+    metron_tests::validated_trace(trace, &["--slices"])
 }
 
 #[test]
