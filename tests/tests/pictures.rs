@@ -305,10 +305,50 @@ fn flame_graphs_show_the_sampled_shares_and_the_region_self_times() {
         size(&dir.join("regions.svg")),
         size(&dir.join("report.html"))
     );
+    // The page embeds both SVGs, byte for byte, as data: URLs.
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    let embedded: Vec<String> = html
+        .split("src=\"data:image/svg+xml;base64,")
+        .skip(1)
+        .map(|rest| base64_decode(&rest[..rest.find('"').unwrap()]))
+        .collect();
+    let on_disk: Vec<String> = ["regions.svg", "flamegraph.svg"]
+        .iter()
+        .map(|f| std::fs::read_to_string(dir.join(f)).unwrap())
+        .collect();
+    assert!(
+        embedded == on_disk,
+        "the embedded SVGs differ from the files"
+    );
     let Some(browser) = chromium() else { return };
     let dom = query(&browser, &dir.join("report.html"));
     assert_eq!(dom["regions"][0], "pictures outer", "{dom:#}");
     assert_eq!(dom["svgs"].as_array().unwrap().len(), 2, "{dom:#}");
+}
+
+/// RFC 4648 base64 with padding.
+fn base64_decode(text: &str) -> String {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => c - b'A',
+        b'a'..=b'z' => c - b'a' + 26,
+        b'0'..=b'9' => c - b'0' + 52,
+        b'+' => 62,
+        b'/' => 63,
+        _ => panic!("not base64: {c}"),
+    };
+    let mut out = Vec::new();
+    for chunk in text.as_bytes().chunks(4) {
+        let n = chunk
+            .iter()
+            .take_while(|&&c| c != b'=')
+            .fold((0u32, 0usize), |(acc, k), &c| {
+                ((acc << 6) | u32::from(value(c)), k + 1)
+            });
+        let (bits, k) = (n.0 << (6 * (4 - n.1)), n.1);
+        let bytes = [(bits >> 16) as u8, (bits >> 8) as u8, bits as u8];
+        out.extend_from_slice(&bytes[..k.saturating_sub(1)]);
+    }
+    String::from_utf8(out).expect("UTF-8")
 }
 
 fn size(p: &Path) -> u64 {
