@@ -238,7 +238,7 @@ fn regions_section(out: &mut String, f: &Folder) {
     }
     let _ = write!(
         out,
-        "<p class=note>All threads merged, by total wall time ({} of {} region paths); click a column to sort. <code>summary.txt</code> has every metric.</p>",
+        "<p class=note>All threads merged, by total wall time ({} of {} region paths); click a column to sort. <em>% of run</em>: the total over all threads over the run's wall time (threads add up, so it can pass 100). <code>summary.txt</code> has every metric.</p>",
         rows.len().min(200),
         rows.len()
     );
