@@ -64,6 +64,16 @@ for w in glob.glob(os.path.join(d, "wheels", "nvidia_nvtx-*.whl")):
         z.extractall(d, [n for n in z.namelist() if n.startswith("nvidia/cu13/include/")])
 PY
 fi
+# The pictures test (tests/tests/pictures.rs) opens report.html in headless Chromium (about
+# 290 MB installed); without it the browser checks skip and say why.
+if ! command -v chromium >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } ||
+      echo "scripts/install-deps.sh: could not install chromium; the pictures test's browser checks will skip" >&2
+  else
+    echo "scripts/install-deps.sh: missing chromium (apt-get install chromium); the pictures test's browser checks will skip" >&2
+  fi
+fi
 # The GPU header test (tests/tests/gpu_headers.rs) checks Metron's CUPTI record layouts against
 # cupti.h from NVIDIA's `nvidia-cuda-cupti` wheel (10 MB, the GPU machine's version) and the
 # cuda.h and crt/ headers it includes (`nvidia-cuda-runtime`, `nvidia-cuda-crt`: 2 MB), headers only, unpacked into
