@@ -36,9 +36,11 @@ mod api_log;
 mod component;
 mod metric_list;
 pub mod pc_sampling;
+pub mod pm_sampling;
 mod range_profiler;
 mod sys;
 mod sys_pcsampling;
+mod sys_pmsampling;
 // A few declared items (deinitialize, disable) are for the layout checks only.
 #[allow(dead_code)]
 mod sys_profiler;
@@ -55,6 +57,12 @@ pub use pc_sampling::{stall_reasons, GpuPcSampling};
 /// `cupti_pcsampling.h` and `cupti_callbacks.h`.
 pub fn pcsampling_layouts() -> Vec<(&'static str, usize)> {
     sys_pcsampling::layouts()
+}
+
+/// The PM Sampling API layouts Metron writes (`("STRUCT_SIZE CStruct", size)`, ...), for
+/// checking against `cupti_pmsampling.h`.
+pub fn pmsampling_layouts() -> Vec<(&'static str, usize)> {
+    sys_pmsampling::layouts()
 }
 
 /// `METRON_GPU_COUNTER_MODE` as the backend reads it: `"kernel"` or `"region"`.
@@ -449,6 +457,21 @@ fn start_inner() -> Result<Status, Status> {
         Ok(None) => {}
         Err(e) => eprintln!("metron: {e}"),
     }
+    // PM sampling (METRON_GPU_PM_SAMPLING): set up at the first launch; refused beside the
+    // Range Profiler or PC sampling.
+    let pc_on = pc_sampling::on()
+        || std::env::var("METRON_GPU_PC_SAMPLING")
+            .is_ok_and(|v| !matches!(v.trim(), "" | "off" | "0" | "false" | "no"));
+    let pm_on = pm_sampling::configure(
+        cupti,
+        status.cupti_path.as_deref().unwrap_or("libcupti.so.13"),
+        counters_on,
+        pc_on,
+    );
+    if pm_on && !pc_sampling::on() {
+        // Context destruction stops sampling while the context is alive.
+        ids.extend(pc_sampling::resource_cbids());
+    }
     if let Err(e) = sys::subscribe(cupti, on_callback, &domains, &ids) {
         // Tracing still works; only the region join and API slices are lost.
         eprintln!("metron: GPU kernels will not be tied to regions: {e}");
@@ -461,6 +484,7 @@ fn start_inner() -> Result<Status, Status> {
     status.reason = None;
     metron::init();
     pc_sampling::register();
+    pm_sampling::register();
     metron::gpu::set_backend(
         metron::gpu::Backend {
             flush,
@@ -637,6 +661,7 @@ fn tid() -> u32 {
 /// [`api_log`] (Metron's clock, no allocation).
 extern "C" fn on_callback(_user: *mut c_void, domain: i32, cbid: u32, data: *const c_void) {
     if domain == sys_pcsampling::DOMAIN_RESOURCE {
+        pm_sampling::on_resource(cbid);
         // SAFETY: resource-domain data is a CUpti_ResourceData (checked non-null inside).
         unsafe { pc_sampling::on_resource(cbid, data) };
         return;
@@ -679,6 +704,11 @@ extern "C" fn on_callback(_user: *mut c_void, domain: i32, cbid: u32, data: *con
                 metron::AnnotationValue::U64(u64::from(data.correlation_id)),
             );
             pc_sampling::before_launch(data.context);
+            pm_sampling::before_launch(
+                device_info().map_or(1, |d| d.devices.len()),
+                data.context,
+                LOADED.get().map(|l| l.driver.ctx_push_current),
+            );
             if range_profiler::active() {
                 let graph = if domain == sys::DOMAIN_RUNTIME {
                     sys::RUNTIME_GRAPH_LAUNCH_CBIDS.contains(&cbid)
@@ -866,6 +896,7 @@ extern "C" fn buffer_completed(
             GpuKind::RuntimeApi => 3,
             // CUPTI never produces HSA records.
             GpuKind::DriverApi | GpuKind::HsaApi | GpuKind::HipApi => 4,
+            GpuKind::Counter => continue,
         };
         COUNTS[i].fetch_add(1, Ordering::Relaxed);
     }
@@ -1060,6 +1091,7 @@ fn flush(at_end: bool) {
     let Some(loaded) = LOADED.get() else { return };
     if at_end {
         pc_sampling::finish_collection();
+        pm_sampling::finish();
     }
     let _ = loaded.cupti.flush(at_end);
     drain_api(loaded);

@@ -47,6 +47,9 @@ pub enum GpuKind {
     HsaApi,
     /// A HIP runtime API call (host side, AMD, through ROCprofiler-SDK).
     HipApi,
+    /// A sampled GPU metric (NVIDIA PM sampling): `name` is the metric, `value` its value over
+    /// the sample `start_ns..end_ns` on `device`.
+    Counter,
 }
 
 /// One GPU activity record, timestamps on Metron's clock (`CLOCK_MONOTONIC` ns).
@@ -94,6 +97,8 @@ pub struct GpuRecord {
     pub graph_id: u32,
     /// The graph node it ran as (0 when not launched by a graph).
     pub graph_node: u64,
+    /// The metric's value (counter samples).
+    pub value: f64,
 }
 
 impl GpuRecord {
@@ -121,6 +126,7 @@ impl GpuRecord {
             status: 0,
             graph_id: 0,
             graph_node: 0,
+            value: 0.0,
         }
     }
 

@@ -378,6 +378,24 @@ pub static REGISTRY: &[SettingSpec] = &[
         default: "continuous",
         description: "NVIDIA PC sampling: continuous (kernels run concurrently; a kernel launched from several regions has its samples shared by GPU time) or serialized (CUPTI serializes kernels; each sample joins its own launch, slow)",
     },
+    SettingSpec {
+        name: "METRON_GPU_PM_SAMPLING",
+        kind: Kind::Text,
+        default: "off",
+        description: "NVIDIA: GPU metrics over time (CUPTI PM sampling) as Perfetto counter tracks: off, on (DRAM read/write throughput, SM instruction throughput, tensor pipe %), or a comma-separated list of PM-sampling metrics; per-kernel/region mean and max in gpu_pm_sampling.csv; off beside METRON_GPU_METRICS or METRON_GPU_PC_SAMPLING (experimental: see docs/gpu-validation.md)",
+    },
+    SettingSpec {
+        name: "METRON_GPU_PM_INTERVAL",
+        kind: Kind::Text,
+        default: "100us",
+        description: "NVIDIA PM sampling interval: N or Nns, Nus, Nms (GPU time) or Ncycles (GPU clock cycles)",
+    },
+    SettingSpec {
+        name: "METRON_GPU_PM_DEBUG",
+        kind: Kind::Text,
+        default: "",
+        description: "NVIDIA PM sampling: set (any value) to print the set-up, decode and end steps on stderr",
+    },
 ];
 
 /// A setting whose value was not accepted.
@@ -546,6 +564,9 @@ impl Settings {
             "METRON_GPU_REGION_KERNELS",
             "METRON_GPU_PC_SAMPLING",
             "METRON_GPU_PC_SAMPLING_MODE",
+            "METRON_GPU_PM_SAMPLING",
+            "METRON_GPU_PM_INTERVAL",
+            "METRON_GPU_PM_DEBUG",
             "METRON_NVTX_FOLD",
             "METRON_GPU_AMD_SIGNALS",
             "METRON_GPU_AMD_RECORDS",

@@ -154,7 +154,13 @@ struct Totals {
 
 impl GpuSummary {
     pub(crate) fn add(&mut self, records: &[GpuRecord]) {
-        self.records.extend_from_slice(records);
+        // Metric samples (PM sampling) are summarized by the backend, not here.
+        self.records.extend(
+            records
+                .iter()
+                .filter(|r| r.kind != GpuKind::Counter)
+                .cloned(),
+        );
     }
 
     fn totals(&self) -> Totals {
@@ -182,6 +188,7 @@ impl GpuSummary {
                 GpuKind::RuntimeApi | GpuKind::DriverApi | GpuKind::HsaApi | GpuKind::HipApi => {
                     t.apis.entry(r.name.to_string()).or_default().push(ns);
                 }
+                GpuKind::Counter => {}
             }
         }
         t

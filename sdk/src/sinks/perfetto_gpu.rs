@@ -22,6 +22,7 @@ use super::perfetto::{TraceCounts, GPU_UUID_BASE};
 use super::perfetto_encode::{annotation, event, packet, track, Encoder};
 use crate::gpu::{GpuKind, GpuRecord};
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 /// `TracePacket.sequence_flags`: `SEQ_NEEDS_INCREMENTAL_STATE`.
 const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
@@ -65,7 +66,19 @@ impl GpuTracks {
         if self.records.is_empty() {
             return;
         }
-        let records = std::mem::take(&mut self.records);
+        let mut records = std::mem::take(&mut self.records);
+        // Metric samples: one counter track per (device, metric), after the slice tracks.
+        let mut counters: Counters = BTreeMap::new();
+        records.retain(|r| {
+            if r.kind != GpuKind::Counter {
+                return true;
+            }
+            counters
+                .entry((r.device, r.name.clone()))
+                .or_default()
+                .push((r.start_ns, r.value));
+            false
+        });
         // correlation id → the device records it launched (one flow arrow each).
         let mut device_of: HashMap<u32, Vec<usize>> = HashMap::new();
         for (i, r) in records.iter().enumerate() {
@@ -106,6 +119,7 @@ impl GpuTracks {
                 },
                 GpuKind::HsaApi => TrackKey::HsaApi { tid: r.tid },
                 GpuKind::HipApi => TrackKey::HipApi { tid: r.tid },
+                GpuKind::Counter => continue,
             };
             tracks.entry(key).or_default().push((i, r));
         }
@@ -162,6 +176,51 @@ impl GpuTracks {
             while let Some(end) = open.pop() {
                 slice_end(e, end, uuid, counts);
             }
+        }
+        counter_tracks(e, counts, parent, counters);
+    }
+}
+
+/// Metric samples per (device, metric): (time, value).
+type Counters = BTreeMap<(u32, Arc<str>), Vec<(u64, f64)>>;
+
+/// Uuids of the metric tracks: after [`GPU_UUID_BASE`]'s slice tracks.
+const COUNTER_UUID_OFFSET: u64 = 1 << 20;
+
+/// One `GPU <n> <name> metrics` track per device, with one counter track per metric under it;
+/// each sample is a counter value at its start (it holds until the next sample).
+fn counter_tracks(e: &mut Encoder, counts: &mut TraceCounts, parent: u64, counters: Counters) {
+    let mut groups: BTreeMap<u32, u64> = BTreeMap::new();
+    let base = GPU_UUID_BASE + COUNTER_UUID_OFFSET;
+    for (i, ((device, metric), mut values)) in counters.into_iter().enumerate() {
+        values.sort_by_key(|v| v.0);
+        let first = values.first().map_or(0, |v| v.0);
+        // Device groups first (one per device), metric tracks after them.
+        let group = *groups.entry(device).or_insert_with(|| {
+            let uuid = base + u64::from(device);
+            let name = format!("GPU {device} {} metrics", crate::gpu::device_name(device));
+            describe(e, first, uuid, parent, &name);
+            uuid
+        });
+        let uuid = base + (1 << 16) + i as u64;
+        let p = e.packet(first, SEQ_NEEDS_INCREMENTAL_STATE);
+        let t = e.open(packet::TRACK_DESCRIPTOR);
+        e.uint(track::UUID, uuid);
+        e.uint(track::PARENT_UUID, group);
+        e.bytes(track::NAME, metric.as_bytes());
+        let c = e.open(track::COUNTER);
+        e.close(c);
+        e.close(t);
+        e.end_packet(p);
+        for (ts, v) in values {
+            let p = e.packet(ts, SEQ_NEEDS_INCREMENTAL_STATE);
+            let t = e.open(packet::TRACK_EVENT);
+            e.uint(event::TYPE, event::TYPE_COUNTER);
+            e.uint(event::TRACK_UUID, uuid);
+            e.double(event::DOUBLE_COUNTER_VALUE, v);
+            e.close(t);
+            e.end_packet(p);
+            counts.track_events += 1;
         }
     }
 }
@@ -263,6 +322,7 @@ fn slice_begin(
         GpuKind::RuntimeApi | GpuKind::DriverApi | GpuKind::HsaApi | GpuKind::HipApi => {
             arg_u(e, "status", u64::from(r.status))
         }
+        GpuKind::Counter => {}
     }
     match flow {
         Some(Flow::Starts(ids)) => {
@@ -338,6 +398,52 @@ mod tests {
             hits, 2,
             "one flow id on the runtime call only, one terminating on the kernel"
         );
+    }
+
+    #[test]
+    fn metric_samples_become_one_counter_track_per_device_and_metric() {
+        let mut g = GpuTracks::default();
+        let sample = |device: u32, name: &str, ts: u64, v: f64| {
+            let mut r = GpuRecord::new(GpuKind::Counter, name.into());
+            r.device = device;
+            r.start_ns = ts;
+            r.end_ns = ts + 10;
+            r.value = v;
+            r
+        };
+        g.add(&[
+            rec(GpuKind::Kernel, 60, 90, 1),
+            sample(0, "dram_pct", 70, 81.5),
+            sample(0, "dram_pct", 60, 12.25),
+            sample(0, "sm_pct", 60, 3.0),
+            sample(1, "dram_pct", 60, 7.0),
+        ]);
+        let mut e = Encoder::default();
+        let mut counts = TraceCounts::default();
+        g.finish(&mut e, &mut counts, 1);
+        assert_eq!(counts.slices_begun, 1, "counters are not slices");
+        assert_eq!(counts.track_events, 2 + 4);
+        let text = String::from_utf8_lossy(&e.buf);
+        // Two device groups, three counter tracks.
+        assert_eq!(text.matches(" metrics").count(), 2);
+        assert_eq!(text.matches("dram_pct").count(), 2);
+        assert_eq!(text.matches("sm_pct").count(), 1);
+        for v in [81.5f64, 12.25, 3.0, 7.0] {
+            // double_counter_value: field 44, wire type 1 (tag varint 0xe1 0x02), then the value.
+            assert_eq!(event::DOUBLE_COUNTER_VALUE, 44);
+            let mut tagged = vec![0xe1u8, 0x02];
+            tagged.extend_from_slice(&v.to_le_bytes());
+            assert_eq!(
+                e.buf
+                    .windows(10)
+                    .filter(|w| *w == tagged.as_slice())
+                    .count(),
+                1,
+                "{v}"
+            );
+        }
+        let counter_type = [(9u8 << 3), event::TYPE_COUNTER as u8];
+        assert_eq!(e.buf.windows(2).filter(|w| *w == counter_type).count(), 4);
     }
 
     #[test]

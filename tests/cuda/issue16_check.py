@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Issue 16's check of a Metron run of pm_mix with PM sampling: reads trace.pftrace (a minimal
+protobuf reader, no dependencies), the kernel slices and the metric counter tracks, and prints
+per kernel launch the mean of each metric over the samples that start inside it, the gaps'
+means, where the high-DRAM samples fall, and the copy's DRAM rate against bytes / duration.
+
+    issue16_check.py RUN_DIR [pm_mix.log] [interval_ns]
+"""
+import json
+import os
+import sys
+
+
+def varint(b, i):
+    v = s = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7F) << s
+        s += 7
+        if c < 0x80:
+            return v, i
+
+
+def fields(b):
+    i = 0
+    while i < len(b):
+        tag, i = varint(b, i)
+        f, w = tag >> 3, tag & 7
+        if w == 0:
+            v, i = varint(b, i)
+        elif w == 1:
+            v = b[i:i + 8]
+            i += 8
+        elif w == 2:
+            n, i = varint(b, i)
+            v = b[i:i + n]
+            i += n
+        elif w == 5:
+            v = b[i:i + 4]
+            i += 4
+        else:
+            raise ValueError("wire type %d" % w)
+        yield f, w, v
+
+
+def read(path):
+    import struct
+    data = open(path, "rb").read()
+    names, parents, counters = {}, {}, set()
+    slices = {}  # uuid -> [(start, end, name)]
+    open_ = {}
+    values = {}  # uuid -> [(ts, v)]
+    for f, w, pkt in fields(data):
+        if f != 1:
+            continue
+        ts = 0
+        te = td = None
+        for f2, w2, v2 in fields(pkt):
+            if f2 == 8:
+                ts = v2
+            elif f2 == 11 and w2 == 2:
+                te = v2
+            elif f2 == 60:
+                td = v2
+        if td is not None:
+            u = None
+            for f3, w3, v3 in fields(td):
+                if f3 == 1:
+                    u = v3
+                elif f3 == 2:
+                    names[u] = v3.decode()
+                elif f3 == 5:
+                    parents[u] = v3
+                elif f3 == 8:
+                    counters.add(u)
+        if te is not None:
+            typ = uuid = name = val = None
+            for f3, w3, v3 in fields(te):
+                if f3 == 9:
+                    typ = v3
+                elif f3 == 11:
+                    uuid = v3
+                elif f3 == 23:
+                    name = v3.decode()
+                elif f3 == 44:
+                    val = struct.unpack("<d", v3)[0]
+            if typ == 4:
+                values.setdefault(uuid, []).append((ts, val))
+            elif typ == 1:
+                open_.setdefault(uuid, []).append((ts, name))
+            elif typ == 2 and open_.get(uuid):
+                s, n = open_[uuid].pop()
+                slices.setdefault(uuid, []).append((s, ts, n))
+    return names, parents, counters, slices, values
+
+
+def main():
+    run = sys.argv[1]
+    log = sys.argv[2] if len(sys.argv) > 2 else None
+    interval = int(sys.argv[3]) if len(sys.argv) > 3 else 20000
+    names, parents, counters, slices, values = read(os.path.join(run, "trace.pftrace"))
+    kernels = []
+    for u, sl in slices.items():
+        if names.get(u, "").startswith("GPU ") and " stream " in names.get(u, ""):
+            for s, e, n in sl:
+                if "copy_kernel" in n or "fma_kernel" in n:
+                    kernels.append((s, e, "copy" if "copy" in n else "fma"))
+    kernels.sort()
+    # The warm-up launches are tiny; keep the measured ones (>= 0.5 ms).
+    kernels = [k for k in kernels if k[1] - k[0] >= 500_000]
+    metrics = {names[u]: sorted(v) for u, v in values.items() if u in counters}
+    print("tracks:", {m: len(v) for m, v in metrics.items()})
+    print("group:", sorted({names.get(parents.get(u)) for u in values}))
+    print("kernels:", [(k[2], round((k[1] - k[0]) / 1e6, 3)) for k in kernels])
+    out = {"kernels": [], "gaps": {}, "alignment": {}}
+    for s, e, kind in kernels:
+        row = {"kernel": kind, "dur_ms": (e - s) / 1e6}
+        for m, v in metrics.items():
+            inside = [x for t, x in v if s <= t and t + interval <= e]
+            row[m] = (sum(inside) / len(inside), len(inside)) if inside else None
+        out["kernels"].append(row)
+        print(json.dumps(row))
+    # Gaps: samples at least one interval away from every kernel.
+    for m, v in metrics.items():
+        gap = [x for t, x in v if kernels and kernels[0][0] < t < kernels[-1][1]
+               and all(t + interval < s - interval or t > e + interval for s, e, _ in kernels)]
+        out["gaps"][m] = (sum(gap) / len(gap), max(gap), len(gap)) if gap else None
+    print("gaps (mean, max, n):", json.dumps(out["gaps"]))
+    # Alignment: samples above half the track's max: how far from the nearest kernel slice of
+    # the kind they describe (0 inside), in sampling intervals.
+    for m, v in metrics.items():
+        top = max((x for _, x in v), default=0)
+        if top <= 0:
+            continue
+        far = []
+        for t, x in v:
+            if x < top / 2:
+                continue
+            d = min((0 if s <= t <= e else min(abs(t - s), abs(t - e)))
+                    for s, e, _ in kernels) if kernels else 0
+            far.append(d / interval)
+        kinds = {}
+        for t, x in v:
+            if x >= top / 2:
+                for s, e, k in kernels:
+                    if s - interval <= t <= e + interval:
+                        kinds[k] = kinds.get(k, 0) + 1
+        out["alignment"][m] = {"high_samples": len(far), "outside_2_intervals": sum(1 for d in far if d > 2),
+                               "max_intervals_away": max(far) if far else None, "by_kernel": kinds}
+    print("alignment:", json.dumps(out["alignment"]))
+    if log and os.path.exists(log):
+        kt = [l.split() for l in open(log) if l.startswith("KTIME")]
+        copies = [(float(x[2]), int(x[4])) for x in kt if x[1] == "copy"]
+        print("copy event times ms / bytes:", copies)
+        for i, (s, e, kind) in enumerate(k for k in kernels if k[2] == "copy"):
+            if i < len(copies):
+                rate = copies[i][1] / ((e - s) / 1e9)
+                print("copy %d: bytes/duration = %.1f GB/s (slice %.3f ms)" % (i, rate / 1e9, (e - s) / 1e6))
+    json.dump(out, open(os.path.join(run, "issue16_check.json"), "w"), indent=1)
+
+
+if __name__ == "__main__":
+    main()
