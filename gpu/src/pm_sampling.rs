@@ -353,6 +353,8 @@ struct CuptiSource<'a> {
 }
 
 static DEBUG_DECODES: AtomicU64 = AtomicU64::new(0);
+/// The decode thread is inside `cuptiPmSamplingDecodeData` (which did not return on the H100).
+static IN_DECODE: AtomicBool = AtomicBool::new(false);
 
 fn debug_decode() -> bool {
     DEBUG_DECODES.load(Ordering::Relaxed) < 6 || STOP.load(Ordering::Relaxed)
@@ -363,7 +365,9 @@ impl SampleSource for CuptiSource<'_> {
         if debug_decode() {
             debug("decode: calling DecodeData");
         }
+        IN_DECODE.store(true, Ordering::Release);
         let r = self.api.decode_into(self.dev.object, &mut self.dev.image);
+        IN_DECODE.store(false, Ordering::Release);
         if debug_decode() {
             debug(&format!(
                 "decode: result {} stop {} overflow {}",
@@ -719,6 +723,11 @@ pub fn on_resource(cbid: u32) {
 /// pipeline lock held (the decode thread may be waiting for it in `submit`).
 pub fn finish() {
     if STOP.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    if IN_DECODE.load(Ordering::Acquire) {
+        // Waiting would hold up the end of the run while the process exits under it.
+        note("GPU PM sampling: CUPTI's DecodeData had not returned at the end of the run; no further samples are decoded".into());
         return;
     }
     debug("finish: joining the decode thread");
