@@ -347,11 +347,9 @@ impl ThreadState {
     ) -> Option<(u32, &'static [u8])> {
         let slot = address_slot(name, code);
         let entry = *self.cache.get(slot)?;
+        let same_site = entry.ptr == name as usize && entry.kind == code;
         // SAFETY: the caller guarantees `name` is NUL-terminated.
-        if entry.ptr == name as usize
-            && entry.kind == code
-            && unsafe { same_name(name, entry.name) }
-        {
+        if same_site && unsafe { same_name(name, entry.name) } {
             return Some((entry.id, entry.name));
         }
         // SAFETY: as above.
