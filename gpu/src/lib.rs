@@ -322,7 +322,18 @@ fn env_size(name: &str, default: u64) -> u64 {
 /// Starts tracing (idempotent): loads the driver and CUPTI, enables the activity kinds and
 /// the launch callbacks, registers with Metron. `Err(reason)` when it cannot; the reason is
 /// also kept for `metadata.json`. Safe to call inside `InitializeInjection` (no `cuInit`).
+///
+/// In a copy of Metron that joined another copy's runtime (a Rust program using this crate
+/// under `metron run`, whose preloaded `libmetron.so` traces the GPU), it starts nothing and
+/// returns `Ok`: one CUPTI subscriber per process, the owner's (a second subscription fails
+/// with `CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED` and can disturb the first).
 pub fn start() -> Result<(), String> {
+    if matches!(
+        metron::process_runtime(),
+        metron::ProcessRuntime::Joined { .. }
+    ) {
+        return Ok(());
+    }
     if STARTED.swap(true, Ordering::AcqRel) {
         return match status() {
             Some(s) if s.enabled => Ok(()),
