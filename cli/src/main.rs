@@ -4,6 +4,8 @@
 //!   variables, `libmetron.so` goes into `LD_PRELOAD` with `METRON_PRELOAD=1`, then the
 //!   command replaces this process (`execvp`), so its exit status is the command's own.
 //! - `metron report DIR...`: flame graphs and a one-page `report.html` of run folders.
+//! - `metron export --format atp|occupancy|apilog [-o OUT] DIR`: a run folder in the reference
+//!   profilers' formats (`.atp`, `.occupancy`, API log).
 //! - `metron avail [--json]`: components, settings (from `metron::settings::REGISTRY`) and the
 //!   counters this machine offers.
 //!
@@ -11,6 +13,7 @@
 //! exit with status 2.
 
 mod avail;
+mod export;
 mod merge;
 mod passes;
 mod perf;
@@ -34,6 +37,9 @@ Usage:
                                                 trace and a summary across ranks
   metron report DIR...                          write flamegraph.svg, regions.svg and a
                                                 one-page report.html into run folders
+  metron export --format atp|occupancy|apilog|all [-o OUT] DIR
+                                                write a run folder as session.atp,
+                                                session.occupancy or api.log
   metron avail [--json] [--components] [--settings] [--counters]
                                                 list what Metron can measure and configure
   metron --version | --help
@@ -73,8 +79,9 @@ fn main() -> ExitCode {
         Some("sample") => sample::main(&args[1..]),
         Some("merge") => merge::main(&args[1..]),
         Some("report") => report::main(&args[1..]),
+        Some("export") => export::main(&args[1..]),
         Some(other) => usage_error(&format!(
-            "unknown command {other:?}; the commands are run, sample, merge, report and avail (see metron --help)"
+            "unknown command {other:?}; the commands are run, sample, merge, report, export and avail (see metron --help)"
         )),
     }
 }

@@ -183,6 +183,12 @@ fn start() -> Runtime {
     if settings.report {
         sinks.push(Box::new(crate::sinks::pictures::PicturesSink::new()));
     }
+    // session.atp, session.occupancy, api.log (METRON_EXPORT): from the files the others wrote.
+    if !settings.export.is_empty() {
+        sinks.push(Box::new(crate::sinks::export::ExportSink::new(
+            settings.export.clone(),
+        )));
+    }
     let pipeline = Arc::new(Mutex::new(Pipeline::new(sinks, output_dir.clone())));
     let flusher = CallbackThread::shared();
     // Disabled: no periodic wake-ups of the flusher for a run that records nothing.

@@ -121,6 +121,12 @@ pub static REGISTRY: &[SettingSpec] = &[
         description: "write flamegraph.svg (when sampling ran), regions.svg and report.html into the run folder at the end",
     },
     SettingSpec {
+        name: "METRON_EXPORT",
+        kind: Kind::Text,
+        default: "off",
+        description: "at the end of the run, also write the run folder in the formats of the GPU profilers Metron's design started from: a comma list of atp (session.atp: API trace, timestamps, kernel timestamps, perf markers), occupancy (session.occupancy: one row per kernel) and apilog (api.log: one line per GPU API call), or all; off (default) writes none. `metron export --format ... DIR` writes them afterwards from the same files",
+    },
+    SettingSpec {
         name: "METRON_TRACE",
         kind: Kind::Bool,
         default: "true",
@@ -445,6 +451,8 @@ pub struct Settings {
     pub summary: bool,
     /// `METRON_REPORT`.
     pub report: bool,
+    /// `METRON_EXPORT`: the formats written at the end of the run.
+    pub export: Vec<metron_export::Format>,
     /// `METRON_TRACE`.
     pub trace: bool,
     /// `METRON_TRACE_FILE`.
@@ -533,6 +541,7 @@ impl Settings {
         let flush_interval = value_of("METRON_FLUSH_INTERVAL").duration();
         let summary = value_of("METRON_SUMMARY").bool();
         let report = value_of("METRON_REPORT").bool();
+        let export = value_of("METRON_EXPORT").text();
         let trace = value_of("METRON_TRACE").bool();
         let trace_file = value_of("METRON_TRACE_FILE").text();
         let trace_buffer_bytes = value_of("METRON_TRACE_BUFFER_SIZE").size();
@@ -607,6 +616,7 @@ impl Settings {
             flush_interval,
             summary,
             report,
+            export: export_formats(export, &mut errors),
             trace,
             trace_file,
             trace_buffer_bytes,
@@ -622,6 +632,20 @@ impl Settings {
             errors,
         }
     }
+}
+
+/// The formats of `METRON_EXPORT`; a value that is not a list of them is reported in `errors`
+/// and none are written.
+fn export_formats(raw: String, errors: &mut Vec<SettingError>) -> Vec<metron_export::Format> {
+    metron_export::parse_list(&raw).unwrap_or_else(|_| {
+        errors.push(SettingError {
+            name: "METRON_EXPORT",
+            value: raw,
+            accepted: "off, all, or a comma list of atp, occupancy and apilog".into(),
+            default: "off",
+        });
+        Vec::new()
+    })
 }
 
 /// A parsed value of any kind.

@@ -1,6 +1,7 @@
 //! The built-in sinks.
 
 mod async_ranges;
+pub mod export;
 pub mod folded;
 pub(crate) mod gpu_summary;
 pub mod kernels_csv;

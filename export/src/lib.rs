@@ -1,0 +1,843 @@
+//! A Metron run folder in the output formats of the GPU profilers Metron's design started from
+//! (CodeXL / the Radeon Compute Profiler), for the scripts and tools written against them:
+//!
+//! - [`Format::Atp`], `session.atp`: the application trace: a `key=value` header, then per
+//!   API family (`cuda` — Metron's extension —, `hsa`, `hip`) the API Trace and Timestamp
+//!   sections per thread and the Kernel Timestamp section, the Stack Trace (source code)
+//!   section of the region backtraces, and the Perfmarker section of the regions;
+//! - [`Format::Occupancy`], `session.occupancy`: one row per kernel with the inputs of the
+//!   occupancy computation and the occupancy, in the reference profiler's columns;
+//! - [`Format::ApiLog`], `api.log`: one `TID … START TIME … DURATION …` line per GPU API call.
+//!
+//! Everything comes from files the run already wrote: `metadata.json`, `kernels.csv` and the
+//! Perfetto trace (`trace.pftrace`, decoded by [`trace`]). Nothing is recorded for it, so it
+//! costs the run nothing until the end (`METRON_EXPORT`) or until `metron export` runs.
+//!
+//! Strings that hold whitespace (demangled kernel names, region names) are written between
+//! double quotes, with `\"` and `\\` escaped; [`split_fields`] reads such a line back.
+
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::io;
+use std::path::{Path, PathBuf};
+
+pub mod trace;
+
+use trace::{Step, Trace};
+
+/// The `.atp` file.
+pub const ATP: &str = "session.atp";
+/// The occupancy file.
+pub const OCCUPANCY: &str = "session.occupancy";
+/// The API log.
+pub const API_LOG: &str = "api.log";
+
+/// The `TraceFileVersion` of the `.atp` header: the last version of the reference's format.
+pub const TRACE_FILE_VERSION: &str = "3.3";
+
+/// One of the formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// `session.atp`.
+    Atp,
+    /// `session.occupancy`.
+    Occupancy,
+    /// `api.log`.
+    ApiLog,
+}
+
+impl Format {
+    /// Every format, in the order `all` lists them.
+    pub const ALL: [Format; 3] = [Format::Atp, Format::Occupancy, Format::ApiLog];
+
+    /// The format named `name` (`atp`, `occupancy`, `apilog`).
+    pub fn parse(name: &str) -> Option<Format> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "atp" => Some(Format::Atp),
+            "occupancy" => Some(Format::Occupancy),
+            "apilog" | "api-log" | "api_log" => Some(Format::ApiLog),
+            _ => None,
+        }
+    }
+
+    /// Its name, as [`Format::parse`] takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Atp => "atp",
+            Format::Occupancy => "occupancy",
+            Format::ApiLog => "apilog",
+        }
+    }
+
+    /// The file it is written to in the run folder.
+    pub fn file_name(self) -> &'static str {
+        match self {
+            Format::Atp => ATP,
+            Format::Occupancy => OCCUPANCY,
+            Format::ApiLog => API_LOG,
+        }
+    }
+}
+
+/// A comma-separated list of formats (`atp,occupancy,apilog`, `all`; `off`, `none` or empty:
+/// none), or why it is not one.
+pub fn parse_list(list: &str) -> Result<Vec<Format>, String> {
+    let mut out = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        match name.to_ascii_lowercase().as_str() {
+            "off" | "none" | "false" | "0" => {}
+            "all" => out.extend(Format::ALL),
+            _ => out.push(Format::parse(name).ok_or_else(|| {
+                format!("unknown export format {name:?}: the formats are atp, occupancy, apilog (or all, off)")
+            })?),
+        }
+    }
+    out.dedup();
+    Ok(out)
+}
+
+/// What the exporters read from a run folder.
+pub struct Run {
+    /// `metadata.json` (`Null` when missing).
+    pub metadata: Value,
+    /// The rows of `kernels.csv` (empty when the run had no kernels), column name → text.
+    pub kernels: Vec<BTreeMap<String, String>>,
+    /// The decoded trace (empty when the run wrote none).
+    pub trace: Trace,
+}
+
+impl Run {
+    /// Reads the run folder `dir`.
+    pub fn read(dir: &Path) -> io::Result<Run> {
+        let metadata_path = dir.join("metadata.json");
+        let metadata: Value = match std::fs::read(&metadata_path) {
+            Ok(b) => serde_json::from_slice(&b).map_err(|e| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{}: {e}", metadata_path.display()),
+                )
+            })?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                if !dir.is_dir() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::NotFound,
+                        format!("{} is not a folder", dir.display()),
+                    ));
+                }
+                Value::Null
+            }
+            Err(e) => return Err(e),
+        };
+        let kernels = match std::fs::read_to_string(dir.join("kernels.csv")) {
+            Ok(t) => read_csv(&t),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        let trace_name = setting(&metadata, "METRON_TRACE_FILE").unwrap_or("trace.pftrace");
+        let trace = match std::fs::read(dir.join(trace_name)) {
+            Ok(b) => trace::decode(&b).map_err(|e| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{}: {e}", dir.join(trace_name).display()),
+                )
+            })?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Trace::default(),
+            Err(e) => return Err(e),
+        };
+        if metadata.is_null() && kernels.is_empty() && trace.tracks.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!(
+                    "{} holds none of metadata.json, kernels.csv, {trace_name}: not a Metron run folder",
+                    dir.display()
+                ),
+            ));
+        }
+        Ok(Run {
+            metadata,
+            kernels,
+            trace,
+        })
+    }
+
+    /// The GPU API calls of the trace.
+    pub fn api_calls(&self) -> Vec<ApiCall> {
+        let mut out = Vec::new();
+        for (uuid, track) in &self.trace.tracks {
+            let Some((family, kind, tid)) = api_track(&track.name) else {
+                continue;
+            };
+            for s in self.trace.slices.iter().filter(|s| s.track == *uuid) {
+                out.push(ApiCall {
+                    family,
+                    kind,
+                    tid,
+                    name: s.name.clone(),
+                    start_ns: s.start_ns,
+                    end_ns: s.end_ns.unwrap_or(s.start_ns),
+                    status: s.args.get("status").and_then(|a| a.as_u64()).unwrap_or(0),
+                    correlation: s.args.get("correlation_id").and_then(|a| a.as_u64()),
+                });
+            }
+        }
+        out.sort_by_key(|c| (c.start_ns, std::cmp::Reverse(c.end_ns), c.tid));
+        out
+    }
+
+    /// Correlation ids of the device work (kernels, copies, sets) of the trace.
+    fn device_correlations(&self) -> std::collections::HashSet<u64> {
+        let gpu: std::collections::HashSet<u64> = self
+            .trace
+            .tracks
+            .iter()
+            .filter(|(_, t)| t.name.starts_with("GPU ") && t.thread.is_none())
+            .map(|(u, _)| *u)
+            .collect();
+        self.trace
+            .slices
+            .iter()
+            .filter(|s| gpu.contains(&s.track))
+            .filter_map(|s| s.args.get("correlation_id").and_then(|a| a.as_u64()))
+            .collect()
+    }
+
+    /// The API family of the run's kernels: `hsa` for the AMD backends, else `cuda`.
+    pub fn kernel_family(&self) -> &'static str {
+        let backend = self.metadata["gpu"]["backend"].as_str().unwrap_or("");
+        if backend == "hsa" || backend.starts_with("rocprofiler") {
+            return "hsa";
+        }
+        let calls = self.api_calls();
+        if !calls.iter().any(|c| c.family == "cuda") && calls.iter().any(|c| c.family != "cuda") {
+            "hsa"
+        } else {
+            "cuda"
+        }
+    }
+
+    fn device_name(&self, index: u64) -> Option<String> {
+        self.metadata["gpu"]["devices"]
+            .as_array()?
+            .iter()
+            .find(|d| d["index"].as_u64() == Some(index))
+            .and_then(|d| d["name"].as_str())
+            .map(str::to_string)
+    }
+}
+
+/// One GPU API call (a slice of a `CUDA runtime API tid N`, `CUDA driver API tid N`,
+/// `HSA API tid N` or `HIP API tid N` track).
+#[derive(Clone, Debug)]
+pub struct ApiCall {
+    /// `cuda`, `hsa` or `hip`.
+    pub family: &'static str,
+    /// 0: runtime (or the family's only API), 1: CUDA driver API.
+    pub kind: u32,
+    /// The calling thread.
+    pub tid: u32,
+    /// The API's name.
+    pub name: String,
+    /// Start, ns.
+    pub start_ns: u64,
+    /// End, ns.
+    pub end_ns: u64,
+    /// Its return code.
+    pub status: u64,
+    /// Its correlation id (the same on the device work it launched).
+    pub correlation: Option<u64>,
+}
+
+impl ApiCall {
+    /// The return value as the API names it (`cudaSuccess`, `CUDA_SUCCESS`,
+    /// `HSA_STATUS_SUCCESS`, `hipSuccess`), or the number.
+    pub fn return_value(&self) -> String {
+        match (self.status, self.family, self.kind) {
+            (0, "cuda", 0) => "cudaSuccess".into(),
+            (0, "cuda", _) => "CUDA_SUCCESS".into(),
+            (0, "hsa", _) => "HSA_STATUS_SUCCESS".into(),
+            (0, "hip", _) => "hipSuccess".into(),
+            (n, _, _) => n.to_string(),
+        }
+    }
+}
+
+/// `(family, kind, tid)` of an API track's name.
+fn api_track(name: &str) -> Option<(&'static str, u32, u32)> {
+    let (prefix, tid) = name.rsplit_once(" API tid ")?;
+    let tid = tid.parse().ok()?;
+    match prefix {
+        "CUDA runtime" => Some(("cuda", 0, tid)),
+        "CUDA driver" => Some(("cuda", 1, tid)),
+        "HSA" => Some(("hsa", 0, tid)),
+        "HIP" => Some(("hip", 0, tid)),
+        _ => None,
+    }
+}
+
+/// The value of setting `name` in `metadata.json`'s `settings`.
+fn setting<'a>(metadata: &'a Value, name: &str) -> Option<&'a str> {
+    metadata["settings"]
+        .as_array()?
+        .iter()
+        .find(|s| s["name"] == name)
+        .and_then(|s| s["value"].as_str())
+}
+
+/// The rows of a CSV text with `#` comment lines and a header line.
+pub fn read_csv(text: &str) -> Vec<BTreeMap<String, String>> {
+    let mut lines = text.lines().filter(|l| !l.starts_with('#'));
+    let Some(header) = lines.next() else {
+        return Vec::new();
+    };
+    let header = csv_fields(header);
+    lines
+        .filter(|l| !l.is_empty())
+        .map(|l| header.iter().cloned().zip(csv_fields(l)).collect())
+        .collect()
+}
+
+/// The fields of one CSV line (`"` quotes, `""` inside them).
+pub fn csv_fields(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            '"' => quoted = !quoted,
+            ',' if !quoted => out.push(std::mem::take(&mut cur)),
+            c => cur.push(c),
+        }
+    }
+    out.push(cur);
+    out
+}
+
+fn csv_quote(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// A string field of the `.atp` file: bare when it is a non-empty run of non-space
+/// characters without quotes, else quoted.
+pub fn field(s: &str) -> String {
+    if !s.is_empty() && !s.contains(|c: char| c.is_whitespace() || c == '"' || c == '\\') {
+        return s.to_string();
+    }
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The fields of an `.atp` line: separated by whitespace, strings possibly quoted
+/// ([`field`]).
+pub fn split_fields(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut chars = line.chars().peekable();
+    loop {
+        while chars.peek().is_some_and(|c| c.is_whitespace()) {
+            chars.next();
+        }
+        let Some(&first) = chars.peek() else {
+            return out;
+        };
+        let mut cur = String::new();
+        if first == '"' {
+            chars.next();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\\' => match chars.next() {
+                        Some('n') => cur.push('\n'),
+                        Some(c) => cur.push(c),
+                        None => {}
+                    },
+                    '"' => break,
+                    c => cur.push(c),
+                }
+            }
+        } else {
+            while let Some(&c) = chars.peek() {
+                if c.is_whitespace() {
+                    break;
+                }
+                cur.push(c);
+                chars.next();
+            }
+        }
+        out.push(cur);
+    }
+}
+
+/// The application and its arguments, from `metadata.json`.
+fn application(run: &Run) -> (String, String) {
+    let argv: Vec<String> = run.metadata["run"]["argv"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    let app = argv
+        .first()
+        .cloned()
+        .or_else(|| run.metadata["run"]["exe"].as_str().map(String::from))
+        .unwrap_or_default();
+    (
+        app,
+        argv.iter().skip(1).cloned().collect::<Vec<_>>().join(" "),
+    )
+}
+
+fn version(run: &Run) -> String {
+    run.metadata["metron_version"]
+        .as_str()
+        .unwrap_or(env!("CARGO_PKG_VERSION"))
+        .to_string()
+}
+
+/// The header lines shared by the `.atp` (bare) and `.occupancy` (`# `) files.
+fn header(run: &Run, out: &mut String, prefix: &str) {
+    let (app, args) = application(run);
+    let _ = writeln!(out, "{prefix}ProfilerVersion=Metron {}", version(run));
+    let _ = writeln!(out, "{prefix}Application={app}");
+    let _ = writeln!(out, "{prefix}ApplicationArgs={args}");
+    if let Some(pid) = run.metadata["run"]["pid"].as_u64() {
+        let _ = writeln!(out, "{prefix}ProcessID={pid}");
+    }
+    if let Some(host) = run.metadata["run"]["hostname"].as_str() {
+        let _ = writeln!(out, "{prefix}Host={host}");
+    }
+    let _ = writeln!(out, "{prefix}OS Version={}", std::env::consts::OS);
+}
+
+/// A kernel row of `kernels.csv`, with the name and device split.
+struct Kernel<'a> {
+    row: &'a BTreeMap<String, String>,
+    name: String,
+    device_name: String,
+    device: u64,
+}
+
+impl Kernel<'_> {
+    fn get(&self, column: &str) -> &str {
+        self.row.get(column).map_or("", String::as_str)
+    }
+    fn num(&self, column: &str) -> u64 {
+        self.get(column).trim().parse().unwrap_or(0)
+    }
+    /// The product of a `{x,y,z}` column.
+    fn size(&self, column: &str) -> u64 {
+        self.get(column)
+            .trim_matches(|c| c == '{' || c == '}')
+            .split(',')
+            .map(|v| v.trim().parse::<u64>().unwrap_or(0))
+            .product()
+    }
+}
+
+fn kernels(run: &Run) -> Vec<Kernel<'_>> {
+    run.kernels
+        .iter()
+        .map(|row| {
+            let device: u64 = row.get("Device").and_then(|d| d.parse().ok()).unwrap_or(0);
+            let method = row.get("Method").cloned().unwrap_or_default();
+            let known = run.device_name(device);
+            let (name, device_name) = match &known {
+                Some(d) if method.ends_with(&format!(" [{d}]")) => {
+                    (method[..method.len() - d.len() - 3].to_string(), d.clone())
+                }
+                _ => match method.rsplit_once(" [") {
+                    Some((n, d)) if d.ends_with(']') => {
+                        (n.to_string(), d.trim_end_matches(']').to_string())
+                    }
+                    _ => (method.clone(), known.unwrap_or_default()),
+                },
+            };
+            Kernel {
+                row,
+                name,
+                device_name,
+                device,
+            }
+        })
+        .collect()
+}
+
+/// The `.atp` text of `run`.
+pub fn atp(run: &Run) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "TraceFileVersion={TRACE_FILE_VERSION}");
+    header(run, &mut out, "");
+    let calls = run.api_calls();
+    let family = run.kernel_family();
+    let mut families: Vec<&str> = Vec::new();
+    for f in ["cuda", "hsa", "hip"] {
+        if calls.iter().any(|c| c.family == f) || (f == family && !run.kernels.is_empty()) {
+            families.push(f);
+        }
+    }
+    let _ = writeln!(out, "API={}", families.join(","));
+    let _ = writeln!(
+        out,
+        "ParameterList=empty: Metron records each GPU API call's name, thread, times, return code and correlation id, not its arguments"
+    );
+    for f in &families {
+        let mut by_thread: BTreeMap<u32, Vec<&ApiCall>> = BTreeMap::new();
+        for c in calls.iter().filter(|c| c.family == *f) {
+            by_thread.entry(c.tid).or_default().push(c);
+        }
+        let _ = writeln!(out, "====={f} API Trace Output=====");
+        for (tid, list) in &by_thread {
+            let _ = writeln!(out, "{tid}");
+            let _ = writeln!(out, "{}", list.len());
+            for c in list {
+                let _ = writeln!(out, "{} = {} (  )", c.return_value(), c.name);
+            }
+        }
+        let _ = writeln!(out, "====={f} Timestamp Output=====");
+        for (tid, list) in &by_thread {
+            let _ = writeln!(out, "{tid}");
+            let _ = writeln!(out, "{}", list.len());
+            for c in list {
+                let _ = writeln!(out, "{} {} {} {}", c.kind, c.name, c.start_ns, c.end_ns);
+            }
+        }
+        if *f == family && !run.kernels.is_empty() {
+            let ks = kernels(run);
+            let _ = writeln!(out, "====={f} Kernel Timestamp Output=====");
+            let _ = writeln!(out, "{}", ks.len());
+            for k in &ks {
+                let packet = format!(
+                    "grid_size={} workgroup_size={} group_segment_size={} private_segment_size={}",
+                    k.get("GlobalWorkSize"),
+                    k.get("WorkGroupSize"),
+                    k.get("LocalMemSize"),
+                    k.get("ScratchRegs")
+                );
+                let _ = writeln!(
+                    out,
+                    "{} 0 {} {} {} {} {} {} KERNEL_DISPATCH {} {}",
+                    field(&k.name),
+                    k.num("StartNs"),
+                    k.num("EndNs"),
+                    field(&k.device_name),
+                    k.device,
+                    k.num("Stream"),
+                    k.device,
+                    k.num("CorrelationId"),
+                    field(&packet),
+                );
+            }
+        }
+    }
+    source_code(run, &mut out);
+    perf_markers(run, &mut out);
+    out
+}
+
+/// The thread id of a thread track (or of the thread whose track is its parent).
+fn thread_of(trace: &Trace, uuid: u64) -> Option<u32> {
+    let t = trace.tracks.get(&uuid)?;
+    t.thread.map(|(_, tid)| tid)
+}
+
+/// The Stack Trace section: the call site of each region whose start has a backtrace
+/// (`metron: backtrace` instants, `METRON_SAMPLE_REGIONS`).
+fn source_code(run: &Run, out: &mut String) {
+    let mut by_thread: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+    for i in run
+        .trace
+        .instants
+        .iter()
+        .filter(|i| i.name == "metron: backtrace" && !i.callstack.is_empty())
+    {
+        let Some(tid) = thread_of(&run.trace, i.track) else {
+            continue;
+        };
+        let region = i
+            .args
+            .get("region")
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        // The innermost frame outside Metron: where the region was begun.
+        let site = i
+            .callstack
+            .iter()
+            .rev()
+            .find(|f| !is_metron_frame(&f.function))
+            .unwrap_or(&i.callstack[i.callstack.len() - 1]);
+        let function = if site.function.is_empty() {
+            format!("0x{:x}", site.rel_pc)
+        } else {
+            site.function.clone()
+        };
+        let mut line = format!(
+            "{} {} {}",
+            field(&region),
+            field(&function),
+            site.line.unwrap_or(0)
+        );
+        if let Some(file) = &site.file {
+            line.push(' ');
+            line.push_str(&field(file));
+        }
+        by_thread.entry(tid).or_default().push(line);
+    }
+    if by_thread.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "=====perfmarker Stack Trace Output=====");
+    for (tid, lines) in by_thread {
+        let _ = writeln!(out, "{tid}");
+        let _ = writeln!(out, "{}", lines.len());
+        for l in lines {
+            let _ = writeln!(out, "{l}");
+        }
+    }
+}
+
+/// Frames of Metron itself (and of the unwinder) at the top of a region-start backtrace.
+fn is_metron_frame(function: &str) -> bool {
+    function.starts_with("metron")
+        || function.contains("metron::")
+        || function.contains("metron_user::")
+        || function.starts_with("<metron")
+        || function.contains("framehop")
+}
+
+/// The Perfmarker section: every region of every thread track, begins and ends in the order
+/// the trace holds them (each end closes the innermost open begin).
+fn perf_markers(run: &Run, out: &mut String) {
+    let mut by_thread: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+    for (uuid, steps) in &run.trace.steps {
+        let Some(tid) = thread_of(&run.trace, *uuid) else {
+            continue;
+        };
+        let lines = by_thread.entry(tid).or_default();
+        for step in steps {
+            match *step {
+                Step::Begin(i) => {
+                    let s = &run.trace.slices[i];
+                    let group = s
+                        .args
+                        .get("group")
+                        .map(|g| g.to_string())
+                        .unwrap_or_default();
+                    lines.push(format!(
+                        "clBeginPerfMarker {} {} {}",
+                        field(&s.name),
+                        s.start_ns,
+                        field(&group)
+                    ));
+                }
+                Step::End(i) => {
+                    let s = &run.trace.slices[i];
+                    lines.push(format!(
+                        "clEndPerfMarker {}",
+                        s.end_ns.unwrap_or(s.start_ns)
+                    ));
+                }
+            }
+        }
+    }
+    by_thread.retain(|_, l| !l.is_empty());
+    if by_thread.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "=====Perfmarker Output=====");
+    for (tid, lines) in by_thread {
+        let _ = writeln!(out, "{tid}");
+        let _ = writeln!(out, "{}", lines.len());
+        for l in lines {
+            let _ = writeln!(out, "{l}");
+        }
+    }
+}
+
+/// The columns of the occupancy file, named as the reference profiler named them.
+pub const OCCUPANCY_COLUMNS: [&str; 26] = [
+    "Thread ID",
+    "Kernel Name",
+    "Device Name",
+    "Number of compute units",
+    "Max. number of wavefronts per CU",
+    "Max. number of work-group per CU",
+    "Max. number of VGPR",
+    "Max. number of SGPR",
+    "Max. amount of LDS",
+    "Number of VGPR used",
+    "Number of SGPR used",
+    "Amount of LDS used",
+    "Size of wavefront",
+    "Work-group size",
+    "Wavefronts per work-group",
+    "Max work-group size",
+    "Max wavefronts per work-group",
+    "Global work size",
+    "Maximum global work size",
+    "Nbr VGPR-limited waves",
+    "Nbr SGPR-limited waves",
+    "Nbr LDS-limited waves",
+    "Nbr of WG-limited waves",
+    "Kernel occupancy",
+    "Graphics IP Version",
+    "Number of SIMDs per CU",
+];
+
+/// The `.occupancy` text of `run`.
+pub fn occupancy(run: &Run) -> String {
+    let mut out = String::new();
+    header(run, &mut out, "# ");
+    let cuda = run.kernel_family() == "cuda";
+    let _ = writeln!(
+        out,
+        "# Metron: from kernels.csv. On NVIDIA a wavefront is a warp (32 threads), VGPRs are registers per thread and LDS is shared memory per block (static + dynamic, bytes); on AMD the wavefront size is not recorded. Kernel occupancy is the theoretical occupancy in percent. Empty cells: not recorded by the run (the device limits, and what follows from them)."
+    );
+    let _ = writeln!(out, "{}", OCCUPANCY_COLUMNS.join(","));
+    for k in kernels(run) {
+        let wg = k.size("WorkGroupSize");
+        let wave = if cuda { Some(32u64) } else { None };
+        let mut cells: HashMap<&str, String> = HashMap::new();
+        cells.insert("Thread ID", k.get("ThreadID").to_string());
+        cells.insert("Kernel Name", csv_quote(&k.name));
+        cells.insert("Device Name", csv_quote(&k.device_name));
+        cells.insert("Number of VGPR used", k.get("VGPRs").to_string());
+        cells.insert("Number of SGPR used", k.get("SGPRs").to_string());
+        cells.insert("Amount of LDS used", k.get("LocalMemSize").to_string());
+        if let Some(w) = wave {
+            cells.insert("Size of wavefront", w.to_string());
+            cells.insert("Wavefronts per work-group", wg.div_ceil(w).to_string());
+        }
+        cells.insert("Work-group size", wg.to_string());
+        cells.insert("Global work size", k.size("GlobalWorkSize").to_string());
+        cells.insert("Kernel occupancy", k.get("KernelOccupancy").to_string());
+        let row: Vec<String> = OCCUPANCY_COLUMNS
+            .iter()
+            .map(|c| cells.remove(c).unwrap_or_default())
+            .collect();
+        let _ = writeln!(out, "{}", row.join(","));
+    }
+    out
+}
+
+/// Converts `CLOCK_MONOTONIC` ns to the run's tick counter (`metadata.json`'s `clock`: the
+/// reference tick and ns pair and the initial ns per tick); ns when the run has none.
+pub fn ticks_of(metadata: &Value, ns: u64) -> u64 {
+    let c = &metadata["clock"];
+    match (
+        c["reference_ticks"].as_u64(),
+        c["reference_monotonic_ns"].as_u64(),
+        c["initial_ns_per_tick"].as_f64(),
+    ) {
+        (Some(t0), Some(ns0), Some(per)) if per > 0.0 => {
+            let d = (ns as f64 - ns0 as f64) / per;
+            (t0 as f64 + d).round().max(0.0) as u64
+        }
+        _ => ns,
+    }
+}
+
+/// The API log text of `run`: one line per GPU API call, by start time.
+pub fn api_log(run: &Run) -> String {
+    let work = run.device_correlations();
+    let mut out = String::new();
+    for c in run.api_calls() {
+        let _ = write!(
+            out,
+            "TID {:>8}    START TIME 0x{:016x}    DURATION 0x{:016x}    ",
+            c.tid,
+            ticks_of(&run.metadata, c.start_ns),
+            (c.end_ns - c.start_ns) / 1000
+        );
+        if let Some(id) = c.correlation.filter(|id| work.contains(id)) {
+            let _ = write!(out, "CMD ID {id}    ");
+        }
+        let _ = writeln!(out, "{}() = {}", c.name, c.return_value());
+    }
+    out
+}
+
+/// Writes `format` of the run folder `dir` to `out` (default: its file in `dir`).
+pub fn export(dir: &Path, format: Format, out: Option<&Path>) -> io::Result<PathBuf> {
+    let run = Run::read(dir)?;
+    write_one(&run, dir, format, out)
+}
+
+fn write_one(run: &Run, dir: &Path, format: Format, out: Option<&Path>) -> io::Result<PathBuf> {
+    let text = match format {
+        Format::Atp => atp(run),
+        Format::Occupancy => occupancy(run),
+        Format::ApiLog => api_log(run),
+    };
+    let path = out.map_or_else(|| dir.join(format.file_name()), Path::to_path_buf);
+    std::fs::write(&path, text)?;
+    Ok(path)
+}
+
+/// Writes each of `formats` into the run folder `dir` (reading the folder once).
+pub fn write_formats(dir: &Path, formats: &[Format]) -> io::Result<Vec<PathBuf>> {
+    if formats.is_empty() {
+        return Ok(Vec::new());
+    }
+    let run = Run::read(dir)?;
+    formats
+        .iter()
+        .map(|f| write_one(&run, dir, *f, None))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoted_fields_read_back() {
+        let line = format!(
+            "{} {} 12 {}",
+            field("a b(float const*, int)"),
+            field("x\"y\\z"),
+            field("")
+        );
+        assert_eq!(
+            split_fields(&line),
+            vec!["a b(float const*, int)", "x\"y\\z", "12", ""]
+        );
+    }
+
+    #[test]
+    fn format_lists() {
+        assert_eq!(
+            parse_list("atp, apilog").unwrap(),
+            vec![Format::Atp, Format::ApiLog]
+        );
+        assert_eq!(parse_list("all").unwrap(), Format::ALL.to_vec());
+        assert!(parse_list("off").unwrap().is_empty());
+        assert!(parse_list("atp,csv")
+            .unwrap_err()
+            .contains("atp, occupancy, apilog"));
+    }
+
+    #[test]
+    fn api_tracks() {
+        assert_eq!(api_track("CUDA runtime API tid 12"), Some(("cuda", 0, 12)));
+        assert_eq!(api_track("HSA API tid 3"), Some(("hsa", 0, 3)));
+        assert_eq!(api_track("GPU 0 x stream 7"), None);
+    }
+}

@@ -1,0 +1,593 @@
+//! A reader of Metron's `trace.pftrace`, at the protocol-buffer wire level (no schema, no
+//! generated code): the track descriptors, the slices of every track (begin/end pairs, with
+//! their names and debug annotations), the instants, and the interned call stacks of the
+//! `metron: backtrace` instants. It reads what Metron's trace sink writes
+//! (`sdk/src/sinks/perfetto*.rs`, field numbers of `perfetto_trace.proto`); the service's
+//! packets (clock snapshots, trace config, stats) are skipped.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+
+/// A trace that does not decode: what is wrong.
+#[derive(Debug)]
+pub struct TraceError(pub String);
+
+impl fmt::Display for TraceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A field value on the wire.
+#[derive(Clone, Copy, Debug)]
+enum Wire<'a> {
+    Varint(u64),
+    Fixed64(u64),
+    Len(&'a [u8]),
+    Fixed32,
+}
+
+fn varint(buf: &[u8], pos: &mut usize) -> Result<u64, TraceError> {
+    let mut value = 0u64;
+    for shift in (0..64).step_by(7) {
+        let b = *buf
+            .get(*pos)
+            .ok_or_else(|| TraceError("a varint runs past the end of its message".into()))?;
+        *pos += 1;
+        value |= u64::from(b & 0x7f) << shift;
+        if b & 0x80 == 0 {
+            return Ok(value);
+        }
+    }
+    Err(TraceError("a varint is longer than 10 bytes".into()))
+}
+
+/// The fields of one message, in order.
+fn fields(buf: &[u8]) -> Result<Vec<(u32, Wire<'_>)>, TraceError> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < buf.len() {
+        let key = varint(buf, &mut pos)?;
+        let field = (key >> 3) as u32;
+        let value = match key & 7 {
+            0 => Wire::Varint(varint(buf, &mut pos)?),
+            1 => {
+                let b = buf
+                    .get(pos..pos + 8)
+                    .ok_or_else(|| TraceError("a fixed64 field runs past its message".into()))?;
+                pos += 8;
+                Wire::Fixed64(u64::from_le_bytes(b.try_into().expect("8 bytes")))
+            }
+            2 => {
+                let n = varint(buf, &mut pos)? as usize;
+                let b = buf.get(pos..pos.saturating_add(n)).ok_or_else(|| {
+                    TraceError("a length-delimited field runs past its message".into())
+                })?;
+                pos += n;
+                Wire::Len(b)
+            }
+            5 => {
+                if pos + 4 > buf.len() {
+                    return Err(TraceError("a fixed32 field runs past its message".into()));
+                }
+                pos += 4;
+                Wire::Fixed32
+            }
+            t => return Err(TraceError(format!("unknown wire type {t}"))),
+        };
+        out.push((field, value));
+    }
+    Ok(out)
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A debug annotation's value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Arg {
+    /// `uint_value` or `bool_value`.
+    U(u64),
+    /// `int_value`.
+    I(i64),
+    /// `double_value`.
+    F(f64),
+    /// `string_value`.
+    S(String),
+}
+
+impl fmt::Display for Arg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Arg::U(v) => write!(f, "{v}"),
+            Arg::I(v) => write!(f, "{v}"),
+            Arg::F(v) => write!(f, "{v}"),
+            Arg::S(v) => f.write_str(v),
+        }
+    }
+}
+
+impl Arg {
+    /// As an unsigned integer (a non-negative `I` too).
+    pub fn as_u64(&self) -> Option<u64> {
+        match *self {
+            Arg::U(v) => Some(v),
+            Arg::I(v) => u64::try_from(v).ok(),
+            _ => None,
+        }
+    }
+}
+
+/// A track of the trace.
+#[derive(Clone, Debug, Default)]
+pub struct Track {
+    /// `TrackDescriptor.name`, or the thread's name for a thread track.
+    pub name: String,
+    /// The parent track's uuid (0: none).
+    pub parent: u64,
+    /// The thread of a thread track: (pid, tid).
+    pub thread: Option<(u32, u32)>,
+    /// The process of a process track: (pid, name).
+    pub process: Option<(u32, String)>,
+}
+
+/// A slice: a begin and its end on one track.
+#[derive(Clone, Debug)]
+pub struct Slice {
+    /// The track's uuid.
+    pub track: u64,
+    /// Its name.
+    pub name: String,
+    /// Begin, ns (Metron's `CLOCK_MONOTONIC`).
+    pub start_ns: u64,
+    /// End, ns; `None` when the trace holds no end for it (a run cut short).
+    pub end_ns: Option<u64>,
+    /// Nesting depth on its track (0: outermost).
+    pub depth: usize,
+    /// The debug annotations of its begin and end events.
+    pub args: BTreeMap<String, Arg>,
+}
+
+/// A frame of an interned call stack.
+#[derive(Clone, Debug, Default)]
+pub struct Frame {
+    /// Function name ("" when not symbolized).
+    pub function: String,
+    /// The address in its file (`rel_pc`).
+    pub rel_pc: u64,
+    /// The source file, when known.
+    pub file: Option<String>,
+    /// The line, when known.
+    pub line: Option<u64>,
+}
+
+/// An instant event on a track.
+#[derive(Clone, Debug)]
+pub struct Instant {
+    /// The track's uuid.
+    pub track: u64,
+    /// Its name.
+    pub name: String,
+    /// When, ns.
+    pub ts_ns: u64,
+    /// Its debug annotations.
+    pub args: BTreeMap<String, Arg>,
+    /// Its call stack (outermost frame first), when it has one.
+    pub callstack: Vec<Frame>,
+}
+
+/// What happened on a track, in the order of the trace: `Begin(i)`/`End(i)` of `slices[i]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Slice `i` begins.
+    Begin(usize),
+    /// Slice `i` ends.
+    End(usize),
+}
+
+/// A decoded trace.
+#[derive(Debug, Default)]
+pub struct Trace {
+    /// Tracks by uuid.
+    pub tracks: BTreeMap<u64, Track>,
+    /// Every slice, in the order their begins are in the trace.
+    pub slices: Vec<Slice>,
+    /// Every instant.
+    pub instants: Vec<Instant>,
+    /// Per track, its begins and ends in trace order (properly nested).
+    pub steps: BTreeMap<u64, Vec<Step>>,
+}
+
+/// Interned data of one sequence.
+#[derive(Default)]
+struct Interned {
+    event_names: HashMap<u64, String>,
+    annotation_names: HashMap<u64, String>,
+    functions: HashMap<u64, String>,
+    source_paths: HashMap<u64, String>,
+    frames: HashMap<u64, (u64, u64, Option<u64>, Option<u64>)>,
+    callstacks: HashMap<u64, Vec<u64>>,
+}
+
+/// `TracePacket` fields.
+const TIMESTAMP: u32 = 8;
+const SEQUENCE_ID: u32 = 10;
+const TRACK_EVENT: u32 = 11;
+const INTERNED_DATA: u32 = 12;
+const SEQUENCE_FLAGS: u32 = 13;
+const TRACK_DESCRIPTOR: u32 = 60;
+/// `SEQ_INCREMENTAL_STATE_CLEARED`.
+const STATE_CLEARED: u64 = 1;
+
+/// Decodes `bytes`, a whole `Trace`.
+pub fn decode(bytes: &[u8]) -> Result<Trace, TraceError> {
+    let mut trace = Trace::default();
+    let mut interned: HashMap<u64, Interned> = HashMap::new();
+    // Per track: the open slices (indexes into `trace.slices`).
+    let mut open: HashMap<u64, Vec<usize>> = HashMap::new();
+    let mut pos = 0;
+    while pos < bytes.len() {
+        let key = varint(bytes, &mut pos)?;
+        if key & 7 != 2 {
+            return Err(TraceError(format!(
+                "not a Perfetto trace: field {} of Trace has wire type {}",
+                key >> 3,
+                key & 7
+            )));
+        }
+        let n = varint(bytes, &mut pos)? as usize;
+        let packet = bytes
+            .get(pos..pos.saturating_add(n))
+            .ok_or_else(|| TraceError("the last packet is cut short".into()))?;
+        pos += n;
+        if key >> 3 != 1 {
+            continue;
+        }
+        let f = fields(packet)?;
+        let mut ts = 0;
+        let mut seq = 0;
+        for (field, v) in &f {
+            match (*field, *v) {
+                (TIMESTAMP, Wire::Varint(t)) => ts = t,
+                (SEQUENCE_ID, Wire::Varint(s)) => seq = s,
+                _ => {}
+            }
+        }
+        let state = interned.entry(seq).or_default();
+        for (field, v) in &f {
+            match (*field, *v) {
+                (SEQUENCE_FLAGS, Wire::Varint(flags)) if flags & STATE_CLEARED != 0 => {
+                    *state = Interned::default();
+                }
+                _ => {}
+            }
+        }
+        for (field, v) in &f {
+            if let (INTERNED_DATA, Wire::Len(b)) = (*field, *v) {
+                read_interned(b, state)?;
+            }
+        }
+        for (field, v) in &f {
+            match (*field, *v) {
+                (TRACK_DESCRIPTOR, Wire::Len(b)) => {
+                    let (uuid, track) = read_track(b)?;
+                    let t = trace.tracks.entry(uuid).or_default();
+                    // A later descriptor (a renamed thread) keeps what it leaves out.
+                    if !track.name.is_empty() {
+                        t.name = track.name;
+                    }
+                    if track.parent != 0 {
+                        t.parent = track.parent;
+                    }
+                    if track.thread.is_some() {
+                        t.thread = track.thread;
+                    }
+                    if track.process.is_some() {
+                        t.process = track.process;
+                    }
+                }
+                (TRACK_EVENT, Wire::Len(b)) => {
+                    read_event(b, ts, state, &mut trace, &mut open)?;
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(trace)
+}
+
+fn read_interned(b: &[u8], state: &mut Interned) -> Result<(), TraceError> {
+    for (field, v) in fields(b)? {
+        let Wire::Len(entry) = v else { continue };
+        let mut iid = 0;
+        let mut name = String::new();
+        let mut ints: HashMap<u32, u64> = HashMap::new();
+        let mut frame_ids = Vec::new();
+        for (f, v) in fields(entry)? {
+            match (f, v) {
+                (1, Wire::Varint(i)) => iid = i,
+                (2, Wire::Len(s)) if field != 7 => name = text(s),
+                (2, Wire::Varint(id)) if field == 7 => frame_ids.push(id),
+                (2, Wire::Len(packed)) if field == 7 => {
+                    let mut p = 0;
+                    while p < packed.len() {
+                        frame_ids.push(varint(packed, &mut p)?);
+                    }
+                }
+                (f, Wire::Varint(i)) => {
+                    ints.insert(f, i);
+                }
+                _ => {}
+            }
+        }
+        match field {
+            2 => {
+                state.event_names.insert(iid, name);
+            }
+            3 => {
+                state.annotation_names.insert(iid, name);
+            }
+            5 => {
+                state.functions.insert(iid, name);
+            }
+            18 => {
+                state.source_paths.insert(iid, name);
+            }
+            6 => {
+                state.frames.insert(
+                    iid,
+                    (
+                        ints.get(&2).copied().unwrap_or(0),
+                        ints.get(&4).copied().unwrap_or(0),
+                        ints.get(&5).copied(),
+                        ints.get(&6).copied(),
+                    ),
+                );
+            }
+            7 => {
+                state.callstacks.insert(iid, frame_ids);
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn read_track(b: &[u8]) -> Result<(u64, Track), TraceError> {
+    let mut uuid = 0;
+    let mut t = Track::default();
+    let mut thread_name = None;
+    for (f, v) in fields(b)? {
+        match (f, v) {
+            (1, Wire::Varint(u)) => uuid = u,
+            (2, Wire::Len(s)) => t.name = text(s),
+            (5, Wire::Varint(p)) => t.parent = p,
+            (3, Wire::Len(p)) => {
+                let mut pid = 0;
+                let mut name = String::new();
+                for (f, v) in fields(p)? {
+                    match (f, v) {
+                        (1, Wire::Varint(x)) => pid = x as u32,
+                        (6, Wire::Len(s)) => name = text(s),
+                        _ => {}
+                    }
+                }
+                t.process = Some((pid, name));
+            }
+            (4, Wire::Len(p)) => {
+                let (mut pid, mut tid) = (0, 0);
+                for (f, v) in fields(p)? {
+                    match (f, v) {
+                        (1, Wire::Varint(x)) => pid = x as u32,
+                        (2, Wire::Varint(x)) => tid = x as u32,
+                        (5, Wire::Len(s)) => thread_name = Some(text(s)),
+                        _ => {}
+                    }
+                }
+                t.thread = Some((pid, tid));
+            }
+            _ => {}
+        }
+    }
+    if t.name.is_empty() {
+        if let Some(n) = thread_name {
+            t.name = n;
+        }
+    }
+    Ok((uuid, t))
+}
+
+fn read_args(
+    b: &[u8],
+    state: &Interned,
+    args: &mut BTreeMap<String, Arg>,
+) -> Result<(), TraceError> {
+    let mut name = String::new();
+    let mut value = None;
+    for (f, v) in fields(b)? {
+        match (f, v) {
+            (1, Wire::Varint(iid)) => {
+                name = state
+                    .annotation_names
+                    .get(&iid)
+                    .cloned()
+                    .unwrap_or_default()
+            }
+            (10, Wire::Len(s)) => name = text(s),
+            (2 | 3, Wire::Varint(x)) => value = Some(Arg::U(x)),
+            (4, Wire::Varint(x)) => value = Some(Arg::I(x as i64)),
+            (5, Wire::Fixed64(x)) => value = Some(Arg::F(f64::from_bits(x))),
+            (6, Wire::Len(s)) => value = Some(Arg::S(text(s))),
+            _ => {}
+        }
+    }
+    if let Some(v) = value {
+        args.insert(name, v);
+    }
+    Ok(())
+}
+
+fn read_event(
+    b: &[u8],
+    ts: u64,
+    state: &Interned,
+    trace: &mut Trace,
+    open: &mut HashMap<u64, Vec<usize>>,
+) -> Result<(), TraceError> {
+    let mut kind = 0;
+    let mut track = 0;
+    let mut name = String::new();
+    let mut callstack = None;
+    let mut args = BTreeMap::new();
+    for (f, v) in fields(b)? {
+        match (f, v) {
+            (9, Wire::Varint(k)) => kind = k,
+            (11, Wire::Varint(u)) => track = u,
+            (10, Wire::Varint(iid)) => {
+                name = state.event_names.get(&iid).cloned().unwrap_or_default()
+            }
+            (23, Wire::Len(s)) => name = text(s),
+            (56, Wire::Varint(iid)) => callstack = Some(iid),
+            (4, Wire::Len(a)) => read_args(a, state, &mut args)?,
+            _ => {}
+        }
+    }
+    match kind {
+        1 => {
+            let stack = open.entry(track).or_default();
+            let i = trace.slices.len();
+            trace.slices.push(Slice {
+                track,
+                name,
+                start_ns: ts,
+                end_ns: None,
+                depth: stack.len(),
+                args,
+            });
+            stack.push(i);
+            trace.steps.entry(track).or_default().push(Step::Begin(i));
+        }
+        2 => {
+            if let Some(i) = open.entry(track).or_default().pop() {
+                let s = &mut trace.slices[i];
+                s.end_ns = Some(ts);
+                s.args.extend(args);
+                trace.steps.entry(track).or_default().push(Step::End(i));
+            }
+        }
+        3 => {
+            let frames = callstack
+                .and_then(|iid| state.callstacks.get(&iid))
+                .map(|ids| {
+                    ids.iter()
+                        .map(|id| {
+                            let (func, rel_pc, src, line) =
+                                state.frames.get(id).copied().unwrap_or_default();
+                            Frame {
+                                function: state.functions.get(&func).cloned().unwrap_or_default(),
+                                rel_pc,
+                                file: src.and_then(|s| state.source_paths.get(&s).cloned()),
+                                line,
+                            }
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            trace.instants.push(Instant {
+                track,
+                name,
+                ts_ns: ts,
+                args,
+                callstack: frames,
+            });
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+        while v >= 0x80 {
+            out.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+    fn len(out: &mut Vec<u8>, field: u32, body: &[u8]) {
+        put_varint(out, u64::from(field) << 3 | 2);
+        put_varint(out, body.len() as u64);
+        out.extend_from_slice(body);
+    }
+    fn uint(out: &mut Vec<u8>, field: u32, v: u64) {
+        put_varint(out, u64::from(field) << 3);
+        put_varint(out, v);
+    }
+
+    #[test]
+    fn nested_slices_with_interned_names_and_arguments() {
+        let mut trace = Vec::new();
+        let mut td = Vec::new();
+        uint(&mut td, 1, 7);
+        let mut thread = Vec::new();
+        uint(&mut thread, 1, 10);
+        uint(&mut thread, 2, 11);
+        len(&mut thread, 5, b"main");
+        len(&mut td, 4, &thread);
+        let mut p = Vec::new();
+        len(&mut p, 60, &td);
+        len(&mut trace, 1, &p);
+        let event = |ts: u64, kind: u64, name: Option<u64>, arg: bool| {
+            let mut p = Vec::new();
+            uint(&mut p, 8, ts);
+            uint(&mut p, 10, 100);
+            if let Some(iid) = name {
+                let mut d = Vec::new();
+                let mut n = Vec::new();
+                uint(&mut n, 1, iid);
+                len(&mut n, 2, format!("r{iid}").as_bytes());
+                len(&mut d, 2, &n);
+                len(&mut p, 12, &d);
+            }
+            let mut e = Vec::new();
+            uint(&mut e, 9, kind);
+            uint(&mut e, 11, 7);
+            if let Some(iid) = name {
+                uint(&mut e, 10, iid);
+            }
+            if arg {
+                let mut a = Vec::new();
+                len(&mut a, 10, b"group");
+                len(&mut a, 6, b"g");
+                len(&mut e, 4, &a);
+            }
+            len(&mut p, 11, &e);
+            p
+        };
+        for p in [
+            event(100, 1, Some(1), false),
+            event(110, 1, Some(2), false),
+            event(120, 2, None, true),
+            event(130, 2, None, false),
+        ] {
+            len(&mut trace, 1, &p);
+        }
+        let t = decode(&trace).unwrap();
+        assert_eq!(t.tracks[&7].thread, Some((10, 11)));
+        assert_eq!(t.tracks[&7].name, "main");
+        assert_eq!(t.slices.len(), 2);
+        assert_eq!(t.slices[0].name, "r1");
+        assert_eq!(t.slices[0].end_ns, Some(130));
+        assert_eq!(t.slices[1].name, "r2");
+        assert_eq!(t.slices[1].depth, 1);
+        assert_eq!(t.slices[1].args["group"], Arg::S("g".into()));
+        assert_eq!(
+            t.steps[&7],
+            vec![Step::Begin(0), Step::Begin(1), Step::End(1), Step::End(0)]
+        );
+    }
+}
