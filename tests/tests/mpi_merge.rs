@@ -533,19 +533,9 @@ fn sampled_mpi_ranks_keep_their_call_stacks_in_the_merge() {
     let dir = temp_dir("mpi-sampled");
     let exe = build_imbalance(&dir);
     let runs = dir.join("runs");
-    let mut out = mpirun_under("sample", &exe, &runs, &[]);
-    if !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("exited on signal") {
-        // Open defect (stop 25): once in a full CI run on the loaded 2-core VM, one sampled rank
-        // died by SIGSEGV with no Metron crash report (Open MPI replaces the crash handlers in
-        // MPI_Init); not reproduced in 5 later runs. Printed here so it stays visible, and
-        // retried once so that it does not mask the checks below; a second death fails.
-        eprintln!(
-            "OPEN DEFECT: a rank under metron sample died by a signal; first attempt:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let _ = std::fs::remove_dir_all(&runs);
-        out = mpirun_under("sample", &exe, &runs, &[]);
-    }
+    // A rank used to die by SIGSEGV about once in 15 runs here: the sampler raced with the
+    // component dlcloses of MPI_Init (fixed; tests/tests/sampling_dlclose.rs).
+    let out = mpirun_under("sample", &exe, &runs, &[]);
     assert_success(&out, "mpirun of 4 ranks under metron sample");
     let merged = dir.join("merged");
     merge(&[&runs], &merged);

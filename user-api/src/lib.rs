@@ -25,6 +25,7 @@ mod amd_tools;
 mod boundary;
 mod checked;
 mod cuda_injection;
+mod dlclose;
 pub mod errors;
 mod exec;
 mod exports_info;

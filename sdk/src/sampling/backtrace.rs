@@ -79,8 +79,10 @@ fn capture() -> usize {
         let (cache, stack) =
             state.get_or_insert_with(|| (unwind::new_cache(), sys::own_stack_range()));
         VIEW.read(|view| match view {
-            Some(view) => unwind::unwind_from(view, cache, regs, *stack, &mut frames),
-            None => 0,
+            Some(view) if view.is_current() => {
+                unwind::unwind_from(view, cache, regs, *stack, &mut frames)
+            }
+            _ => 0,
         })
     });
     if n == 0 {
@@ -111,11 +113,11 @@ fn capture() -> usize {
 /// Builds the view if the sampler has not, or rebuilds it after a `dlopen` when no sampler
 /// keeps it fresh.
 fn ensure_view() {
-    let current = VIEW.read(|v| v.map(|v| v.counters));
+    let current = VIEW.read(|v| v.map(|v| (v.counters, v.is_current())));
     let sampler_running = super::ARMED.load(std::sync::atomic::Ordering::Relaxed);
     match current {
-        Some(_) if sampler_running => {}
-        Some(c) if c == sys::module_counters() => {}
+        Some((_, true)) if sampler_running => {}
+        Some((c, true)) if c == sys::module_counters() => {}
         _ => VIEW.publish(Box::new(View::build())),
     }
 }

@@ -76,8 +76,10 @@ pub(crate) fn capture(slot: &ThreadSlot, ticks: u64, regs: (u64, u64, u64), trig
     let scratch = &mut *scratch;
     let stack = slot.stack();
     let n = VIEW.read(|view| match view {
-        Some(view) => unwind::unwind(view, &mut scratch.cache, regs, stack, &mut scratch.frames),
-        None => {
+        Some(view) if view.is_current() => {
+            unwind::unwind(view, &mut scratch.cache, regs, stack, &mut scratch.frames)
+        }
+        _ => {
             scratch.frames[0] = regs.0;
             1
         }

@@ -39,11 +39,13 @@ mod ring;
 mod sampler;
 mod slot;
 mod sys;
+mod unload;
 mod unwind;
 pub mod window;
 
 pub use backtrace::Backtrace;
 pub use config::{Grammar, SamplingConfig, SignalChoice};
+pub use unload::around_module_unload;
 pub use window::{parse_periods, Period, PeriodError, WindowClock};
 
 use crate::buffer::service::Drainable;
@@ -62,6 +64,10 @@ pub(crate) static OPEN: AtomicBool = AtomicBool::new(true);
 pub(crate) static STRAY: AtomicU64 = AtomicU64::new(0);
 /// The unwinder and mapping snapshot the handler uses.
 static VIEW: sys::Published<unwind::View> = sys::Published::empty();
+/// Handlers (and other readers) inside the view now.
+fn view_readers() -> usize {
+    VIEW.readers()
+}
 /// The flusher, woken when a ring is half full.
 pub(crate) static FLUSHER: OnceLock<std::thread::Thread> = OnceLock::new();
 
@@ -294,6 +300,8 @@ fn build_report() -> Value {
         "max_frames": unwind::MAX_FRAMES,
         "modules": VIEW.read(|v| v.map_or(0, |v| v.modules)),
         "module_list_builds": reg.view_builds + 1,
+        "module_unloads_bracketed": unload::counts().0,
+        "module_unload_waits_timed_out": unload::counts().1,
         "threads_sampled": threads.len(),
         "threads_not_sampled_no_slot": reg.not_sampled_no_slot,
         "samples": { "cpu_time": cpu_samples, "real_time": real_samples },

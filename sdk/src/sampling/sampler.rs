@@ -371,7 +371,8 @@ pub(crate) fn run(plan: &Plan) {
             .filter(|tid| !known.contains(tid) && !reg.seen.contains_key(tid))
             .collect();
         let now_counters = sys::module_counters();
-        if now_counters != counters || !fresh.is_empty() {
+        let stale = !VIEW.read(|v| v.is_some_and(|v| v.is_current()));
+        if now_counters != counters || !fresh.is_empty() || stale {
             // New modules, or new threads whose stacks the mapping snapshot must hold.
             let view = View::build();
             counters = view.counters;

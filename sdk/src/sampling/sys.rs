@@ -430,10 +430,14 @@ impl LoadedModule {
     }
 }
 
-/// The modules loaded now and the loader's (adds, subs) counters.
-pub(super) fn loaded_modules() -> (Vec<LoadedModule>, (u64, u64)) {
-    struct Out {
-        modules: Vec<LoadedModule>,
+/// Calls `visit` with each module loaded now, inside `dl_iterate_phdr`'s callback: the loader
+/// holds its lock meanwhile, so no `dlclose` can unmap a module while `visit` reads its memory
+/// (Open MPI dlopens and dlcloses dozens of components in `MPI_Init`; reading a module's
+/// `.eh_frame_hdr` after the iteration returned raced with them and faulted). `visit` may
+/// allocate but must not call `dlopen`/`dlclose`. Returns the loader's (adds, subs) counters.
+pub(super) fn visit_loaded_modules(mut visit: impl FnMut(&LoadedModule)) -> (u64, u64) {
+    struct Out<'a> {
+        visit: &'a mut dyn FnMut(&LoadedModule),
         counters: (u64, u64),
     }
     extern "C" fn each(info: *mut libc::dl_phdr_info, _size: usize, data: *mut c_void) -> c_int {
@@ -473,17 +477,19 @@ pub(super) fn loaded_modules() -> (Vec<LoadedModule>, (u64, u64)) {
                 _ => {}
             }
         }
-        out.modules.push(module);
+        // A panic must not unwind through the loader's frames (it holds its lock).
+        let visit = &mut out.visit;
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| visit(&module)));
         0
     }
     let mut out = Out {
-        modules: Vec::new(),
+        visit: &mut visit,
         counters: (0, 0),
     };
     // SAFETY: `each` matches the callback signature and only uses `data` as `&mut Out`,
     // which outlives the call.
     unsafe { libc::dl_iterate_phdr(Some(each), (&mut out as *mut Out).cast()) };
-    (out.modules, out.counters)
+    out.counters
 }
 
 /// The loader's (adds, subs) counters: cheap check whether the module list changed.
@@ -595,6 +601,11 @@ impl<T> Published<T> {
             // swap in `publish`, this load, and the reader's increment then load).
             retired.clear();
         }
+    }
+
+    /// Readers inside [`Self::read`] now.
+    pub(super) fn readers(&self) -> usize {
+        self.readers.load(Ordering::SeqCst)
     }
 
     /// Calls `f` with the current value, if any. Async-signal-safe.

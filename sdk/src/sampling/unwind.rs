@@ -19,9 +19,11 @@
 //! [`View`] through an atomic pointer ([`sys::Published`]): a handler sees the old view or the
 //! new one, never a half-built one. The manager rebuilds it when the loader's `dlpi_adds` /
 //! `dlpi_subs` counters change (a `dlopen` or `dlclose`), so modules loaded later are unwound
-//! through as soon as the manager's next pass (every 20 ms). A module unloaded by `dlclose`
-//! stays in the list until then; a stale return address into it during that window could make
-//! the unwinder read its unmapped unwind data, which is why the window is kept short.
+//! through as soon as the manager's next pass (every 20 ms). The list is built inside
+//! `dl_iterate_phdr`'s callback, under the loader's lock, so no module is unmapped while it is
+//! read. A module unloaded later stays in the list until the next pass; `unload` keeps
+//! handlers out of the view around each `dlclose` and marks the view stale after it, so a
+//! handler never reads unmapped unwind data (where Metron's `dlclose` is the one called).
 //!
 //! # Stack reads
 //! framehop asks for stack words through a callback; ours reads only inside `[sp, top)` where
@@ -48,26 +50,36 @@ pub(crate) struct View {
     pub(crate) counters: (u64, u64),
     /// Modules with unwind information, for metadata.
     pub(crate) modules: usize,
+    /// The unload generation the view describes (see `unload`).
+    generation: u64,
 }
 
 impl View {
     /// Builds a view of the modules loaded now (allocates, reads `/proc/self/maps`).
     pub(crate) fn build() -> View {
-        let (modules, counters) = sys::loaded_modules();
+        let started = super::unload::build_started();
         let mut unwinder = UnwinderX86_64::new();
         let mut count = 0;
-        for m in &modules {
+        let counters = sys::visit_loaded_modules(|m| {
             if let Some(module) = framehop_module(m) {
                 unwinder.add_module(module);
                 count += 1;
             }
-        }
+        });
         View {
             unwinder,
             maps: sys::readable_mappings(),
             counters,
             modules: count,
+            generation: super::unload::build_finished(started),
         }
+    }
+
+    /// Whether no module was unloaded since the view was built, so its module memory is
+    /// still mapped. Async-signal-safe; meaningful inside `Published::read`.
+    #[inline]
+    pub(crate) fn is_current(&self) -> bool {
+        super::unload::view_is_current(self.generation)
     }
 
     /// The end of the readable mapping that holds `sp`.
