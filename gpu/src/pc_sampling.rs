@@ -362,6 +362,8 @@ pub struct Row {
     pub samples: u64,
     /// Of them, samples whose warp issued nothing (`<reason>_not_issued`).
     pub not_issued: u64,
+    /// The launch's correlation id when the samples carried it (serialized mode), else 0.
+    pub correlation: u32,
 }
 
 /// Splits `total` among `weights` in proportion, integers summing to `total` (largest
@@ -457,8 +459,9 @@ pub fn attribute(
             None => (String::new(), 0),
         };
         // The region shares of this entry.
+        let joined = key.correlation != 0 && by_corr.contains_key(&key.correlation);
         let shares: Vec<(String, u64)> = match by_corr.get(&key.correlation) {
-            Some(l) if key.correlation != 0 => vec![(l.region.clone(), 1)],
+            Some(l) if joined => vec![(l.region.clone(), 1)],
             _ => match regions_of.get(kernel.as_str()) {
                 Some(v) => v.iter().map(|(r, d)| (r.to_string(), *d)).collect(),
                 None => vec![("(no region)".to_string(), 1)],
@@ -487,6 +490,7 @@ pub fn attribute(
                     reason: short_reason(name).to_string(),
                     samples: s,
                     not_issued: q,
+                    correlation: if joined { key.correlation } else { 0 },
                 });
             }
         }
@@ -675,6 +679,80 @@ pub fn summary_text(kernels: &[Breakdown], regions: &[Breakdown], note: &str) ->
         }
     }
     s
+}
+
+/// The track of the trace's notes (one under each GPU stream that ran sampled kernels).
+pub const NOTE_TRACK: &str = "PC sampling";
+
+/// The trace's notes: one slice per launch of a sampled kernel, with the kernel slice's
+/// times, on the `PC sampling` track under its stream, named after its top stall
+/// (`long_scoreboard 61.3%`). Arguments: `kernel`, `scope` (`launch` when the samples carried
+/// the launch's correlation id, serialized mode; else `kernel, all launches`: continuous
+/// samples are not told apart by launch, so every launch shows its kernel's breakdown, the
+/// summary's), `samples`, `stall_1..3` with `stall_N_percent` (as summary.json rounds them),
+/// `hottest_line` with `hottest_line_percent` and `hottest_line_stall`.
+pub fn notes(rows: &[Row], kernels: &[metron::gpu::GpuRecord]) -> Vec<metron::gpu::GpuNote> {
+    use metron::gpu::NoteValue::{Str, F64, U64};
+    let by_kernel: HashMap<String, Breakdown> = breakdowns(rows, false)
+        .into_iter()
+        .map(|b| (b.name.clone(), b))
+        .collect();
+    let mut launch_rows: HashMap<(u32, &str), Vec<Row>> = HashMap::new();
+    for r in rows.iter().filter(|r| r.correlation != 0) {
+        launch_rows
+            .entry((r.correlation, r.kernel.as_str()))
+            .or_default()
+            .push(r.clone());
+    }
+    let by_launch: HashMap<(u32, &str), Breakdown> = launch_rows
+        .into_iter()
+        .filter_map(|(c, rs)| breakdowns(&rs, false).pop().map(|b| (c, b)))
+        .collect();
+    let serialized = !by_launch.is_empty();
+    let mut out = Vec::new();
+    for k in kernels
+        .iter()
+        .filter(|k| k.kind == metron::gpu::GpuKind::Kernel)
+    {
+        let (b, scope) = match by_launch.get(&(k.correlation, &*k.name)) {
+            Some(b) => (b, "launch"),
+            None if serialized => continue,
+            None => match by_kernel.get(&*k.name) {
+                Some(b) => (b, "kernel, all launches"),
+                None => continue,
+            },
+        };
+        let percent = |n: u64| (pct(n, b.samples) * 100.0).round() / 100.0;
+        let mut args = vec![
+            ("kernel".to_string(), Str(k.name.to_string())),
+            ("scope".to_string(), Str(scope.to_string())),
+            ("samples".to_string(), U64(b.samples)),
+        ];
+        for (i, (r, n)) in b.reasons.iter().take(3).enumerate() {
+            args.push((format!("stall_{}", i + 1), Str(r.clone())));
+            args.push((format!("stall_{}_percent", i + 1), F64(percent(*n))));
+        }
+        if let Some((l, n, r)) = b.lines.first() {
+            args.push(("hottest_line".to_string(), Str(l.clone())));
+            args.push(("hottest_line_percent".to_string(), F64(percent(*n))));
+            args.push(("hottest_line_stall".to_string(), Str(r.clone())));
+        }
+        let name = b.reasons.first().map_or_else(
+            || "no samples".to_string(),
+            |(r, n)| format!("{r} {:.1}%", pct(*n, b.samples)),
+        );
+        out.push(metron::gpu::GpuNote {
+            track: NOTE_TRACK.into(),
+            device: k.device,
+            stream: k.stream,
+            start_ns: k.start_ns,
+            end_ns: k.end_ns,
+            name: name.into(),
+            correlation: k.correlation,
+            args,
+        });
+    }
+    out
 }
 
 /// Breakdowns as JSON.
@@ -1220,8 +1298,174 @@ fn source_of(st: &State, crc: u64, function: &CString, pc: u64) -> Option<(Strin
 /// Collects kernel records for the join and writes the outputs at the end.
 #[derive(Default)]
 struct PcSink {
-    /// (kernel, correlation, duration)
-    launches: Vec<(std::sync::Arc<str>, u32, u64)>,
+    /// The kernel records of the run.
+    kernels: Vec<metron::gpu::GpuRecord>,
+    /// Recorded CUPTI records to use instead of CUPTI's ([`replay`]).
+    replay: Option<Replay>,
+}
+
+/// What [`replay`] decoded: the table CUPTI's buffers would have filled.
+struct Replay {
+    mode: Mode,
+    reasons: Vec<(u32, String)>,
+    table: Table,
+    functions: Functions,
+    lines: HashMap<(String, u64), (String, u32)>,
+}
+
+/// One PC record as CUPTI hands it over (`CUpti_PCSamplingPCData`), for [`replay`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordedPc {
+    /// The cubin's CRC.
+    pub crc: u64,
+    /// Function (mangled).
+    pub function: String,
+    /// Function index in the cubin.
+    pub function_index: u32,
+    /// PC offset in the function.
+    pub pc_offset: u64,
+    /// Correlation id (0 in continuous mode).
+    pub correlation: u32,
+    /// (stall reason index, samples).
+    pub stalls: Vec<(u32, u32)>,
+}
+
+/// Registers PC sampling's end-of-run outputs (files, summary sections, trace notes) fed by
+/// recorded CUPTI buffers instead of a GPU: each of `buffers` is laid out as CUPTI fills a
+/// `CUpti_PCSamplingData` and decoded as Metron decodes CUPTI's; `reasons` are CUPTI's (index,
+/// name); `lines` maps (function, PC offset) to (file, line). For testing the outputs without
+/// a GPU: call it after `metron::init` (the summary sink comes first). Does nothing when PC
+/// sampling is on for real.
+pub fn replay(
+    mode: Mode,
+    reasons: Vec<(u32, String)>,
+    buffers: &[Vec<RecordedPc>],
+    lines: HashMap<(String, u64), (String, u32)>,
+) {
+    if on() {
+        return;
+    }
+    let mut table = Table::with_capacity(TABLE_PCS);
+    let mut functions = Functions::default();
+    let mut stats = Stats::default();
+    for buffer in buffers {
+        let names: Vec<CString> = buffer
+            .iter()
+            .map(|p| CString::new(p.function.as_str()).unwrap_or_default())
+            .collect();
+        let mut stalls: Vec<Vec<StallReason>> = buffer
+            .iter()
+            .map(|p| {
+                p.stalls
+                    .iter()
+                    .map(|&(index, samples)| StallReason { index, samples })
+                    .collect()
+            })
+            .collect();
+        let mut pcs: Vec<PcData> = buffer
+            .iter()
+            .zip(stalls.iter_mut())
+            .zip(&names)
+            .map(|((p, st), name)| PcData {
+                size: std::mem::size_of::<PcData>(),
+                cubin_crc: p.crc,
+                pc_offset: p.pc_offset,
+                function_index: p.function_index,
+                pad: 0,
+                function_name: name.as_ptr().cast_mut(),
+                stall_reason_count: st.len(),
+                stall_reason: st.as_mut_ptr(),
+                correlation_id: p.correlation,
+            })
+            .collect();
+        let data = SamplingData {
+            size: std::mem::size_of::<SamplingData>(),
+            collect_num_pcs: pcs.len(),
+            total_samples: buffer
+                .iter()
+                .flat_map(|p| &p.stalls)
+                .map(|&(_, n)| u64::from(n))
+                .sum(),
+            dropped_samples: 0,
+            total_num_pcs: pcs.len(),
+            remaining_num_pcs: 0,
+            range_id: 0,
+            p_pc_data: pcs.as_mut_ptr(),
+            non_usr_kernels_total_samples: 0,
+            hardware_buffer_full: 0,
+        };
+        // SAFETY: `data` points at `pcs`, each with its `stalls` and a NUL-terminated name in
+        // `names`, all alive through the call.
+        unsafe { ingest(&data, &mut table, &mut functions, &mut stats) };
+    }
+    metron::add_sink(Box::new(PcSink {
+        kernels: Vec::new(),
+        replay: Some(Replay {
+            mode,
+            reasons,
+            table,
+            functions,
+            lines,
+        }),
+    }));
+}
+
+/// What the end of the run joins.
+struct Collected<'a> {
+    mode: Mode,
+    reasons: &'a [(u32, String)],
+    table: &'a Table,
+    functions: &'a Functions,
+}
+
+/// Joins, writes the files and summary sections, hands the trace its notes and keeps the
+/// `attribution` report for `metadata.json`.
+fn finish_outputs(
+    run: &metron::RunInfo,
+    kernels: &[metron::gpu::GpuRecord],
+    c: Collected<'_>,
+    source: &mut SourceOf<'_>,
+) -> std::io::Result<Vec<PathBuf>> {
+    let launches: Vec<Launch> = kernels
+        .iter()
+        .map(|k| Launch {
+            kernel: k.name.to_string(),
+            correlation: k.correlation,
+            region: metron::gpu::region_of(k.correlation)
+                .map_or("(no region)", |(r, _)| r)
+                .to_string(),
+            duration_ns: k.duration_ns(),
+        })
+        .collect();
+    let mut no_lines: Vec<String> = Vec::new();
+    let rows = {
+        let mut src = |crc: u64, f: &CString, pc: u64| {
+            let r = source(crc, f, pc);
+            if r.is_none() {
+                let n = f.to_string_lossy().into_owned();
+                if !no_lines.contains(&n) {
+                    no_lines.push(n);
+                }
+            }
+            r
+        };
+        attribute(c.table, c.functions, c.reasons, &launches, &mut src)
+    };
+    let files = write_outputs(&run.output_dir, c.mode, &rows, no_lines.len())?;
+    let notes = notes(&rows, kernels);
+    let note_count = notes.len();
+    metron::gpu::add_notes(notes);
+    let note = no_line_note(no_lines.len());
+    let attributed: u64 = rows.iter().map(|r| r.samples).sum();
+    let _ = REPORT.set(json!({
+        "samples_attributed": attributed,
+        "rows": rows.len(),
+        "functions_without_line_info": no_lines,
+        "line_info_note": note,
+        "kernel_launches_joined": launches.len(),
+        "trace_notes": note_count,
+    }));
+    Ok(files)
 }
 
 impl metron::Sink for PcSink {
@@ -1232,60 +1476,42 @@ impl metron::Sink for PcSink {
     fn events(&mut self, _thread: &metron::ThreadInfo, _events: &[metron::Event<'_>]) {}
 
     fn gpu_records(&mut self, records: &[metron::gpu::GpuRecord]) {
-        for r in records {
-            if r.kind == metron::gpu::GpuKind::Kernel {
-                self.launches.push((
-                    r.name.clone(),
-                    r.correlation,
-                    r.end_ns.saturating_sub(r.start_ns),
-                ));
-            }
-        }
+        self.kernels.extend(
+            records
+                .iter()
+                .filter(|r| r.kind == metron::gpu::GpuKind::Kernel)
+                .cloned(),
+        );
     }
 
     fn finish(&mut self, run: &metron::RunInfo) -> std::io::Result<Vec<PathBuf>> {
+        if let Some(r) = &self.replay {
+            let c = Collected {
+                mode: r.mode,
+                reasons: &r.reasons,
+                table: &r.table,
+                functions: &r.functions,
+            };
+            let mut src = |_crc: u64, f: &CString, pc: u64| {
+                r.lines
+                    .get(&(f.to_string_lossy().into_owned(), pc))
+                    .cloned()
+            };
+            return finish_outputs(run, &self.kernels, c, &mut src);
+        }
         finish_collection();
-        let launches: Vec<Launch> = self
-            .launches
-            .iter()
-            .map(|(k, c, d)| Launch {
-                kernel: k.to_string(),
-                correlation: *c,
-                region: metron::gpu::region_of(*c)
-                    .map_or("(no region)", |(r, _)| r)
-                    .to_string(),
-                duration_ns: *d,
-            })
-            .collect();
         let g = STATE.lock().unwrap_or_else(|e| e.into_inner());
         let Some(st) = g.as_ref() else {
             return Ok(Vec::new());
         };
-        let mut no_lines: Vec<String> = Vec::new();
-        let rows = {
-            let mut src = |crc: u64, f: &CString, pc: u64| {
-                let r = source_of(st, crc, f, pc);
-                if r.is_none() {
-                    let n = f.to_string_lossy().into_owned();
-                    if !no_lines.contains(&n) {
-                        no_lines.push(n);
-                    }
-                }
-                r
-            };
-            attribute(&st.table, &st.functions, &st.reasons, &launches, &mut src)
+        let c = Collected {
+            mode: st.config.mode,
+            reasons: &st.reasons,
+            table: &st.table,
+            functions: &st.functions,
         };
-        let files = write_outputs(&run.output_dir, st.config.mode, &rows, no_lines.len())?;
-        let note = no_line_note(no_lines.len());
-        let attributed: u64 = rows.iter().map(|r| r.samples).sum();
-        let _ = REPORT.set(json!({
-            "samples_attributed": attributed,
-            "rows": rows.len(),
-            "functions_without_line_info": no_lines,
-            "line_info_note": note,
-            "kernel_launches_joined": launches.len(),
-        }));
-        Ok(files)
+        let mut src = |crc: u64, f: &CString, pc: u64| source_of(st, crc, f, pc);
+        finish_outputs(run, &self.kernels, c, &mut src)
     }
 }
 
@@ -1761,6 +1987,82 @@ mod tests {
     }
 
     #[test]
+    fn trace_notes_per_launch_when_serialized_else_per_kernel() {
+        let chase = "chase(unsigned int const*, unsigned int*)";
+        let launches = vec![
+            Launch {
+                kernel: chase.into(),
+                correlation: 5,
+                region: "memory".into(),
+                duration_ns: 300,
+            },
+            Launch {
+                kernel: chase.into(),
+                correlation: 9,
+                region: "again".into(),
+                duration_ns: 100,
+            },
+        ];
+        let kernel = |corr: u32, start: u64| {
+            let mut k = metron::gpu::GpuRecord::new(metron::gpu::GpuKind::Kernel, chase.into());
+            k.correlation = corr;
+            k.start_ns = start;
+            k.end_ns = start + 50;
+            k.stream = 3;
+            k
+        };
+        let kernels = [kernel(5, 100), kernel(9, 500)];
+        let arg = |n: &metron::gpu::GpuNote, key: &str| {
+            n.args
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_else(|| panic!("{key} in {:?}", n.args))
+        };
+        use metron::gpu::NoteValue::{Str, F64, U64};
+        for (corr, expect) in [
+            (9u32, vec![(9u32, "launch")]),
+            (
+                0,
+                vec![(5, "kernel, all launches"), (9, "kernel, all launches")],
+            ),
+        ] {
+            let f = fixture(corr);
+            let mut t = Table::with_capacity(16);
+            let mut fun = Functions::default();
+            let mut st = Stats::default();
+            // SAFETY: the fixture is laid out as CUPTI fills a buffer.
+            unsafe { ingest(&f.data, &mut t, &mut fun, &mut st) };
+            let rows = attribute(&t, &fun, &reasons(), &launches, &mut lines);
+            let notes = notes(&rows, &kernels);
+            let got: Vec<(u32, metron::gpu::NoteValue)> = notes
+                .iter()
+                .map(|n| (n.correlation, arg(n, "scope")))
+                .collect();
+            let want: Vec<(u32, metron::gpu::NoteValue)> = expect
+                .iter()
+                .map(|(c, s)| (*c, Str(s.to_string())))
+                .collect();
+            assert_eq!(got, want, "samples with correlation {corr}");
+            for n in &notes {
+                // 900 long_scoreboard + 10 wait at line 56, 40 wait at line 57.
+                assert_eq!(arg(n, "samples"), U64(950));
+                assert_eq!(arg(n, "stall_1"), Str("long_scoreboard".into()));
+                assert_eq!(arg(n, "stall_1_percent"), F64(94.74));
+                assert_eq!(arg(n, "stall_2"), Str("wait".into()));
+                assert_eq!(arg(n, "stall_2_percent"), F64(5.26));
+                assert!(n.args.iter().all(|(k, _)| k != "stall_3"));
+                assert_eq!(arg(n, "hottest_line"), Str("pc_stalls.cu:56".into()));
+                assert_eq!(arg(n, "hottest_line_percent"), F64(95.79));
+                assert_eq!(arg(n, "hottest_line_stall"), Str("long_scoreboard".into()));
+                assert_eq!(&*n.name, "long_scoreboard 94.7%");
+                assert_eq!(&*n.track, NOTE_TRACK);
+                assert_eq!((n.stream, n.end_ns - n.start_ns), (3, 50));
+            }
+        }
+    }
+
+    #[test]
     fn csv_and_folded_outputs() {
         let rows = vec![
             Row {
@@ -1773,6 +2075,7 @@ mod tests {
                 reason: "long_scoreboard".into(),
                 samples: 10,
                 not_issued: 9,
+                correlation: 0,
             },
             Row {
                 kernel: "k<1, 2>(float*)".into(),
@@ -1784,6 +2087,7 @@ mod tests {
                 reason: "long_scoreboard".into(),
                 samples: 5,
                 not_issued: 0,
+                correlation: 0,
             },
             Row {
                 kernel: "f".into(),
@@ -1795,6 +2099,7 @@ mod tests {
                 reason: "wait".into(),
                 samples: 3,
                 not_issued: 1,
+                correlation: 0,
             },
         ];
         let c = csv(&rows);
@@ -1844,6 +2149,7 @@ mod tests {
             reason: reason.into(),
             samples: n,
             not_issued: n / 2,
+            correlation: 0,
         };
         let rows = vec![
             row("memory", "long_scoreboard", 996),

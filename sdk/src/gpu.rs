@@ -219,6 +219,58 @@ pub fn submit(records: &[GpuRecord]) {
     }
 }
 
+/// A value of a [`GpuNote`] argument.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NoteValue {
+    /// An unsigned integer.
+    U64(u64),
+    /// A floating-point number.
+    F64(f64),
+    /// A string.
+    Str(String),
+}
+
+/// A slice a GPU backend works out at the end of the run, about device work already recorded
+/// (PC sampling's stall breakdown of a kernel): the trace draws it on a track named
+/// `<stream track's name> <track>` under the stream track of `device`/`stream` (under the
+/// process when that stream has no track), from `start_ns` to `end_ns`, with `args` as debug
+/// annotations and `correlation_id` when `correlation` is not 0.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GpuNote {
+    /// The note track's name after the stream's (e.g. `PC sampling`).
+    pub track: Arc<str>,
+    /// Device index.
+    pub device: u32,
+    /// Stream id.
+    pub stream: u32,
+    /// Start, `CLOCK_MONOTONIC` ns.
+    pub start_ns: u64,
+    /// End, `CLOCK_MONOTONIC` ns.
+    pub end_ns: u64,
+    /// Slice name.
+    pub name: Arc<str>,
+    /// Correlation id of the work it is about (0: none).
+    pub correlation: u32,
+    /// Debug annotations, in order.
+    pub args: Vec<(String, NoteValue)>,
+}
+
+static NOTES: Mutex<Vec<GpuNote>> = Mutex::new(Vec::new());
+
+/// Adds notes for the trace. Call it before the trace finishes: from a sink's
+/// [`Sink::finish`] (sinks that do not finish late finish before the trace) or earlier.
+pub fn add_notes(notes: Vec<GpuNote>) {
+    NOTES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .extend(notes);
+}
+
+/// The notes added so far (the trace takes them when it writes its GPU tracks).
+pub(crate) fn take_notes() -> Vec<GpuNote> {
+    std::mem::take(&mut *NOTES.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
 /// Asks the backend to flush its records (called by the runtime).
 pub(crate) fn flush_backend(at_end: bool) {
     if let Some(b) = BACKEND.get() {

@@ -1219,6 +1219,7 @@ impl Sink for PerfettoSink {
             self.left_out(open_async);
         }
         let mark = self.mark();
+        self.gpu.add_notes(crate::gpu::take_notes());
         let gpu_records = self.gpu.len() as u64;
         self.gpu
             .finish(&mut self.enc, &mut self.counts, PROCESS_UUID);

@@ -14,13 +14,17 @@
 //!   graph launch has one arrow to each kernel, copy and set node it ran; those slices also
 //!   carry `graph_id` and `graph_node_id`.
 //!
+//! - **Note tracks** ([`crate::gpu::GpuNote`], e.g. PC sampling's stall breakdowns): one
+//!   track per stream and note kind, named `<stream track> <kind>`, a child of the stream's
+//!   track; one slice per note with the note's arguments.
+//!
 //! GPU records arrive late and out of order (CUPTI delivers whole buffers), so they are kept
 //! and written at the end of the run, each track's slices sorted and properly nested; names
 //! and annotation names are written inline (no interning: GPU events are few next to regions).
 
 use super::perfetto::{TraceCounts, GPU_UUID_BASE};
 use super::perfetto_encode::{annotation, event, packet, track, Encoder};
-use crate::gpu::{GpuKind, GpuRecord};
+use crate::gpu::{GpuKind, GpuNote, GpuRecord, NoteValue};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
@@ -48,6 +52,7 @@ enum TrackKey {
 #[derive(Default)]
 pub(crate) struct GpuTracks {
     records: Vec<GpuRecord>,
+    notes: Vec<GpuNote>,
 }
 
 impl GpuTracks {
@@ -56,9 +61,14 @@ impl GpuTracks {
         self.records.extend_from_slice(records);
     }
 
-    /// Records kept so far.
+    /// Keeps `notes` for the end of the run.
+    pub(crate) fn add_notes(&mut self, notes: Vec<GpuNote>) {
+        self.notes.extend(notes);
+    }
+
+    /// Records and notes kept so far.
     pub(crate) fn len(&self) -> usize {
-        self.records.len()
+        self.records.len() + self.notes.len()
     }
 
     /// Encodes every track and slice into `e`.
@@ -102,6 +112,7 @@ impl GpuTracks {
         }
         let api_corr: HashSet<u32> = flow_source.keys().copied().collect();
         let flow_from: HashSet<usize> = flow_source.values().map(|v| v.2).collect();
+        let mut stream_uuids: HashMap<(u32, u32), (u64, String)> = HashMap::new();
         let mut tracks: BTreeMap<TrackKey, Vec<(usize, &GpuRecord)>> = BTreeMap::new();
         for (i, r) in records.iter().enumerate() {
             let key = match r.kind {
@@ -141,24 +152,16 @@ impl GpuTracks {
                 TrackKey::HsaApi { tid } => format!("HSA API tid {tid}"),
                 TrackKey::HipApi { tid } => format!("HIP API tid {tid}"),
             };
+            if let TrackKey::Stream { device, stream } = key {
+                stream_uuids.insert((device, stream), (uuid, name.clone()));
+            }
             slices.sort_by_key(|(_, r)| (r.start_ns, std::cmp::Reverse(r.end_ns)));
             let first = slices.first().map_or(0, |(_, r)| r.start_ns);
             describe(e, first, uuid, parent, &name);
-            // Properly nested on the track: a slice that starts inside an open one ends no
-            // later than it.
-            let mut open: Vec<u64> = Vec::new();
-            for (i, r) in slices {
-                while let Some(&end) = open.last() {
-                    if end > r.start_ns {
-                        break;
-                    }
-                    open.pop();
-                    slice_end(e, end, uuid, counts);
-                }
-                let end = match open.last() {
-                    Some(&outer) => r.end_ns.max(r.start_ns).min(outer),
-                    None => r.end_ns.max(r.start_ns),
-                };
+            let spans: Vec<(u64, u64)> =
+                slices.iter().map(|(_, r)| (r.start_ns, r.end_ns)).collect();
+            nested(e, counts, uuid, &spans, |e, counts, n| {
+                let (i, r) = slices[n];
                 let flow = if r.on_device() {
                     api_corr
                         .contains(&r.correlation)
@@ -171,13 +174,112 @@ impl GpuTracks {
                     None
                 };
                 slice_begin(e, r, uuid, flow, counts);
-                open.push(end);
-            }
-            while let Some(end) = open.pop() {
-                slice_end(e, end, uuid, counts);
-            }
+            });
         }
         counter_tracks(e, counts, parent, counters);
+        note_tracks(
+            e,
+            counts,
+            parent,
+            &stream_uuids,
+            std::mem::take(&mut self.notes),
+        );
+    }
+}
+
+/// Writes the slices `spans` (sorted by start, longest first) on track `uuid`, properly
+/// nested: a slice that starts inside an open one ends no later than it. `begin` writes the
+/// begin event of slice `n`.
+fn nested(
+    e: &mut Encoder,
+    counts: &mut TraceCounts,
+    uuid: u64,
+    spans: &[(u64, u64)],
+    mut begin: impl FnMut(&mut Encoder, &mut TraceCounts, usize),
+) {
+    let mut open: Vec<u64> = Vec::new();
+    for (n, &(start, end)) in spans.iter().enumerate() {
+        while let Some(&last) = open.last() {
+            if last > start {
+                break;
+            }
+            open.pop();
+            slice_end(e, last, uuid, counts);
+        }
+        let end = match open.last() {
+            Some(&outer) => end.max(start).min(outer),
+            None => end.max(start),
+        };
+        begin(e, counts, n);
+        open.push(end);
+    }
+    while let Some(end) = open.pop() {
+        slice_end(e, end, uuid, counts);
+    }
+}
+
+/// Uuids of the note tracks: after the metric tracks.
+const NOTE_UUID_OFFSET: u64 = 2 << 20;
+
+/// One track per (stream, note kind), a child of the stream's track, with the notes as slices.
+fn note_tracks(
+    e: &mut Encoder,
+    counts: &mut TraceCounts,
+    parent: u64,
+    streams: &HashMap<(u32, u32), (u64, String)>,
+    notes: Vec<GpuNote>,
+) {
+    let mut tracks: BTreeMap<(u32, u32, Arc<str>), Vec<GpuNote>> = BTreeMap::new();
+    for n in notes {
+        tracks
+            .entry((n.device, n.stream, n.track.clone()))
+            .or_default()
+            .push(n);
+    }
+    for (i, ((device, stream, kind), mut notes)) in tracks.into_iter().enumerate() {
+        let uuid = GPU_UUID_BASE + NOTE_UUID_OFFSET + i as u64;
+        let (under, name) = match streams.get(&(device, stream)) {
+            Some((u, name)) => (*u, format!("{name} {kind}")),
+            None => (
+                parent,
+                format!(
+                    "GPU {device} {} {} {stream} {kind}",
+                    crate::gpu::device_name(device),
+                    crate::gpu::stream_word()
+                ),
+            ),
+        };
+        notes.sort_by_key(|n| (n.start_ns, std::cmp::Reverse(n.end_ns)));
+        describe(
+            e,
+            notes.first().map_or(0, |n| n.start_ns),
+            uuid,
+            under,
+            &name,
+        );
+        let spans: Vec<(u64, u64)> = notes.iter().map(|n| (n.start_ns, n.end_ns)).collect();
+        nested(e, counts, uuid, &spans, |e, counts, k| {
+            let n = &notes[k];
+            let p = e.packet(n.start_ns, SEQ_NEEDS_INCREMENTAL_STATE);
+            let t = e.open(packet::TRACK_EVENT);
+            e.uint(event::TYPE, event::TYPE_SLICE_BEGIN);
+            e.uint(event::TRACK_UUID, uuid);
+            e.bytes(EVENT_NAME, n.name.as_bytes());
+            if n.correlation != 0 {
+                arg_u(e, "correlation_id", u64::from(n.correlation));
+            }
+            for (key, v) in &n.args {
+                match v {
+                    NoteValue::U64(x) => arg_u(e, key, *x),
+                    NoteValue::F64(x) => arg_f(e, key, *x),
+                    NoteValue::Str(x) => arg_s(e, key, x),
+                }
+            }
+            e.close(t);
+            e.end_packet(p);
+            counts.slices_begun += 1;
+            counts.track_events += 1;
+        });
     }
 }
 
@@ -272,6 +374,13 @@ fn arg_i(e: &mut Encoder, name: &str, v: i64) {
     e.close(a);
 }
 
+fn arg_f(e: &mut Encoder, name: &str, v: f64) {
+    let a = e.open(event::DEBUG_ANNOTATIONS);
+    e.bytes(annotation::NAME, name.as_bytes());
+    e.double(annotation::DOUBLE_VALUE, v);
+    e.close(a);
+}
+
 fn arg_s(e: &mut Encoder, name: &str, v: &str) {
     let a = e.open(event::DEBUG_ANNOTATIONS);
     e.bytes(annotation::NAME, name.as_bytes());
@@ -307,10 +416,7 @@ fn slice_begin(
             arg_u(e, "local_per_thread", u64::from(r.local_per_thread));
             arg_u(e, "device", u64::from(r.device));
             if let Some(o) = r.occupancy {
-                let a = e.open(event::DEBUG_ANNOTATIONS);
-                e.bytes(annotation::NAME, b"occupancy");
-                e.double(annotation::DOUBLE_VALUE, f64::from(o));
-                e.close(a);
+                arg_f(e, "occupancy", f64::from(o));
             }
             launch_args(e, r);
         }
@@ -444,6 +550,55 @@ mod tests {
         }
         let counter_type = [(9u8 << 3), event::TYPE_COUNTER as u8];
         assert_eq!(e.buf.windows(2).filter(|w| *w == counter_type).count(), 4);
+    }
+
+    #[test]
+    fn notes_go_on_a_child_track_of_their_stream() {
+        let mut g = GpuTracks::default();
+        g.add(&[
+            rec(GpuKind::Kernel, 60, 90, 1),
+            rec(GpuKind::Kernel, 95, 99, 2),
+        ]);
+        let note = |start, end, stream| GpuNote {
+            track: "PC sampling".into(),
+            device: 0,
+            stream,
+            start_ns: start,
+            end_ns: end,
+            name: "k".into(),
+            correlation: 1,
+            args: vec![
+                ("samples".into(), NoteValue::U64(1234)),
+                ("stall_1_percent".into(), NoteValue::F64(61.25)),
+                ("stall_1".into(), NoteValue::Str("long_scoreboard".into())),
+            ],
+        };
+        g.add_notes(vec![note(60, 90, 3), note(95, 99, 3), note(5, 6, 9)]);
+        assert_eq!(g.len(), 5);
+        let mut e = Encoder::default();
+        let mut counts = TraceCounts::default();
+        g.finish(&mut e, &mut counts, 1);
+        assert_eq!(counts.slices_begun, 5);
+        assert_eq!(counts.slices_ended, 5);
+        let text = String::from_utf8_lossy(&e.buf);
+        assert_eq!(text.matches("stream 3 PC sampling").count(), 1, "{text}");
+        assert_eq!(text.matches("stream 9 PC sampling").count(), 1, "{text}");
+        assert_eq!(text.matches("long_scoreboard").count(), 3);
+        // The stream track's uuid is the parent of its note track (parent_uuid, field 5).
+        let mut parent = vec![5u8 << 3];
+        let mut u = GPU_UUID_BASE;
+        while u >= 0x80 {
+            parent.push((u as u8) | 0x80);
+            u >>= 7;
+        }
+        parent.push(u as u8);
+        assert_eq!(
+            e.buf
+                .windows(parent.len())
+                .filter(|w| *w == parent.as_slice())
+                .count(),
+            1
+        );
     }
 
     #[test]
