@@ -82,7 +82,7 @@ pub static REGISTRY: &[SettingSpec] = &[
         name: "METRON_OUTPUT_PATH",
         kind: Kind::Text,
         default: "metron-output/%exe%-%pid%-%time%",
-        description: "run folder; keys %pid%, %exe%, %hostname%, %time%, %rank%, %size%, %env{NAME}%",
+        description: "the run folder; keys %pid%, %exe%, %hostname%, %time% (UTC), %rank% and %size% (from the launcher: OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE, PMIX_RANK/SIZE, MV2_COMM_WORLD_RANK/SIZE or SLURM_PROCID/NTASKS; 0 and 1 without one), %env{NAME}%; a folder that exists and is not empty gets -2, -3, ...",
     },
     SettingSpec {
         name: "METRON_BUFFER_SIZE",
@@ -226,7 +226,7 @@ pub static REGISTRY: &[SettingSpec] = &[
         name: "METRON_SAMPLING_DELAY",
         kind: Kind::Duration,
         default: "0",
-        description: "start sampling this long after the run starts",
+        description: "start sampling this long after the run starts (regions are recorded from the start)",
     },
     SettingSpec {
         name: "METRON_SAMPLING_DURATION",
@@ -268,13 +268,13 @@ pub static REGISTRY: &[SettingSpec] = &[
         name: "METRON_PERF_EVENTS",
         kind: Kind::Text,
         default: "task-clock,page-faults,context-switches",
-        description: "counters of the PerfCounters component, as `perf list` spells them (cycles, instructions, cache-misses, L1-dcache-load-misses, task-clock, page-faults, r<hex>, ...; suffix :u, :k or :uk)",
+        description: "counters of the PerfCounters component, comma-separated as `perf list` spells them (cycles, instructions, cache-misses, L1-dcache-load-misses, task-clock, page-faults, r<hex>, ...; hardware events count user space only unless suffixed :k or :uk); at most 8; an unknown or refused event is reported and the others counted",
     },
     SettingSpec {
         name: "METRON_METRICS",
         kind: Kind::Text,
         default: "",
-        description: "derived metrics to compute per region (e.g. IPC,cache_miss_ratio); their counters join METRON_PERF_EVENTS",
+        description: "comma-separated derived metrics computed per region, from the built-in file (IPC, CPI, cache_miss_ratio, branch_miss_ratio, L1D_miss_ratio) or METRON_METRICS_FILE; their counters join METRON_PERF_EVENTS",
     },
     SettingSpec {
         name: "METRON_METRICS_FILE",
@@ -364,13 +364,13 @@ pub static REGISTRY: &[SettingSpec] = &[
         name: "METRON_GPU_METRICS",
         kind: Kind::Text,
         default: "",
-        description: "comma-separated CUPTI Range Profiler metrics counted per kernel (e.g. smsp__inst_executed.sum,dram__bytes_read.sum), derived ones as name=expression; empty: no GPU counters",
+        description: "comma-separated GPU metrics counted per kernel: on NVIDIA CUPTI Range Profiler metrics (e.g. smsp__inst_executed.sum,dram__bytes_read.sum), on AMD counters of metrics/data/amd_gpu.xml (e.g. SQ_WAVES,SQ_INSTS_VALU); derived ones as name=expression; extra columns in kernels.csv and gpu.gpu_counters in summary.json; empty: no GPU counters",
     },
     SettingSpec {
         name: "METRON_GPU_COUNTER_MODE",
         kind: Kind::Choice(&["kernel", "region"]),
         default: "kernel",
-        description: "how GPU counters are scoped: kernel (one range per kernel, kernel replay) or region (asked for; falls back to kernel with the reason in metadata.json)",
+        description: "NVIDIA: how GPU counters are scoped: kernel (one range per kernel, kernel replay) or region (each outermost GpuCounters or C API region is one CUPTI user range; single-pass metric sets only: with more passes the run counts per kernel, regions read NaN and metadata.json says why)",
     },
     SettingSpec {
         name: "METRON_GPU_PC_SAMPLING",
