@@ -1,7 +1,7 @@
 //! The CUPTI PC Sampling API (`cupti_pcsampling.h`, CUPTI 13) as Metron calls it: the
 //! parameter structs, the sample-buffer layouts it reads, the resource-callback data (module
 //! cubins, contexts) and the function table resolved from libcupti. Layouts are checked
-//! against the headers by `tests/gpu_pcsampling_headers.rs` where the headers exist.
+//! against the headers by `tests/gpu_headers.rs` where the headers exist.
 //!
 //! `CUpti_PCSamplingPCData` and `CUpti_PCSamplingData` are `PACKED_ALIGNMENT` (packed, 8-byte
 //! aligned): every field is naturally aligned, so `repr(C)` gives the same offsets.
@@ -438,120 +438,40 @@ impl PcSamplingApi {
     }
 }
 
+/// `[("CStruct.field", offset), ...]` of fields of one struct.
+macro_rules! offsets {
+    ($c:literal, $t:ty { $($f:ident: $n:literal),* $(,)? }) => {
+        [$((concat!($c, ".", $n), std::mem::offset_of!($t, $f))),*]
+    };
+}
+
 /// `("CStruct.field", offset)`, `("sizeof CStruct", size)` and `("PARAMS_SIZE CStruct",
 /// CStructSize)` of the PC Sampling layouts, for checking against `cupti_pcsampling.h`.
 pub fn layouts() -> Vec<(&'static str, usize)> {
-    use std::mem::{offset_of, size_of};
-    vec![
+    use std::mem::size_of;
+    let mut out = vec![
         (
             "sizeof CUpti_PCSamplingStallReason",
             size_of::<StallReason>(),
         ),
         ("sizeof CUpti_PCSamplingPCData", size_of::<PcData>()),
-        (
-            "CUpti_PCSamplingPCData.cubinCrc",
-            offset_of!(PcData, cubin_crc),
-        ),
-        (
-            "CUpti_PCSamplingPCData.pcOffset",
-            offset_of!(PcData, pc_offset),
-        ),
-        (
-            "CUpti_PCSamplingPCData.functionIndex",
-            offset_of!(PcData, function_index),
-        ),
-        (
-            "CUpti_PCSamplingPCData.functionName",
-            offset_of!(PcData, function_name),
-        ),
-        (
-            "CUpti_PCSamplingPCData.stallReasonCount",
-            offset_of!(PcData, stall_reason_count),
-        ),
-        (
-            "CUpti_PCSamplingPCData.stallReason",
-            offset_of!(PcData, stall_reason),
-        ),
-        (
-            "CUpti_PCSamplingPCData.correlationId",
-            offset_of!(PcData, correlation_id),
-        ),
         ("sizeof CUpti_PCSamplingData", size_of::<SamplingData>()),
-        (
-            "CUpti_PCSamplingData.collectNumPcs",
-            offset_of!(SamplingData, collect_num_pcs),
-        ),
-        (
-            "CUpti_PCSamplingData.totalSamples",
-            offset_of!(SamplingData, total_samples),
-        ),
-        (
-            "CUpti_PCSamplingData.droppedSamples",
-            offset_of!(SamplingData, dropped_samples),
-        ),
-        (
-            "CUpti_PCSamplingData.totalNumPcs",
-            offset_of!(SamplingData, total_num_pcs),
-        ),
-        (
-            "CUpti_PCSamplingData.remainingNumPcs",
-            offset_of!(SamplingData, remaining_num_pcs),
-        ),
-        (
-            "CUpti_PCSamplingData.rangeId",
-            offset_of!(SamplingData, range_id),
-        ),
-        (
-            "CUpti_PCSamplingData.pPcData",
-            offset_of!(SamplingData, p_pc_data),
-        ),
-        (
-            "CUpti_PCSamplingData.nonUsrKernelsTotalSamples",
-            offset_of!(SamplingData, non_usr_kernels_total_samples),
-        ),
-        (
-            "CUpti_PCSamplingData.hardwareBufferFull",
-            offset_of!(SamplingData, hardware_buffer_full),
-        ),
         (
             "sizeof CUpti_PCSamplingConfigurationInfo",
             size_of::<ConfigInfo>(),
         ),
-        (
-            "CUpti_PCSamplingConfigurationInfo.attributeStatus",
-            offset_of!(ConfigInfo, attribute_status),
-        ),
-        (
-            "CUpti_PCSamplingConfigurationInfo.attributeData",
-            offset_of!(ConfigInfo, data),
-        ),
+        ("sizeof CUpti_ResourceData", size_of::<ResourceData>()),
         (
             "PARAMS_SIZE CUpti_PCSamplingConfigurationInfoParams",
             CONFIG_INFO_PARAMS_SIZE,
-        ),
-        (
-            "CUpti_PCSamplingConfigurationInfoParams.ctx",
-            offset_of!(ConfigInfoParams, ctx),
-        ),
-        (
-            "CUpti_PCSamplingConfigurationInfoParams.pPCSamplingConfigurationInfo",
-            offset_of!(ConfigInfoParams, info),
         ),
         ("PARAMS_SIZE CUpti_PCSamplingEnableParams", CTX_PARAMS_SIZE),
         ("PARAMS_SIZE CUpti_PCSamplingDisableParams", CTX_PARAMS_SIZE),
         ("PARAMS_SIZE CUpti_PCSamplingStartParams", CTX_PARAMS_SIZE),
         ("PARAMS_SIZE CUpti_PCSamplingStopParams", CTX_PARAMS_SIZE),
         (
-            "CUpti_PCSamplingEnableParams.ctx",
-            offset_of!(CtxParams, ctx),
-        ),
-        (
             "PARAMS_SIZE CUpti_PCSamplingGetDataParams",
             GET_DATA_PARAMS_SIZE,
-        ),
-        (
-            "CUpti_PCSamplingGetDataParams.pcSamplingData",
-            offset_of!(GetDataParams, data),
         ),
         (
             "PARAMS_SIZE CUpti_PCSamplingGetNumStallReasonsParams",
@@ -562,46 +482,94 @@ pub fn layouts() -> Vec<(&'static str, usize)> {
             STALL_REASONS_PARAMS_SIZE,
         ),
         (
-            "CUpti_PCSamplingGetStallReasonsParams.stallReasonIndex",
-            offset_of!(StallReasonsParams, index),
-        ),
-        (
             "PARAMS_SIZE CUpti_GetSassToSourceCorrelationParams",
             SASS_TO_SOURCE_PARAMS_SIZE,
         ),
-        (
-            "CUpti_GetSassToSourceCorrelationParams.lineNumber",
-            offset_of!(SassToSourceParams, line_number),
-        ),
-        (
-            "CUpti_GetSassToSourceCorrelationParams.pcOffset",
-            offset_of!(SassToSourceParams, pc_offset),
-        ),
-        (
-            "CUpti_GetSassToSourceCorrelationParams.fileName",
-            offset_of!(SassToSourceParams, file_name),
-        ),
         ("PARAMS_SIZE CUpti_GetCubinCrcParams", CUBIN_CRC_PARAMS_SIZE),
-        (
-            "CUpti_GetCubinCrcParams.cubin",
-            offset_of!(CubinCrcParams, cubin),
-        ),
-        (
-            "CUpti_GetCubinCrcParams.cubinCrc",
-            offset_of!(CubinCrcParams, cubin_crc),
-        ),
-        ("sizeof CUpti_ResourceData", size_of::<ResourceData>()),
-        (
-            "CUpti_ResourceData.resourceDescriptor",
-            offset_of!(ResourceData, resource_descriptor),
-        ),
-        (
-            "CUpti_ModuleResourceData.cubinSize",
-            offset_of!(ModuleResourceData, cubin_size),
-        ),
-        (
-            "CUpti_ModuleResourceData.pCubin",
-            offset_of!(ModuleResourceData, cubin),
-        ),
-    ]
+    ];
+    out.extend(offsets!(
+        "CUpti_PCSamplingPCData",
+        PcData {
+            cubin_crc: "cubinCrc",
+            pc_offset: "pcOffset",
+            function_index: "functionIndex",
+            function_name: "functionName",
+            stall_reason_count: "stallReasonCount",
+            stall_reason: "stallReason",
+            correlation_id: "correlationId",
+        }
+    ));
+    out.extend(offsets!(
+        "CUpti_PCSamplingData",
+        SamplingData {
+            collect_num_pcs: "collectNumPcs",
+            total_samples: "totalSamples",
+            dropped_samples: "droppedSamples",
+            total_num_pcs: "totalNumPcs",
+            remaining_num_pcs: "remainingNumPcs",
+            range_id: "rangeId",
+            p_pc_data: "pPcData",
+            non_usr_kernels_total_samples: "nonUsrKernelsTotalSamples",
+            hardware_buffer_full: "hardwareBufferFull",
+        }
+    ));
+    out.extend(offsets!(
+        "CUpti_PCSamplingConfigurationInfo",
+        ConfigInfo {
+            attribute_status: "attributeStatus",
+            data: "attributeData",
+        }
+    ));
+    out.extend(offsets!(
+        "CUpti_PCSamplingConfigurationInfoParams",
+        ConfigInfoParams {
+            ctx: "ctx",
+            info: "pPCSamplingConfigurationInfo",
+        }
+    ));
+    out.extend(offsets!(
+        "CUpti_PCSamplingEnableParams",
+        CtxParams { ctx: "ctx" }
+    ));
+    out.extend(offsets!(
+        "CUpti_PCSamplingGetDataParams",
+        GetDataParams {
+            data: "pcSamplingData",
+        }
+    ));
+    out.extend(offsets!(
+        "CUpti_PCSamplingGetStallReasonsParams",
+        StallReasonsParams {
+            index: "stallReasonIndex",
+        }
+    ));
+    out.extend(offsets!(
+        "CUpti_GetSassToSourceCorrelationParams",
+        SassToSourceParams {
+            line_number: "lineNumber",
+            pc_offset: "pcOffset",
+            file_name: "fileName",
+        }
+    ));
+    out.extend(offsets!(
+        "CUpti_GetCubinCrcParams",
+        CubinCrcParams {
+            cubin: "cubin",
+            cubin_crc: "cubinCrc",
+        }
+    ));
+    out.extend(offsets!(
+        "CUpti_ResourceData",
+        ResourceData {
+            resource_descriptor: "resourceDescriptor",
+        }
+    ));
+    out.extend(offsets!(
+        "CUpti_ModuleResourceData",
+        ModuleResourceData {
+            cubin_size: "cubinSize",
+            cubin: "pCubin",
+        }
+    ));
+    out
 }

@@ -1,5 +1,8 @@
-//! The CUPTI record layouts Metron reads (`metron_gpu::record_layouts`) against the real
-//! headers: a C program compiled with `cupti.h` prints `offsetof`/`sizeof` of the same fields.
+//! The CUPTI layouts Metron reads and writes against the real headers: a C program compiled
+//! with them prints `offsetof`/`sizeof` and the struct-size macros of the same fields, for the
+//! activity records (`metron_gpu::record_layouts`, `cupti.h`), the Range Profiler structs and
+//! the PC Sampling API's (`metron_gpu::pcsampling_layouts`: parameter structs,
+//! `CUpti_PCSamplingData`/`PCData`, the resource-callback data; `cupti_pcsampling.h`).
 //! Headers: `$METRON_CUDA_ROOT/include`, `/usr/local/cuda/include`, the pip toolchain of
 //! `../shared/tools/cuda-toolchain.sh` (`~/.cache/metron-cuda/nvidia/cu13/include`), or the
 //! CUPTI headers `scripts/install-deps.sh` unpacks (`~/.cache/metron-cupti`). Skips
@@ -48,6 +51,17 @@ fn range_profiler_layouts_match_cupti_headers() {
     );
 }
 
+/// The PC Sampling API's structs (`cupti_pcsampling.h`, and `cupti_callbacks.h` through
+/// `cupti.h`), its `*ParamsSize` macros included.
+#[test]
+fn pc_sampling_layouts_match_cupti_headers() {
+    check_layouts(
+        "pcsampling",
+        &metron_gpu::pcsampling_layouts(),
+        &["cupti.h", "cupti_pcsampling.h"],
+    );
+}
+
 /// Compiles a C program printing each `offsetof`/`sizeof`/`*_STRUCT_SIZE` of `layouts` with
 /// `headers` and compares with Metron's values.
 fn check_layouts(tag: &str, layouts: &[(&'static str, usize)], headers: &[&'static str]) {
@@ -77,7 +91,7 @@ fn check_layouts(tag: &str, layouts: &[(&'static str, usize)], headers: &[&'stat
         }
     };
     let ours: Vec<(&str, u64)> = layouts.iter().map(|(n, v)| (*n, *v as u64)).collect();
-    assert_same(&ours, &values, "cupti.h");
+    assert_same(&ours, &values, &headers.join(", "));
     println!(
         "checked {} offsets and sizes against {}",
         layouts.len(),

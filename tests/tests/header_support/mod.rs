@@ -5,13 +5,16 @@
 use std::path::Path;
 use std::process::Command;
 
-/// The C expression for a layout entry: `"sizeof T"`, `"STRUCT_SIZE T"` (`T_STRUCT_SIZE`) or
-/// `"T.field"` (`offsetof(T, field)`; a nested `field.member` works in C++).
+/// The C expression for a layout entry: `"sizeof T"`, `"STRUCT_SIZE T"` (`T_STRUCT_SIZE`),
+/// `"PARAMS_SIZE T"` (`TSize`, as cupti_pcsampling.h names them) or `"T.field"`
+/// (`offsetof(T, field)`; a nested `field.member` works in C++).
 pub fn layout_expr(name: &str) -> String {
     if let Some(ty) = name.strip_prefix("sizeof ") {
         format!("sizeof({ty})")
     } else if let Some(ty) = name.strip_prefix("STRUCT_SIZE ") {
         format!("{ty}_STRUCT_SIZE")
+    } else if let Some(ty) = name.strip_prefix("PARAMS_SIZE ") {
+        format!("{ty}Size")
     } else {
         let (ty, field) = name.split_once('.').expect("Struct.field");
         format!("offsetof({ty}, {field})")
