@@ -201,3 +201,128 @@ fn the_installed_metron_run_on_a_metron_linked_program_writes_one_run_folder() {
     assert_eq!(regions.get("c_example/iteration"), Some(&10), "{regions:?}");
     assert_eq!(regions.get("worker"), Some(&4), "{regions:?}");
 }
+
+/// CRC-32 (IEEE, reflected), the checksum a `.gnu_debuglink` section carries.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+#[test]
+fn installed_binaries_are_stripped_and_their_debug_files_resolve() {
+    use object::{Object, ObjectSection};
+    let prefix = prefix();
+    let built = artifacts().target_dir().join("release");
+    for (rel, name) in [
+        ("bin/metron", "metron"),
+        ("lib/libmetron.so", "libmetron.so"),
+    ] {
+        let installed = prefix.join(rel);
+        let data = std::fs::read(&installed).unwrap();
+        let built_len = std::fs::metadata(built.join(name)).unwrap().len();
+        eprintln!(
+            "{rel}: {} bytes installed, {built_len} bytes built",
+            data.len()
+        );
+        assert!(
+            (data.len() as u64) < built_len / 2,
+            "{rel} is not stripped: {} bytes installed, {built_len} built",
+            data.len()
+        );
+        let file = object::File::parse(&*data).unwrap();
+        assert!(
+            file.section_by_name(".debug_info").is_none(),
+            "{rel} keeps .debug_info"
+        );
+        assert!(
+            file.section_by_name(".symtab").is_some(),
+            "{rel} lost its symbol table (backtraces need it)"
+        );
+        // .gnu_debuglink: the debug file's name, NUL-padded to 4 bytes, then its CRC-32.
+        let link = file
+            .section_by_name(".gnu_debuglink")
+            .unwrap_or_else(|| panic!("{rel} has no .gnu_debuglink"))
+            .data()
+            .unwrap()
+            .to_vec();
+        let end = link.iter().position(|&b| b == 0).unwrap();
+        let link_name = std::str::from_utf8(&link[..end]).unwrap();
+        assert_eq!(link_name, format!("{name}.debug"));
+        let crc_at = (end + 4) & !3;
+        let crc = u32::from_le_bytes(link[crc_at..crc_at + 4].try_into().unwrap());
+        let debug_path = prefix.join("lib/debug").join(format!("{rel}.debug"));
+        let debug =
+            std::fs::read(&debug_path).unwrap_or_else(|e| panic!("{}: {e}", debug_path.display()));
+        assert_eq!(
+            crc32(&debug),
+            crc,
+            "the CRC in {rel}'s debug link does not match {}",
+            debug_path.display()
+        );
+        let debug_file = object::File::parse(&*debug).unwrap();
+        assert!(
+            debug_file
+                .section_by_name(".debug_info")
+                .is_some_and(|s| s.size() > 0),
+            "{} has no DWARF",
+            debug_path.display()
+        );
+        // The build-id link, which gdb follows from its debug-file-directory.
+        let id = file.build_id().unwrap().expect("a build id");
+        let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+        let by_id = prefix
+            .join("lib/debug/.build-id")
+            .join(&hex[..2])
+            .join(format!("{}.debug", &hex[2..]));
+        assert_eq!(
+            std::fs::canonicalize(&by_id).unwrap_or_else(|e| panic!("{}: {e}", by_id.display())),
+            std::fs::canonicalize(&debug_path).unwrap()
+        );
+        assert_eq!(
+            debug_file.build_id().unwrap(),
+            Some(id),
+            "the debug file is another build's"
+        );
+    }
+    let a_len = std::fs::metadata(prefix.join("lib/libmetron.a"))
+        .unwrap()
+        .len();
+    let built_a = std::fs::metadata(built.join("libmetron.a")).unwrap().len();
+    assert!(
+        a_len < built_a,
+        "libmetron.a: {a_len} installed, {built_a} built"
+    );
+    // An independent reader: gdb finds the source line of a C API function through the
+    // debug-file directory.
+    let Ok(gdb) = Command::new("gdb")
+        .arg("-batch")
+        .arg("-iex")
+        .arg(format!(
+            "set debug-file-directory {}",
+            prefix.join("lib/debug").display()
+        ))
+        .arg("-ex")
+        .arg("info line metron_region_begin")
+        .arg(prefix.join("lib/libmetron.so"))
+        .output()
+    else {
+        eprintln!("gdb is not installed: the debug files were checked without it");
+        return;
+    };
+    let text = String::from_utf8_lossy(&gdb.stdout);
+    assert!(
+        text.contains("Line ") && text.contains(".rs\""),
+        "gdb found no line for metron_region_begin in the installed libmetron.so: {text}{}",
+        String::from_utf8_lossy(&gdb.stderr)
+    );
+}
