@@ -145,7 +145,7 @@ fn overhead() {
 
 /// `METRON_BENCH_SAMPLING_CAPTURES=N`: N captures at 10 extra frames, then exit; run under
 /// callgrind with N = 0 and N = 10000, the difference of the instruction counts / 10000 is
-/// the instructions of one capture (`scripts`-free: see the README's Performance section).
+/// the instructions of one capture (`scripts`-free: see the Performance chapter, `docs/src/performance.md`).
 const CAPTURES_ENV: &str = "METRON_BENCH_SAMPLING_CAPTURES";
 
 fn main() {

@@ -2,7 +2,7 @@
  * name and by id (metron_region_begin_id + metron_region_end_id).
  * Usage: c_overhead [pairs] [both|enabled|stopped]   (default 10,000,000 pairs, both)
  * Prints ns per pair. For instruction counts, run two pair counts under
- * `valgrind --tool=callgrind` and divide the difference (README: "C call overhead"). */
+ * `valgrind --tool=callgrind` and divide the difference (docs/src/performance.md: "C call overhead"). */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime under -std=c99 */
 #include <metron/metron.h>
 

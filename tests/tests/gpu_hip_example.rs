@@ -1,7 +1,7 @@
 //! The HIP build of the GPU example (examples/cuda/vector_ops.cu through gpu_compat.h, and
 //! examples/hip/CMakeLists.txt): compiled with `hipcc` for an AMD target (gfx90a, or
 //! `$METRON_HIP_ARCH`) against this build's libmetron, once with the plain hipcc command line the
-//! README gives and once with CMake `find_package(metron)`. Each binary must carry AMD GPU code:
+//! user guide gives (docs/src/gpu-amd.md) and once with CMake `find_package(metron)`. Each binary must carry AMD GPU code:
 //! a clang offload bundle in `.hip_fatbin` whose entry for the target is an AMDGPU ELF that
 //! defines the three kernels. Then it runs under `metron run`: without an AMD GPU (no
 //! /dev/kfd) it must stop at its first hipMalloc with its own error message and exit 1, and
@@ -198,7 +198,7 @@ fn hip_example_compiles_for_amd_and_runs_under_metron_without_a_gpu() {
     let example = a.root.join("examples/cuda");
     let work = temp_dir("hip-example");
 
-    // 1. The README's command line: hipcc compiles the .cu as HIP (gpu_compat.h picks HIP).
+    // 1. The guide's command line: hipcc compiles the .cu as HIP (gpu_compat.h picks HIP).
     let exe = work.join("vector_ops_hip");
     let out = Command::new(&hipcc)
         .arg(format!("--offload-arch={arch}"))

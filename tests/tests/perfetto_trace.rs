@@ -504,7 +504,7 @@ fn scenario_sigkill() {
         {
             // A rate the flusher keeps up with (~10^4 regions/s); a producer faster than
             // the flusher's throughput keeps its backlog in Metron's buffers, which SIGKILL
-            // loses (see the README's numbers).
+            // loses (see the numbers in docs/src/performance.md).
             let _r = metron::scope!("work");
             std::thread::sleep(Duration::from_micros(20));
         }

@@ -37,7 +37,7 @@
 //!
 //! # Overhead
 //! Instructions per `info_span!("pair").entered()` pair, callgrind, on the project's 2-core
-//! x86-64 VM (`benches/src/bin/tracing_pairs.rs`; the README's Performance section has the
+//! x86-64 VM (`benches/src/bin/tracing_pairs.rs`; the user guide's Performance chapter (`docs/src/performance.md`) has the
 //! whole table):
 //!
 //! | path | total | Metron's share |

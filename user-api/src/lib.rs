@@ -15,7 +15,7 @@
 //! ROCTx (`roctx`).
 //!
 //! # Speed
-//! `metron_region_begin` + `metron_region_end` through the shared library: see the README
+//! `metron_region_begin` + `metron_region_end` through the shared library: see the user guide's Performance chapter (`docs/src/performance.md`)
 //! section "C call overhead" (measured next to the Rust `scope!` figure).
 
 use std::ffi::{c_char, c_void, CStr};

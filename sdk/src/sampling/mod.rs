@@ -5,7 +5,7 @@
 //! (`METRON_SAMPLING_CPUTIME`, default) and/or of wall time (`METRON_SAMPLING_REALTIME`); the
 //! signal handler unwinds the interrupted stack and stores it in the thread's preallocated
 //! ring; the flusher decodes the rings into [`crate::Event::Sample`]s of the right thread.
-//! Threads created later are sampled too. See the README's *Sampling* section for the
+//! Threads created later are sampled too. See the user guide's *Sampling* chapter (`docs/src/sampling.md`) for the
 //! numbers.
 //!
 //! The pieces, one per file:

@@ -211,7 +211,7 @@ struct ThreadTrack {
     dropped: u64,
 }
 
-/// What the sink wrote, for `metadata.json` and the README's numbers.
+/// What the sink wrote, for `metadata.json` and the numbers of `docs/src/performance.md`.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct TraceCounts {
     /// Slices begun.

@@ -559,7 +559,7 @@ pub(crate) struct ProfileSummary {
 }
 
 impl ProfileSummary {
-    /// The `sampling` object of `summary.json` (see the README's schema).
+    /// The `sampling` object of `summary.json` (schema in `docs/src/outputs.md`).
     pub(crate) fn to_json(&self) -> Value {
         json!({
             "symbolized_addresses": self.addresses,

@@ -151,7 +151,7 @@ impl SummarySink {
         merged
     }
 
-    /// The summary as JSON (the `summary.json` schema, see the README).
+    /// The summary as JSON (the `summary.json` schema, see `docs/src/outputs.md`).
     pub fn to_json(&self, run: &RunInfo) -> Value {
         let merged = self.merged();
         let mut counters: BTreeMap<&str, CounterStats> = BTreeMap::new();
