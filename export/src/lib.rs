@@ -17,7 +17,7 @@
 //! double quotes, with `\"` and `\\` escaped; [`split_fields`] reads such a line back.
 
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -105,6 +105,9 @@ pub struct Run {
     pub kernels: Vec<BTreeMap<String, String>>,
     /// The decoded trace (empty when the run wrote none).
     pub trace: Trace,
+    /// Region name → its call sites `(file, line)` from `summary.json` (where the run wrote
+    /// one), for the Stack Trace section.
+    pub sites: HashMap<String, BTreeSet<(String, u64)>>,
 }
 
 impl Run {
@@ -154,10 +157,17 @@ impl Run {
                 ),
             ));
         }
+        let mut sites = HashMap::new();
+        if let Ok(b) = std::fs::read(dir.join("summary.json")) {
+            if let Ok(summary) = serde_json::from_slice::<Value>(&b) {
+                collect_sites(&summary, &mut sites);
+            }
+        }
         Ok(Run {
             metadata,
             kernels,
             trace,
+            sites,
         })
     }
 
@@ -223,6 +233,34 @@ impl Run {
             .find(|d| d["index"].as_u64() == Some(index))
             .and_then(|d| d["name"].as_str())
             .map(str::to_string)
+    }
+}
+
+/// Every `{"name", "file", "line"}` object of `summary.json` (the region nodes), with a line.
+fn collect_sites(v: &Value, out: &mut HashMap<String, BTreeSet<(String, u64)>>) {
+    match v {
+        Value::Object(m) => {
+            if let (Some(name), Some(file), Some(line)) = (
+                m.get("name").and_then(Value::as_str),
+                m.get("file").and_then(Value::as_str),
+                m.get("line").and_then(Value::as_u64),
+            ) {
+                if line > 0 && !file.is_empty() {
+                    out.entry(name.to_string())
+                        .or_default()
+                        .insert((file.to_string(), line));
+                }
+            }
+            for x in m.values() {
+                collect_sites(x, out);
+            }
+        }
+        Value::Array(a) => {
+            for x in a {
+                collect_sites(x, out);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -559,7 +597,7 @@ fn thread_of(trace: &Trace, uuid: u64) -> Option<u32> {
 }
 
 /// The Stack Trace section: the call site of each region whose start has a backtrace
-/// (`metron: backtrace` instants, `METRON_SAMPLE_REGIONS`).
+/// (`metron: backtrace` instants: regions whose bundle holds a `metron::Backtrace`).
 fn source_code(run: &Run, out: &mut String) {
     let mut by_thread: BTreeMap<u32, Vec<String>> = BTreeMap::new();
     for i in run
@@ -588,15 +626,22 @@ fn source_code(run: &Run, out: &mut String) {
         } else {
             site.function.clone()
         };
-        let mut line = format!(
-            "{} {} {}",
-            field(&region),
-            field(&function),
-            site.line.unwrap_or(0)
-        );
-        if let Some(file) = &site.file {
+        // The line and file: the region's one call site in summary.json (file!() and
+        // line!() of the macro), else the frame's own, else none (line 0, no file).
+        let (file, number) = match run.sites.get(&region) {
+            Some(s) if s.len() == 1 => {
+                let (f, l) = s.iter().next().expect("one site");
+                (Some(f.clone()), *l)
+            }
+            _ => match (site.line, &site.file) {
+                (Some(l), Some(f)) if l > 0 => (Some(f.clone()), l),
+                _ => (None, 0),
+            },
+        };
+        let mut line = format!("{} {} {}", field(&region), field(&function), number);
+        if let Some(file) = file {
             line.push(' ');
-            line.push_str(&field(file));
+            line.push_str(&field(&file));
         }
         by_thread.entry(tid).or_default().push(line);
     }

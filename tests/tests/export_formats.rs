@@ -401,6 +401,57 @@ fn a_bad_export_setting_is_reported_and_writes_nothing() {
     assert!(!run.output_dir.join("session.atp").exists());
 }
 
+/// A region whose start takes a backtrace: the Stack Trace section's call site.
+#[derive(Default, metron::Bundle)]
+struct WithStack {
+    stack: metron::Backtrace,
+}
+
+#[inline(never)]
+fn load_data() -> u32 {
+    let (_g, line) = (metron::scope!("load", WithStack), line!());
+    std::hint::black_box(line)
+}
+
+scenario! {
+    fn scenario_region_backtraces() {
+        let mut line = 0;
+        for _ in 0..3 {
+            line = load_data();
+        }
+        metron_tests::emit_data(&serde_json::json!({ "line": line }));
+    }
+}
+
+#[test]
+fn region_backtraces_give_the_stack_trace_section() {
+    let run = Scenario::new("scenario_region_backtraces")
+        .env("METRON_EXPORT", "atp")
+        .run();
+    let line = run.data()["line"].as_u64().unwrap();
+    let atp = Atp::parse(&read(&run.output_dir.join("session.atp")));
+    assert_eq!(
+        atp.sections,
+        ["perfmarker Stack Trace Output", "Perfmarker Output"]
+    );
+    let (tid, sites) = atp.source.iter().next().expect("one thread");
+    assert_eq!(atp.source.len(), 1);
+    assert_eq!(sites.len(), 3, "{sites:?}");
+    for s in sites {
+        assert_eq!(s.api, "load");
+        assert!(s.function.contains("load_data"), "{s:?}");
+        assert_eq!(s.line, line, "{s:?}");
+        assert!(
+            s.file
+                .as_deref()
+                .is_some_and(|f| f.ends_with("export_formats.rs")),
+            "{s:?}"
+        );
+    }
+    // The same thread's perf markers: the three regions.
+    assert_eq!(atp.markers[tid].len(), 6);
+}
+
 /// What `perf_markers.c` calls on each thread: `Some((name, group))` a begin, `None` an end.
 fn expected_markers(thread: &str) -> Vec<Option<(&'static str, &'static str)>> {
     let mut v = Vec::new();
