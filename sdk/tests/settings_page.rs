@@ -201,9 +201,7 @@ Booleans accept `1`, `0`, `true`, `false`, `yes`, `no`, `on` and `off`; sizes ta
                 specs.push(spec);
             }
         }
-        // A chapter still being written is not linked yet (the link checker would fail).
-        let written = page_path().with_file_name(chapter).is_file();
-        sections.push((title, written.then_some((chapter_title, chapter)), specs));
+        sections.push((title, Some((chapter_title, chapter)), specs));
     }
     let rest: Vec<&SettingSpec> = REGISTRY
         .iter()
