@@ -113,6 +113,12 @@ pub struct Run {
 impl Run {
     /// Reads the run folder `dir`.
     pub fn read(dir: &Path) -> io::Result<Run> {
+        Run::read_parts(dir, true)
+    }
+
+    /// Reads the run folder `dir`; the trace only when `with_trace` (the occupancy file
+    /// needs `metadata.json` and `kernels.csv` only).
+    pub fn read_parts(dir: &Path, with_trace: bool) -> io::Result<Run> {
         let metadata_path = dir.join("metadata.json");
         let metadata: Value = match std::fs::read(&metadata_path) {
             Ok(b) => serde_json::from_slice(&b).map_err(|e| {
@@ -138,8 +144,9 @@ impl Run {
             Err(e) => return Err(e),
         };
         let trace_name = setting(&metadata, "METRON_TRACE_FILE").unwrap_or("trace.pftrace");
-        let trace = match std::fs::read(dir.join(trace_name)) {
-            Ok(b) => trace::decode(&b).map_err(|e| {
+        let trace = match std::fs::File::open(dir.join(trace_name)) {
+            Ok(_) if !with_trace => Trace::default(),
+            Ok(f) => trace::decode_from(f).map_err(|e| {
                 io::Error::new(
                     io::ErrorKind::InvalidData,
                     format!("{}: {e}", dir.join(trace_name).display()),
@@ -148,7 +155,11 @@ impl Run {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Trace::default(),
             Err(e) => return Err(e),
         };
-        if metadata.is_null() && kernels.is_empty() && trace.tracks.is_empty() {
+        if metadata.is_null()
+            && kernels.is_empty()
+            && trace.tracks.is_empty()
+            && !dir.join(trace_name).is_file()
+        {
             return Err(io::Error::new(
                 io::ErrorKind::NotFound,
                 format!(
@@ -183,7 +194,7 @@ impl Run {
                     family,
                     kind,
                     tid,
-                    name: s.name.clone(),
+                    name: s.name.to_string(),
                     start_ns: s.start_ns,
                     end_ns: s.end_ns.unwrap_or(s.start_ns),
                     status: s.args.get("status").and_then(|a| a.as_u64()).unwrap_or(0),
@@ -451,7 +462,7 @@ fn version(run: &Run) -> String {
 }
 
 /// The header lines shared by the `.atp` (bare) and `.occupancy` (`# `) files.
-fn header(run: &Run, out: &mut String, prefix: &str) {
+fn header(run: &Run, out: &mut Out<'_>, prefix: &str) {
     let (app, args) = application(run);
     let _ = writeln!(out, "{prefix}ProfilerVersion=Metron {}", version(run));
     let _ = writeln!(out, "{prefix}Application={app}");
@@ -520,9 +531,14 @@ fn kernels(run: &Run) -> Vec<Kernel<'_>> {
 
 /// The `.atp` text of `run`.
 pub fn atp(run: &Run) -> String {
-    let mut out = String::new();
+    let mut out = Out::new(None);
+    write_atp(run, &mut out);
+    out.buf
+}
+
+fn write_atp(run: &Run, out: &mut Out<'_>) {
     let _ = writeln!(out, "TraceFileVersion={TRACE_FILE_VERSION}");
-    header(run, &mut out, "");
+    header(run, out, "");
     let calls = run.api_calls();
     let family = run.kernel_family();
     let mut families: Vec<&str> = Vec::new();
@@ -585,9 +601,8 @@ pub fn atp(run: &Run) -> String {
             }
         }
     }
-    source_code(run, &mut out);
-    perf_markers(run, &mut out);
-    out
+    source_code(run, out);
+    perf_markers(run, out);
 }
 
 /// The thread id of a thread track (or of the thread whose track is its parent).
@@ -598,13 +613,13 @@ fn thread_of(trace: &Trace, uuid: u64) -> Option<u32> {
 
 /// The Stack Trace section: the call site of each region whose start has a backtrace
 /// (`metron: backtrace` instants: regions whose bundle holds a `metron::Backtrace`).
-fn source_code(run: &Run, out: &mut String) {
+fn source_code(run: &Run, out: &mut Out<'_>) {
     let mut by_thread: BTreeMap<u32, Vec<String>> = BTreeMap::new();
     for i in run
         .trace
         .instants
         .iter()
-        .filter(|i| i.name == "metron: backtrace" && !i.callstack.is_empty())
+        .filter(|i| &*i.name == "metron: backtrace" && !i.callstack.is_empty())
     {
         let Some(tid) = thread_of(&run.trace, i.track) else {
             continue;
@@ -669,14 +684,23 @@ fn is_metron_frame(function: &str) -> bool {
 
 /// The Perfmarker section: every region of every thread track, begins and ends in the order
 /// the trace holds them (each end closes the innermost open begin).
-fn perf_markers(run: &Run, out: &mut String) {
-    let mut by_thread: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+fn perf_markers(run: &Run, out: &mut Out<'_>) {
+    let mut by_thread: BTreeMap<u32, Vec<&[Step]>> = BTreeMap::new();
     for (uuid, steps) in &run.trace.steps {
-        let Some(tid) = thread_of(&run.trace, *uuid) else {
-            continue;
-        };
-        let lines = by_thread.entry(tid).or_default();
-        for step in steps {
+        if let Some(tid) = thread_of(&run.trace, *uuid) {
+            if !steps.is_empty() {
+                by_thread.entry(tid).or_default().push(steps);
+            }
+        }
+    }
+    if by_thread.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "=====Perfmarker Output=====");
+    for (tid, tracks) in by_thread {
+        let _ = writeln!(out, "{tid}");
+        let _ = writeln!(out, "{}", tracks.iter().map(|t| t.len()).sum::<usize>());
+        for step in tracks.into_iter().flatten() {
             match *step {
                 Step::Begin(i) => {
                     let s = &run.trace.slices[i];
@@ -685,33 +709,19 @@ fn perf_markers(run: &Run, out: &mut String) {
                         .get("group")
                         .map(|g| g.to_string())
                         .unwrap_or_default();
-                    lines.push(format!(
+                    let _ = writeln!(
+                        out,
                         "clBeginPerfMarker {} {} {}",
                         field(&s.name),
                         s.start_ns,
                         field(&group)
-                    ));
+                    );
                 }
                 Step::End(i) => {
                     let s = &run.trace.slices[i];
-                    lines.push(format!(
-                        "clEndPerfMarker {}",
-                        s.end_ns.unwrap_or(s.start_ns)
-                    ));
+                    let _ = writeln!(out, "clEndPerfMarker {}", s.end_ns.unwrap_or(s.start_ns));
                 }
             }
-        }
-    }
-    by_thread.retain(|_, l| !l.is_empty());
-    if by_thread.is_empty() {
-        return;
-    }
-    let _ = writeln!(out, "=====Perfmarker Output=====");
-    for (tid, lines) in by_thread {
-        let _ = writeln!(out, "{tid}");
-        let _ = writeln!(out, "{}", lines.len());
-        for l in lines {
-            let _ = writeln!(out, "{l}");
         }
     }
 }
@@ -748,8 +758,13 @@ pub const OCCUPANCY_COLUMNS: [&str; 26] = [
 
 /// The `.occupancy` text of `run`.
 pub fn occupancy(run: &Run) -> String {
-    let mut out = String::new();
-    header(run, &mut out, "# ");
+    let mut out = Out::new(None);
+    write_occupancy(run, &mut out);
+    out.buf
+}
+
+fn write_occupancy(run: &Run, out: &mut Out<'_>) {
+    header(run, out, "# ");
     let cuda = run.kernel_family() == "cuda";
     let _ = writeln!(
         out,
@@ -779,7 +794,6 @@ pub fn occupancy(run: &Run) -> String {
             .collect();
         let _ = writeln!(out, "{}", row.join(","));
     }
-    out
 }
 
 /// Converts `CLOCK_MONOTONIC` ns to the run's tick counter (`metadata.json`'s `clock`: the
@@ -801,8 +815,13 @@ pub fn ticks_of(metadata: &Value, ns: u64) -> u64 {
 
 /// The API log text of `run`: one line per GPU API call, by start time.
 pub fn api_log(run: &Run) -> String {
+    let mut out = Out::new(None);
+    write_api_log(run, &mut out);
+    out.buf
+}
+
+fn write_api_log(run: &Run, out: &mut Out<'_>) {
     let work = run.device_correlations();
-    let mut out = String::new();
     for c in run.api_calls() {
         let _ = write!(
             out,
@@ -816,24 +835,70 @@ pub fn api_log(run: &Run) -> String {
         }
         let _ = writeln!(out, "{}() = {}", c.name, c.return_value());
     }
-    out
 }
 
 /// Writes `format` of the run folder `dir` to `out` (default: its file in `dir`).
 pub fn export(dir: &Path, format: Format, out: Option<&Path>) -> io::Result<PathBuf> {
-    let run = Run::read(dir)?;
+    let run = Run::read_parts(dir, format != Format::Occupancy)?;
     write_one(&run, dir, format, out)
 }
 
 fn write_one(run: &Run, dir: &Path, format: Format, out: Option<&Path>) -> io::Result<PathBuf> {
-    let text = match format {
-        Format::Atp => atp(run),
-        Format::Occupancy => occupancy(run),
-        Format::ApiLog => api_log(run),
-    };
     let path = out.map_or_else(|| dir.join(format.file_name()), Path::to_path_buf);
-    std::fs::write(&path, text)?;
+    let mut file = io::BufWriter::new(std::fs::File::create(&path)?);
+    let mut o = Out::new(Some(&mut file));
+    match format {
+        Format::Atp => write_atp(run, &mut o),
+        Format::Occupancy => write_occupancy(run, &mut o),
+        Format::ApiLog => write_api_log(run, &mut o),
+    }
+    o.finish()?;
+    io::Write::flush(&mut file)?;
     Ok(path)
+}
+
+/// Where the writers write: a `String`, or a file it is moved into every MiB (so a large
+/// export never holds the whole text); the first I/O error is kept for [`Out::finish`].
+struct Out<'a> {
+    buf: String,
+    to: Option<&'a mut dyn io::Write>,
+    err: Option<io::Error>,
+}
+
+impl<'a> Out<'a> {
+    fn new(to: Option<&'a mut dyn io::Write>) -> Out<'a> {
+        Out {
+            buf: String::new(),
+            to,
+            err: None,
+        }
+    }
+
+    fn spill(&mut self) {
+        if let Some(w) = self.to.as_mut() {
+            if self.err.is_none() {
+                if let Err(e) = w.write_all(self.buf.as_bytes()) {
+                    self.err = Some(e);
+                }
+            }
+            self.buf.clear();
+        }
+    }
+
+    fn finish(mut self) -> io::Result<()> {
+        self.spill();
+        self.err.map_or(Ok(()), Err)
+    }
+}
+
+impl std::fmt::Write for Out<'_> {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.buf.push_str(s);
+        if self.buf.len() >= 1 << 20 {
+            self.spill();
+        }
+        Ok(())
+    }
 }
 
 /// Writes each of `formats` into the run folder `dir` (reading the folder once).
@@ -841,7 +906,7 @@ pub fn write_formats(dir: &Path, formats: &[Format]) -> io::Result<Vec<PathBuf>>
     if formats.is_empty() {
         return Ok(Vec::new());
     }
-    let run = Run::read(dir)?;
+    let run = Run::read_parts(dir, formats.iter().any(|f| *f != Format::Occupancy))?;
     formats
         .iter()
         .map(|f| write_one(&run, dir, *f, None))

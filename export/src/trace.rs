@@ -5,8 +5,10 @@
 //! (`sdk/src/sinks/perfetto*.rs`, field numbers of `perfetto_trace.proto`); the service's
 //! packets (clock snapshots, trace config, stats) are skipped.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
+use std::io::{BufRead, BufReader, Read};
+use std::sync::Arc;
 
 /// A trace that does not decode: what is wrong.
 #[derive(Debug)]
@@ -138,7 +140,7 @@ pub struct Slice {
     /// The track's uuid.
     pub track: u64,
     /// Its name.
-    pub name: String,
+    pub name: Arc<str>,
     /// Begin, ns (Metron's `CLOCK_MONOTONIC`).
     pub start_ns: u64,
     /// End, ns; `None` when the trace holds no end for it (a run cut short).
@@ -168,7 +170,7 @@ pub struct Instant {
     /// The track's uuid.
     pub track: u64,
     /// Its name.
-    pub name: String,
+    pub name: Arc<str>,
     /// When, ns.
     pub ts_ns: u64,
     /// Its debug annotations.
@@ -222,13 +224,17 @@ const STATE_CLEARED: u64 = 1;
 
 /// Decodes `bytes`, a whole `Trace`.
 pub fn decode(bytes: &[u8]) -> Result<Trace, TraceError> {
+    decode_from(bytes)
+}
+
+/// Decodes a `Trace` read from `input`, one packet in memory at a time. A last packet cut
+/// short (a run killed while writing) ends the trace.
+pub fn decode_from(input: impl Read) -> Result<Trace, TraceError> {
+    let mut input = BufReader::with_capacity(1 << 16, input);
     let mut trace = Trace::default();
-    let mut interned: HashMap<u64, Interned> = HashMap::new();
-    // Per track: the open slices (indexes into `trace.slices`).
-    let mut open: HashMap<u64, Vec<usize>> = HashMap::new();
-    let mut pos = 0;
-    while pos < bytes.len() {
-        let key = varint(bytes, &mut pos)?;
+    let mut d = Decoder::default();
+    let mut packet = Vec::new();
+    while let Some(key) = read_varint_from(&mut input)? {
         if key & 7 != 2 {
             return Err(TraceError(format!(
                 "not a Perfetto trace: field {} of Trace has wire type {}",
@@ -236,14 +242,63 @@ pub fn decode(bytes: &[u8]) -> Result<Trace, TraceError> {
                 key & 7
             )));
         }
-        let n = varint(bytes, &mut pos)? as usize;
-        let packet = bytes
-            .get(pos..pos.saturating_add(n))
-            .ok_or_else(|| TraceError("the last packet is cut short".into()))?;
-        pos += n;
-        if key >> 3 != 1 {
-            continue;
+        let Some(n) = read_varint_from(&mut input)? else {
+            break;
+        };
+        packet.clear();
+        let got = (&mut input)
+            .take(n)
+            .read_to_end(&mut packet)
+            .map_err(|e| TraceError(format!("reading the trace: {e}")))?;
+        if (got as u64) < n {
+            break;
         }
+        if key >> 3 == 1 {
+            d.packet(&packet, &mut trace)?;
+        }
+    }
+    Ok(trace)
+}
+
+/// A varint of `input`; `None` at the end of the input (or inside a cut varint).
+fn read_varint_from(input: &mut impl BufRead) -> Result<Option<u64>, TraceError> {
+    let mut value = 0u64;
+    for shift in (0..64).step_by(7) {
+        let mut b = [0u8];
+        match input.read(&mut b) {
+            Ok(0) => return Ok(None),
+            Ok(_) => {}
+            Err(e) => return Err(TraceError(format!("reading the trace: {e}"))),
+        }
+        value |= u64::from(b[0] & 0x7f) << shift;
+        if b[0] & 0x80 == 0 {
+            return Ok(Some(value));
+        }
+    }
+    Err(TraceError("a varint is longer than 10 bytes".into()))
+}
+
+/// The decoding state across packets.
+#[derive(Default)]
+struct Decoder {
+    interned: HashMap<u64, Interned>,
+    /// Per track: the open slices (indexes into `trace.slices`).
+    open: HashMap<u64, Vec<usize>>,
+    /// Every name once.
+    names: HashSet<Arc<str>>,
+}
+
+impl Decoder {
+    fn name(&mut self, s: &str) -> Arc<str> {
+        if let Some(n) = self.names.get(s) {
+            return n.clone();
+        }
+        let n: Arc<str> = Arc::from(s);
+        self.names.insert(n.clone());
+        n
+    }
+
+    fn packet(&mut self, packet: &[u8], trace: &mut Trace) -> Result<(), TraceError> {
         let f = fields(packet)?;
         let mut ts = 0;
         let mut seq = 0;
@@ -254,20 +309,20 @@ pub fn decode(bytes: &[u8]) -> Result<Trace, TraceError> {
                 _ => {}
             }
         }
-        let state = interned.entry(seq).or_default();
+        let mut state = self.interned.remove(&seq).unwrap_or_default();
         for (field, v) in &f {
-            match (*field, *v) {
-                (SEQUENCE_FLAGS, Wire::Varint(flags)) if flags & STATE_CLEARED != 0 => {
-                    *state = Interned::default();
+            if let (SEQUENCE_FLAGS, Wire::Varint(flags)) = (*field, *v) {
+                if flags & STATE_CLEARED != 0 {
+                    state = Interned::default();
                 }
-                _ => {}
             }
         }
         for (field, v) in &f {
             if let (INTERNED_DATA, Wire::Len(b)) = (*field, *v) {
-                read_interned(b, state)?;
+                read_interned(b, &mut state)?;
             }
         }
+        let mut result = Ok(());
         for (field, v) in &f {
             match (*field, *v) {
                 (TRACK_DESCRIPTOR, Wire::Len(b)) => {
@@ -288,13 +343,17 @@ pub fn decode(bytes: &[u8]) -> Result<Trace, TraceError> {
                     }
                 }
                 (TRACK_EVENT, Wire::Len(b)) => {
-                    read_event(b, ts, state, &mut trace, &mut open)?;
+                    result = read_event(b, ts, &state, trace, self);
+                    if result.is_err() {
+                        break;
+                    }
                 }
                 _ => {}
             }
         }
+        self.interned.insert(seq, state);
+        result
     }
-    Ok(trace)
 }
 
 fn read_interned(b: &[u8], state: &mut Interned) -> Result<(), TraceError> {
@@ -433,26 +492,26 @@ fn read_event(
     ts: u64,
     state: &Interned,
     trace: &mut Trace,
-    open: &mut HashMap<u64, Vec<usize>>,
+    d: &mut Decoder,
 ) -> Result<(), TraceError> {
     let mut kind = 0;
     let mut track = 0;
-    let mut name = String::new();
+    let mut name: Option<&str> = None;
     let mut callstack = None;
     let mut args = BTreeMap::new();
     for (f, v) in fields(b)? {
         match (f, v) {
             (9, Wire::Varint(k)) => kind = k,
             (11, Wire::Varint(u)) => track = u,
-            (10, Wire::Varint(iid)) => {
-                name = state.event_names.get(&iid).cloned().unwrap_or_default()
-            }
-            (23, Wire::Len(s)) => name = text(s),
+            (10, Wire::Varint(iid)) => name = state.event_names.get(&iid).map(String::as_str),
+            (23, Wire::Len(s)) => name = std::str::from_utf8(s).ok(),
             (56, Wire::Varint(iid)) => callstack = Some(iid),
             (4, Wire::Len(a)) => read_args(a, state, &mut args)?,
             _ => {}
         }
     }
+    let name = d.name(name.unwrap_or(""));
+    let open = &mut d.open;
     match kind {
         1 => {
             let stack = open.entry(track).or_default();
@@ -580,14 +639,19 @@ mod tests {
         assert_eq!(t.tracks[&7].thread, Some((10, 11)));
         assert_eq!(t.tracks[&7].name, "main");
         assert_eq!(t.slices.len(), 2);
-        assert_eq!(t.slices[0].name, "r1");
+        assert_eq!(&*t.slices[0].name, "r1");
         assert_eq!(t.slices[0].end_ns, Some(130));
-        assert_eq!(t.slices[1].name, "r2");
+        assert_eq!(&*t.slices[1].name, "r2");
         assert_eq!(t.slices[1].depth, 1);
         assert_eq!(t.slices[1].args["group"], Arg::S("g".into()));
         assert_eq!(
             t.steps[&7],
             vec![Step::Begin(0), Step::Begin(1), Step::End(1), Step::End(0)]
         );
+        // A trace cut inside its last packet (a killed run) reads up to the cut.
+        let cut = decode(&trace[..trace.len() - 3]).unwrap();
+        assert_eq!(cut.slices.len(), 2);
+        assert_eq!(cut.slices[0].end_ns, None);
+        assert_eq!(cut.slices[1].end_ns, Some(120));
     }
 }
