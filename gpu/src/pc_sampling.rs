@@ -40,6 +40,7 @@ use crate::sys::{Cupti, CUPTI_SUCCESS};
 use crate::sys_pcsampling::{
     self as ps, ConfigInfo, PcData, PcSamplingApi, SamplingData, StallReason,
 };
+use metron_symbols::cubin::CubinLines;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
@@ -356,6 +357,8 @@ pub struct Row {
     pub file: String,
     /// Source line (0 without line information).
     pub line: u32,
+    /// The `(file, line)`s the line is inlined at, innermost first (empty when not inlined).
+    pub inlined_at: Vec<(String, u32)>,
     /// Stall reason (short name).
     pub reason: String,
     /// Samples.
@@ -396,8 +399,13 @@ pub fn apportion(total: u64, weights: &[u64]) -> Vec<u64> {
     out
 }
 
-/// Resolves a PC to `(file, line)`; `None` without line information.
-pub type SourceOf<'a> = dyn FnMut(u64, &CString, u64) -> Option<(String, u32)> + 'a;
+/// A PC's source: file, line, and the `(file, line)`s it is inlined at, innermost first
+/// (empty when not inlined).
+pub type Source = (String, u32, Vec<(String, u32)>);
+
+/// Resolves a PC (cubin CRC, function, offset) to its [`Source`]; `None` without line
+/// information.
+pub type SourceOf<'a> = dyn FnMut(u64, &CString, u64) -> Option<Source> + 'a;
 
 /// The rows of a run: each table entry's samples by plain reason (its `_not_issued` twin as
 /// detail), in its kernel's region(s), at its source line. `reasons`: CUPTI's (index, name).
@@ -436,7 +444,7 @@ pub fn attribute(
         }
     }
     let mut demangled: HashMap<(u64, u32), String> = HashMap::new();
-    let mut lines: HashMap<(u64, u32, u64), Option<(String, u32)>> = HashMap::new();
+    let mut lines: HashMap<(u64, u32, u64), Option<Source>> = HashMap::new();
     let mut rows = Vec::new();
     let mut entries: Vec<(PcKey, &[u64])> = table.entries().collect();
     entries.sort_by_key(|(k, _)| (k.crc, k.function_index, k.pc_offset, k.correlation));
@@ -450,13 +458,13 @@ pub fn attribute(
             .entry((key.crc, key.function_index))
             .or_insert_with(|| metron::gpu::demangle_kernel(&function))
             .clone();
-        let (file, line) = match fname {
+        let (file, line, inlined_at) = match fname {
             Some(c) => lines
                 .entry((key.crc, key.function_index, key.pc_offset))
                 .or_insert_with(|| source(key.crc, c, key.pc_offset))
                 .clone()
                 .unwrap_or_default(),
-            None => (String::new(), 0),
+            None => Source::default(),
         };
         // The region shares of this entry.
         let joined = key.correlation != 0 && by_corr.contains_key(&key.correlation);
@@ -487,6 +495,7 @@ pub fn attribute(
                     pc_offset: key.pc_offset,
                     file: file.clone(),
                     line,
+                    inlined_at: inlined_at.clone(),
                     reason: short_reason(name).to_string(),
                     samples: s,
                     not_issued: q,
@@ -509,12 +518,12 @@ fn csv_field(s: &str) -> String {
 /// `pc_samples.csv`.
 pub fn csv(rows: &[Row]) -> String {
     let mut out = String::from(
-        "kernel,region,function,pc_offset,file,line,stall_reason,samples,not_issued\n",
+        "kernel,region,function,pc_offset,file,line,stall_reason,samples,not_issued,inlined_at\n",
     );
     for r in rows {
         let _ = writeln!(
             out,
-            "{},{},{},0x{:x},{},{},{},{},{}",
+            "{},{},{},0x{:x},{},{},{},{},{},{}",
             csv_field(&r.kernel),
             csv_field(&r.region),
             csv_field(&r.function),
@@ -527,16 +536,37 @@ pub fn csv(rows: &[Row]) -> String {
             },
             r.reason,
             r.samples,
-            r.not_issued
+            r.not_issued,
+            csv_field(
+                &r.inlined_at
+                    .iter()
+                    .map(|(f, l)| format!("{f}:{l}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
         );
     }
     out
 }
 
+fn base(file: &str) -> &str {
+    file.rsplit('/').next().unwrap_or(file)
+}
+
+/// `file:line`, with ` (inlined at file:line, ...)` when inlined; `function+0xoffset` without
+/// line information.
 fn location(r: &Row) -> String {
     if r.line > 0 {
-        let file = r.file.rsplit('/').next().unwrap_or(&r.file);
-        format!("{file}:{}", r.line)
+        let mut s = format!("{}:{}", base(&r.file), r.line);
+        if !r.inlined_at.is_empty() {
+            let at: Vec<String> = r
+                .inlined_at
+                .iter()
+                .map(|(f, l)| format!("{}:{l}", base(f)))
+                .collect();
+            let _ = write!(s, " (inlined at {})", at.join(", "));
+        }
+        s
     } else {
         format!("{}+0x{:x}", r.function, r.pc_offset)
     }
@@ -1283,8 +1313,16 @@ pub fn finish_collection() {
     });
 }
 
-/// The source line of a PC through the captured cubin.
-fn source_of(st: &State, crc: u64, function: &CString, pc: u64) -> Option<(String, u32)> {
+/// The source line of a PC through the captured cubin (CUPTI's SASS-to-source correlation),
+/// with its inlined-at chain from the cubin's line table (`metron_symbols::cubin`, parsed once
+/// per cubin into `chains`) when that table gives the PC the same line.
+fn source_of(
+    st: &State,
+    chains: &mut HashMap<u64, Option<CubinLines>>,
+    crc: u64,
+    function: &CString,
+    pc: u64,
+) -> Option<Source> {
     let cubin = st.cubins.get(&crc)?;
     let (dir, file, line) = st.api.source_line(cubin, function, pc)?;
     let path = if dir.is_empty() || file.starts_with('/') {
@@ -1292,7 +1330,18 @@ fn source_of(st: &State, crc: u64, function: &CString, pc: u64) -> Option<(Strin
     } else {
         format!("{}/{file}", dir.trim_end_matches('/'))
     };
-    Some((path, line))
+    let lines = chains
+        .entry(crc)
+        .or_insert_with(|| CubinLines::parse(cubin).ok());
+    let chain = lines
+        .as_ref()
+        .map(|l| l.chain(&function.to_string_lossy(), pc))
+        .unwrap_or_default();
+    let inlined_at = match chain.split_first() {
+        Some(((_, l), rest)) if *l == line => rest.to_vec(),
+        _ => Vec::new(),
+    };
+    Some((path, line, inlined_at))
 }
 
 /// Collects kernel records for the join and writes the outputs at the end.
@@ -1330,16 +1379,82 @@ pub struct RecordedPc {
     pub stalls: Vec<(u32, u32)>,
 }
 
+/// One CUPTI buffer (`CUpti_PCSamplingData`) as recorded, for [`replay`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RecordedBuffer {
+    /// `totalSamples`.
+    pub total_samples: u64,
+    /// `droppedSamples`.
+    pub dropped_samples: u64,
+    /// The PC records.
+    pub pcs: Vec<RecordedPc>,
+}
+
+/// Lays `buffer` out as CUPTI fills a `CUpti_PCSamplingData` and decodes it with [`ingest`].
+pub fn ingest_recorded(
+    buffer: &RecordedBuffer,
+    table: &mut Table,
+    functions: &mut Functions,
+    stats: &mut Stats,
+) {
+    let names: Vec<CString> = buffer
+        .pcs
+        .iter()
+        .map(|p| CString::new(p.function.as_str()).unwrap_or_default())
+        .collect();
+    let mut stalls: Vec<Vec<StallReason>> = buffer
+        .pcs
+        .iter()
+        .map(|p| {
+            p.stalls
+                .iter()
+                .map(|&(index, samples)| StallReason { index, samples })
+                .collect()
+        })
+        .collect();
+    let mut pcs: Vec<PcData> = buffer
+        .pcs
+        .iter()
+        .zip(stalls.iter_mut())
+        .zip(&names)
+        .map(|((p, st), name)| PcData {
+            size: std::mem::size_of::<PcData>(),
+            cubin_crc: p.crc,
+            pc_offset: p.pc_offset,
+            function_index: p.function_index,
+            pad: 0,
+            function_name: name.as_ptr().cast_mut(),
+            stall_reason_count: st.len(),
+            stall_reason: st.as_mut_ptr(),
+            correlation_id: p.correlation,
+        })
+        .collect();
+    let data = SamplingData {
+        size: std::mem::size_of::<SamplingData>(),
+        collect_num_pcs: pcs.len(),
+        total_samples: buffer.total_samples,
+        dropped_samples: buffer.dropped_samples,
+        total_num_pcs: pcs.len(),
+        remaining_num_pcs: 0,
+        range_id: 0,
+        p_pc_data: pcs.as_mut_ptr(),
+        non_usr_kernels_total_samples: 0,
+        hardware_buffer_full: 0,
+    };
+    // SAFETY: `data` points at `pcs`, each with its `stalls` and a NUL-terminated name in
+    // `names`, all alive through the call.
+    unsafe { ingest(&data, table, functions, stats) };
+}
+
 /// Registers PC sampling's end-of-run outputs (files, summary sections, trace notes) fed by
-/// recorded CUPTI buffers instead of a GPU: each of `buffers` is laid out as CUPTI fills a
-/// `CUpti_PCSamplingData` and decoded as Metron decodes CUPTI's; `reasons` are CUPTI's (index,
-/// name); `lines` maps (function, PC offset) to (file, line). For testing the outputs without
-/// a GPU: call it after `metron::init` (the summary sink comes first). Does nothing when PC
-/// sampling is on for real.
+/// recorded CUPTI buffers instead of a GPU, decoded as Metron decodes CUPTI's ([`ingest`]);
+/// `reasons` are CUPTI's (index, name); `lines` maps (function, PC offset) to (file, line).
+/// For testing the outputs without a GPU: call it after `metron::init` (the summary sink
+/// comes first). Does nothing when PC sampling is on for real.
 pub fn replay(
     mode: Mode,
     reasons: Vec<(u32, String)>,
-    buffers: &[Vec<RecordedPc>],
+    buffers: &[RecordedBuffer],
     lines: HashMap<(String, u64), (String, u32)>,
 ) {
     if on() {
@@ -1349,54 +1464,7 @@ pub fn replay(
     let mut functions = Functions::default();
     let mut stats = Stats::default();
     for buffer in buffers {
-        let names: Vec<CString> = buffer
-            .iter()
-            .map(|p| CString::new(p.function.as_str()).unwrap_or_default())
-            .collect();
-        let mut stalls: Vec<Vec<StallReason>> = buffer
-            .iter()
-            .map(|p| {
-                p.stalls
-                    .iter()
-                    .map(|&(index, samples)| StallReason { index, samples })
-                    .collect()
-            })
-            .collect();
-        let mut pcs: Vec<PcData> = buffer
-            .iter()
-            .zip(stalls.iter_mut())
-            .zip(&names)
-            .map(|((p, st), name)| PcData {
-                size: std::mem::size_of::<PcData>(),
-                cubin_crc: p.crc,
-                pc_offset: p.pc_offset,
-                function_index: p.function_index,
-                pad: 0,
-                function_name: name.as_ptr().cast_mut(),
-                stall_reason_count: st.len(),
-                stall_reason: st.as_mut_ptr(),
-                correlation_id: p.correlation,
-            })
-            .collect();
-        let data = SamplingData {
-            size: std::mem::size_of::<SamplingData>(),
-            collect_num_pcs: pcs.len(),
-            total_samples: buffer
-                .iter()
-                .flat_map(|p| &p.stalls)
-                .map(|&(_, n)| u64::from(n))
-                .sum(),
-            dropped_samples: 0,
-            total_num_pcs: pcs.len(),
-            remaining_num_pcs: 0,
-            range_id: 0,
-            p_pc_data: pcs.as_mut_ptr(),
-            non_usr_kernels_total_samples: 0,
-            hardware_buffer_full: 0,
-        };
-        // SAFETY: `data` points at `pcs`, each with its `stalls` and a NUL-terminated name in
-        // `names`, all alive through the call.
-        unsafe { ingest(&data, &mut table, &mut functions, &mut stats) };
+        ingest_recorded(buffer, &mut table, &mut functions, &mut stats);
     }
     metron::add_sink(Box::new(PcSink {
         kernels: Vec::new(),
@@ -1495,7 +1563,7 @@ impl metron::Sink for PcSink {
             let mut src = |_crc: u64, f: &CString, pc: u64| {
                 r.lines
                     .get(&(f.to_string_lossy().into_owned(), pc))
-                    .cloned()
+                    .map(|(file, line)| (file.clone(), *line, Vec::new()))
             };
             return finish_outputs(run, &self.kernels, c, &mut src);
         }
@@ -1510,7 +1578,8 @@ impl metron::Sink for PcSink {
             table: &st.table,
             functions: &st.functions,
         };
-        let mut src = |crc: u64, f: &CString, pc: u64| source_of(st, crc, f, pc);
+        let mut chains = HashMap::new();
+        let mut src = |crc: u64, f: &CString, pc: u64| source_of(st, &mut chains, crc, f, pc);
         finish_outputs(run, &self.kernels, c, &mut src)
     }
 }
@@ -1692,7 +1761,6 @@ impl metron::Component for GpuPcSampling {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::ffi::c_char;
 
     fn reasons() -> Vec<(u32, String)> {
         [
@@ -1736,93 +1804,50 @@ mod tests {
         assert!(e.contains("continuous, serialized"), "{e}");
     }
 
-    /// A buffer laid out as CUPTI fills it: 3 PCs of two functions, with stall reasons.
-    struct Fixture {
-        data: SamplingData,
-        _pcs: Vec<PcData>,
-        _reasons: Vec<Vec<StallReason>>,
-        _names: Vec<CString>,
-    }
-
-    fn fixture(correlation: u32) -> Fixture {
-        let names = vec![
-            CString::new("_Z5chasePKjPj").unwrap(),
-            CString::new("_Z3fmaPf").unwrap(),
-        ];
-        let mut reasons = vec![
-            vec![
-                StallReason {
-                    index: 14,
-                    samples: 900,
-                },
-                StallReason {
-                    index: 15,
-                    samples: 850,
-                },
-                StallReason {
-                    index: 36,
-                    samples: 10,
-                },
-            ],
-            vec![
-                StallReason {
-                    index: 36,
-                    samples: 40,
-                },
-                StallReason {
-                    index: 2,
-                    samples: 0,
-                },
-            ],
-            vec![
-                StallReason {
-                    index: 36,
-                    samples: 70,
-                },
-                StallReason {
-                    index: 37,
-                    samples: 5,
-                },
-                StallReason {
-                    index: 99,
-                    samples: 3,
-                },
-            ],
-        ];
-        let spec = [(0u32, 0x6f0u64, 0usize), (0, 0x700, 0), (1, 0x170, 1)];
-        let mut pcs: Vec<PcData> = spec
-            .iter()
-            .zip(reasons.iter_mut())
-            .map(|(&(fi, off, ni), rs)| PcData {
-                size: std::mem::size_of::<PcData>(),
-                cubin_crc: 0x193e_71a6,
-                pc_offset: off,
-                function_index: fi,
-                pad: 0,
-                function_name: names[ni].as_ptr() as *mut c_char,
-                stall_reason_count: rs.len(),
-                stall_reason: rs.as_mut_ptr(),
-                correlation_id: correlation,
-            })
-            .collect();
-        let data = SamplingData {
-            size: std::mem::size_of::<SamplingData>(),
-            collect_num_pcs: 8,
+    /// A buffer as CUPTI fills it: 3 PCs of two functions, with stall reasons (index 99 is
+    /// beyond what Metron keeps).
+    fn fixture(correlation: u32) -> RecordedBuffer {
+        let pc = |function: &str, function_index, pc_offset, stalls: &[(u32, u32)]| RecordedPc {
+            crc: 0x193e_71a6,
+            function: function.into(),
+            function_index,
+            pc_offset,
+            correlation,
+            stalls: stalls.to_vec(),
+        };
+        RecordedBuffer {
             total_samples: 1020,
             dropped_samples: 2,
-            total_num_pcs: 3,
-            remaining_num_pcs: 0,
-            range_id: 0,
-            p_pc_data: pcs.as_mut_ptr(),
-            non_usr_kernels_total_samples: 0,
-            hardware_buffer_full: 0,
-        };
-        Fixture {
-            data,
-            _pcs: pcs,
-            _reasons: reasons,
-            _names: names,
+            pcs: vec![
+                pc("_Z5chasePKjPj", 0, 0x6f0, &[(14, 900), (15, 850), (36, 10)]),
+                pc("_Z5chasePKjPj", 0, 0x700, &[(36, 40), (2, 0)]),
+                pc("_Z3fmaPf", 1, 0x170, &[(36, 70), (37, 5), (99, 3)]),
+            ],
         }
+    }
+
+    /// The fixture decoded into a fresh table.
+    fn decoded(correlation: u32) -> (Table, Functions) {
+        let mut t = Table::with_capacity(16);
+        let mut fun = Functions::default();
+        ingest_recorded(
+            &fixture(correlation),
+            &mut t,
+            &mut fun,
+            &mut Stats::default(),
+        );
+        (t, fun)
+    }
+
+    /// Launches of chase (correlation 5 in `memory`, 9 in `again`, 3:1 GPU time).
+    fn chase_launches() -> Vec<Launch> {
+        let chase = |correlation, region: &str, duration_ns| Launch {
+            kernel: "chase(unsigned int const*, unsigned int*)".into(),
+            correlation,
+            region: region.into(),
+            duration_ns,
+        };
+        vec![chase(5, "memory", 300), chase(9, "again", 100)]
     }
 
     #[test]
@@ -1831,10 +1856,9 @@ mod tests {
         let mut t = Table::with_capacity(16);
         let mut fun = Functions::default();
         let mut st = Stats::default();
-        // SAFETY: the fixture is laid out as CUPTI fills a buffer.
-        unsafe { ingest(&f.data, &mut t, &mut fun, &mut st) };
-        // SAFETY: twice: counts add up per PC.
-        unsafe { ingest(&f.data, &mut t, &mut fun, &mut st) };
+        // Twice: counts add up per PC.
+        ingest_recorded(&f, &mut t, &mut fun, &mut st);
+        ingest_recorded(&f, &mut t, &mut fun, &mut st);
         assert_eq!(st.total_samples, 2040);
         assert_eq!(st.dropped_samples, 4);
         assert_eq!(st.records, 6);
@@ -1879,43 +1903,29 @@ mod tests {
         assert_eq!(apportion(0, &[1]), vec![0]);
     }
 
-    fn lines(_crc: u64, f: &CString, pc: u64) -> Option<(String, u32)> {
+    fn lines(_crc: u64, f: &CString, pc: u64) -> Option<Source> {
         (f.to_str().unwrap() == "_Z5chasePKjPj").then(|| {
             (
                 "/src/pc_stalls.cu".to_string(),
                 if pc == 0x6f0 { 56 } else { 57 },
+                Vec::new(),
             )
         })
     }
 
     #[test]
     fn continuous_samples_join_kernels_regions_and_lines() {
-        let f = fixture(0);
-        let mut t = Table::with_capacity(16);
-        let mut fun = Functions::default();
-        let mut st = Stats::default();
-        // SAFETY: the fixture is laid out as CUPTI fills a buffer.
-        unsafe { ingest(&f.data, &mut t, &mut fun, &mut st) };
-        let launches = vec![
-            Launch {
-                kernel: "chase(unsigned int const*, unsigned int*)".into(),
-                correlation: 5,
-                region: "memory".into(),
-                duration_ns: 300,
-            },
+        let (t, fun) = decoded(0);
+        let mut launches = chase_launches();
+        launches.insert(
+            1,
             Launch {
                 kernel: "fma(float*)".into(),
                 correlation: 6,
                 region: "compute".into(),
                 duration_ns: 50,
             },
-            Launch {
-                kernel: "chase(unsigned int const*, unsigned int*)".into(),
-                correlation: 9,
-                region: "again".into(),
-                duration_ns: 100,
-            },
-        ];
+        );
         let rows = attribute(&t, &fun, &reasons(), &launches, &mut lines);
         // chase's 900 long_scoreboard at 0x6f0 split 3:1 by GPU time between its two regions.
         let ls: Vec<(&str, u64, u64)> = rows
@@ -1962,47 +1972,14 @@ mod tests {
 
     #[test]
     fn serialized_samples_join_their_launch() {
-        let f = fixture(9);
-        let mut t = Table::with_capacity(16);
-        let mut fun = Functions::default();
-        let mut st = Stats::default();
-        // SAFETY: the fixture is laid out as CUPTI fills a buffer.
-        unsafe { ingest(&f.data, &mut t, &mut fun, &mut st) };
-        let launches = vec![
-            Launch {
-                kernel: "chase(unsigned int const*, unsigned int*)".into(),
-                correlation: 5,
-                region: "memory".into(),
-                duration_ns: 300,
-            },
-            Launch {
-                kernel: "chase(unsigned int const*, unsigned int*)".into(),
-                correlation: 9,
-                region: "again".into(),
-                duration_ns: 100,
-            },
-        ];
-        let rows = attribute(&t, &fun, &reasons(), &launches, &mut lines);
+        let (t, fun) = decoded(9);
+        let rows = attribute(&t, &fun, &reasons(), &chase_launches(), &mut lines);
         assert!(rows.iter().all(|r| r.region == "again"), "{rows:?}");
     }
 
     #[test]
     fn trace_notes_per_launch_when_serialized_else_per_kernel() {
         let chase = "chase(unsigned int const*, unsigned int*)";
-        let launches = vec![
-            Launch {
-                kernel: chase.into(),
-                correlation: 5,
-                region: "memory".into(),
-                duration_ns: 300,
-            },
-            Launch {
-                kernel: chase.into(),
-                correlation: 9,
-                region: "again".into(),
-                duration_ns: 100,
-            },
-        ];
         let kernel = |corr: u32, start: u64| {
             let mut k = metron::gpu::GpuRecord::new(metron::gpu::GpuKind::Kernel, chase.into());
             k.correlation = corr;
@@ -2027,13 +2004,8 @@ mod tests {
                 vec![(5, "kernel, all launches"), (9, "kernel, all launches")],
             ),
         ] {
-            let f = fixture(corr);
-            let mut t = Table::with_capacity(16);
-            let mut fun = Functions::default();
-            let mut st = Stats::default();
-            // SAFETY: the fixture is laid out as CUPTI fills a buffer.
-            unsafe { ingest(&f.data, &mut t, &mut fun, &mut st) };
-            let rows = attribute(&t, &fun, &reasons(), &launches, &mut lines);
+            let (t, fun) = decoded(corr);
+            let rows = attribute(&t, &fun, &reasons(), &chase_launches(), &mut lines);
             let notes = notes(&rows, &kernels);
             let got: Vec<(u32, metron::gpu::NoteValue)> = notes
                 .iter()
@@ -2076,6 +2048,7 @@ mod tests {
                 samples: 10,
                 not_issued: 9,
                 correlation: 0,
+                inlined_at: vec![("/a/inl.h".into(), 9), ("/a/b.cu".into(), 70)],
             },
             Row {
                 kernel: "k<1, 2>(float*)".into(),
@@ -2088,6 +2061,7 @@ mod tests {
                 samples: 5,
                 not_issued: 0,
                 correlation: 0,
+                inlined_at: vec![("/a/inl.h".into(), 9), ("/a/b.cu".into(), 70)],
             },
             Row {
                 kernel: "f".into(),
@@ -2100,23 +2074,24 @@ mod tests {
                 samples: 3,
                 not_issued: 1,
                 correlation: 0,
+                inlined_at: Vec::new(),
             },
         ];
         let c = csv(&rows);
         let mut lines = c.lines();
         assert_eq!(
             lines.next(),
-            Some("kernel,region,function,pc_offset,file,line,stall_reason,samples,not_issued")
+            Some("kernel,region,function,pc_offset,file,line,stall_reason,samples,not_issued,inlined_at")
         );
         assert_eq!(
             lines.next(),
-            Some("\"k<1, 2>(float*)\",r;1,_Z1kILi1ELi2EEvPf,0x6f0,/a/b.cu,56,long_scoreboard,10,9")
+            Some("\"k<1, 2>(float*)\",r;1,_Z1kILi1ELi2EEvPf,0x6f0,/a/b.cu,56,long_scoreboard,10,9,\"/a/inl.h:9, /a/b.cu:70\"")
         );
-        assert_eq!(lines.nth(1), Some("f,(no region),f,0x10,,,wait,3,1"));
+        assert_eq!(lines.nth(1), Some("f,(no region),f,0x10,,,wait,3,1,"));
         let fo = folded(&rows);
         assert_eq!(
             fo,
-            "r:1;k<1, 2>(float*);b.cu:56;long_scoreboard 15\n(no region);f;f+0x10;wait 3\n"
+            "r:1;k<1, 2>(float*);b.cu:56 (inlined at inl.h:9, b.cu:70);long_scoreboard 15\n(no region);f;f+0x10;wait 3\n"
         );
     }
 
@@ -2150,6 +2125,7 @@ mod tests {
             samples: n,
             not_issued: n / 2,
             correlation: 0,
+            inlined_at: Vec::new(),
         };
         let rows = vec![
             row("memory", "long_scoreboard", 996),

@@ -46,6 +46,7 @@
 //! ```
 
 mod module;
+pub mod cubin;
 pub mod reference;
 mod sys;
 

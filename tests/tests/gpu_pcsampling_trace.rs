@@ -7,7 +7,7 @@
 //! for that kernel (samples, top three stalls and their %, hottest line and its stall).
 
 use metron::gpu::{GpuDevice, GpuKind, GpuRecord};
-use metron_gpu::pc_sampling::{replay, Mode, RecordedPc};
+use metron_gpu::pc_sampling::{replay, Mode, RecordedBuffer, RecordedPc};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -82,16 +82,27 @@ fn stall_annotations_match_the_summary() {
         }],
     ));
     // Two buffers, as two GetData calls would return them.
+    let buffer = |total_samples, pcs| RecordedBuffer {
+        total_samples,
+        dropped_samples: 0,
+        pcs,
+    };
     let buffers = vec![
-        vec![
-            pc(CHASE, 0, 0x6f0, &[(14, 900), (15, 850), (36, 10), (32, 4)]),
-            pc(CHASE, 0, 0x700, &[(36, 40), (2, 0)]),
-            pc(FMA, 1, 0x170, &[(22, 300), (23, 280), (36, 70), (37, 5)]),
-        ],
-        vec![
-            pc(CHASE, 0, 0x6f0, &[(14, 100), (36, 6)]),
-            pc(FMA, 1, 0x180, &[(22, 200), (32, 30), (2, 12)]),
-        ],
+        buffer(
+            1324,
+            vec![
+                pc(CHASE, 0, 0x6f0, &[(14, 900), (15, 850), (36, 10), (32, 4)]),
+                pc(CHASE, 0, 0x700, &[(36, 40), (2, 0)]),
+                pc(FMA, 1, 0x170, &[(22, 300), (23, 280), (36, 70), (37, 5)]),
+            ],
+        ),
+        buffer(
+            348,
+            vec![
+                pc(CHASE, 0, 0x6f0, &[(14, 100), (36, 6)]),
+                pc(FMA, 1, 0x180, &[(22, 200), (32, 30), (2, 12)]),
+            ],
+        ),
     ];
     let lines: HashMap<(String, u64), (String, u32)> = [
         ((CHASE, 0x6f0), 56),
