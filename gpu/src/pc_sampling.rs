@@ -26,12 +26,17 @@
 //!   sets 0), so a kernel launched from several regions has its samples shared among them in
 //!   proportion to its GPU time in each (integer shares, largest remainder). The PC goes to a
 //!   source file:line through `cuptiGetSassToSourceCorrelation` on the cubin captured at module
-//!   load (needs `-lineinfo`; otherwise function + PC offset, said once in `metadata.json`).
+//!   load (needs `-lineinfo`; otherwise function + PC offset, said once in `metadata.json`),
+//!   with the line's inlined-at chain from the cubin's own line table
+//!   (`metron_symbols::cubin`) when that table gives the PC the same line.
 //! - **Outputs**: `pc_samples.csv` (kernel, region, function, pc offset, file, line, stall
-//!   reason, samples, of them not issued), `gpu_stalls.folded` (`region;kernel;file:line;reason
-//!   count`), a "GPU stall reasons" section in `summary.txt` and `gpu_pc_sampling` in
-//!   `summary.json` (per kernel and per region: samples and % per reason, top source lines
-//!   with their dominant stall), and the section `gpu_pc_sampling` of `metadata.json`.
+//!   reason, samples, of them not issued, inlined at), `gpu_stalls.folded`
+//!   (`region;kernel;file:line;reason count`), a "GPU stall reasons" section in `summary.txt`
+//!   and `gpu_pc_sampling` in `summary.json` (per kernel and per region: samples and % per
+//!   reason, top source lines with their dominant stall), the section `gpu_pc_sampling` of
+//!   `metadata.json`, and [`notes`] for the trace: a `PC sampling` track under each stream with
+//!   each sampled launch's breakdown (handed over as `metron::gpu::GpuNote`s before the trace
+//!   finishes). [`replay`] feeds recorded CUPTI buffers to the same outputs without a GPU.
 //!
 //! Stall reasons come in pairs: `X` and `X_not_issued` (a subset of `X`). Totals and shares use
 //! only the plain reasons, whose sum is CUPTI's `totalSamples` (H100 notes, §1).
