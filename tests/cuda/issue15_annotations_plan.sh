@@ -8,7 +8,7 @@
 # Before: build Metron at this commit and copy it where the command finds it:
 #   cargo build --release -p metron-cli -p metron-user
 #   mkdir -p device-bin/i15a && cp target/release/metron target/release/libmetron.so device-bin/i15a/
-# Run:   run(command="bash tests/cuda/issue15_annotations_plan.sh", carry=["device-bin"])
+# Run:   run(command="bash tests/cuda/issue15_annotations_plan.sh", carry=["device-bin/i15a"])
 # After: tar xzf <files_at>/r.tgz -C /tmp && python3 tests/cuda/issue15_annotations_check.py /tmp/r
 set -u
 B=$PWD/device-bin/i15a
