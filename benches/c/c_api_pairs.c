@@ -1,9 +1,11 @@
 /* Instructions per region begin+end pair through the C API, per path (callgrind: run each loop
  * with two pair counts and divide the difference; scripts/bench-c-api.sh does).
- * Usage: c_api_pairs LOOP PAIRS   LOOP: id | name | macro | computed | empty
- *   id        metron_region_begin_id / metron_region_end_id (ids interned once)
+ * Usage: c_api_pairs LOOP PAIRS   LOOP: id | inline | name | macro | computed | empty
+ *   id        metron_region_begin_id / metron_region_end_id (ids interned once): calls
+ *   inline    METRON_REGION_BEGIN_ID / METRON_REGION_END_ID: the header's inline path
  *   name      metron_region_begin("pair") / metron_region_end("pair") (a literal, by function)
- *   macro     METRON_REGION_BEGIN("pair") / METRON_REGION_END("pair") (the header's macros)
+ *   macro     METRON_REGION_BEGIN("pair") / METRON_REGION_END("pair") (the header's macros:
+ *             a per-call-site id, then the inline path)
  *   computed  names built at run time: 4 distinct names in 4096 heap buffers, a different
  *             buffer (address) every pair, so no address repeats within the name cache
  *   empty     the loop alone (its cost is subtracted by the 2-point difference anyway)
@@ -29,6 +31,15 @@ NOINLINE static void loop_id(long pairs) {
     for (i = 0; i < pairs; i++) {
         metron_region_begin_id(id);
         metron_region_end_id(id);
+    }
+}
+
+NOINLINE static void loop_inline(long pairs) {
+    long i;
+    METRON_REGION_ID(id, "pair");
+    for (i = 0; i < pairs; i++) {
+        METRON_REGION_BEGIN_ID(id);
+        METRON_REGION_END_ID(id);
     }
 }
 
@@ -77,11 +88,14 @@ int main(int argc, char** argv) {
     metron_init(NULL);
     /* Warm up every path: interned names, the thread's buffer, the caches. */
     loop_id(1000);
+    loop_inline(1000);
     loop_name(1000);
     loop_macro(1000);
     loop_computed(2 * BUFFERS);
     if (strcmp(loop, "id") == 0) {
         loop_id(pairs);
+    } else if (strcmp(loop, "inline") == 0) {
+        loop_inline(pairs);
     } else if (strcmp(loop, "name") == 0) {
         loop_name(pairs);
     } else if (strcmp(loop, "macro") == 0) {
@@ -91,7 +105,7 @@ int main(int argc, char** argv) {
     } else if (strcmp(loop, "empty") == 0) {
         loop_empty(pairs);
     } else {
-        fprintf(stderr, "c_api_pairs: unknown loop %s (id, name, macro, computed, empty)\n", loop);
+        fprintf(stderr, "c_api_pairs: unknown loop %s (id, inline, name, macro, computed, empty)\n", loop);
         return 2;
     }
     return 0;

@@ -374,6 +374,21 @@ pub mod by_id {
         ENABLED && runtime::collecting()
     }
 
+    /// Where [`collecting`] reads from: a byte, and its value while the run records (for the C
+    /// header's inline path, which reads it through the address with a relaxed load). Without
+    /// the `enabled` feature, a byte that never has that value.
+    pub fn collecting_flag() -> (*const u8, u8) {
+        #[cfg(feature = "enabled")]
+        {
+            runtime::collecting_flag()
+        }
+        #[cfg(not(feature = "enabled"))]
+        {
+            static NEVER: u8 = 0;
+            (&NEVER, 1)
+        }
+    }
+
     /// The calling thread's record buffer, looked up once: callers that keep their own
     /// per-thread state (the C API) store it there and save a thread-local access per record.
     /// Valid for the life of the thread that made it, which is the only one that may use it.
@@ -392,6 +407,22 @@ pub mod by_id {
                 #[cfg(feature = "enabled")]
                 producer: thread_buffer::current(),
                 _not_send: PhantomData,
+            }
+        }
+
+        /// The address of this buffer's producer, whose first two words are the address of
+        /// its write cursor (the current segment's published end) and its limit: what the C
+        /// header's inline path writes records through (`metron_fast_cursor`). Null without
+        /// the `enabled` feature.
+        pub fn cursor(self) -> *const () {
+            #[cfg(feature = "enabled")]
+            {
+                let p: *const crate::buffer::producer::RawProducer<Slot> = self.producer;
+                p.cast()
+            }
+            #[cfg(not(feature = "enabled"))]
+            {
+                std::ptr::null()
             }
         }
 

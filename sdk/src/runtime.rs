@@ -104,6 +104,12 @@ pub(crate) fn collecting() -> bool {
     STATE.load(Ordering::Relaxed) == ON
 }
 
+/// The state byte [`collecting`] reads and its value while recording is on: the C header's
+/// inline path reads it through this address.
+pub(crate) fn collecting_flag() -> (*const u8, u8) {
+    (STATE.as_ptr().cast_const(), ON)
+}
+
 /// Starts the runtime if needed and says whether recording is on.
 pub(crate) fn started_and_collecting() -> bool {
     if let Some(owner) = crate::shared_runtime::owner() {

@@ -6,6 +6,12 @@
 //!   literals (sharing the site's static) keeps both names apart.
 //! - No allocation per pair after a thread's first record: the C program interposes
 //!   `malloc` & co. and counts the calling thread's calls over 10⁵ pairs of each path.
+//! - The header's inline path (`METRON_REGION_BEGIN_ID`, `METRON_REGION_BEGIN` with a
+//!   literal): its struct layout against the library's (`metron_fast_layout`), another ABI
+//!   version refused, every misuse left to the library with the library's status, nothing
+//!   recorded while collection is stopped or the thread paused, no call into the library per
+//!   pair after the warm-up (the exports wrapped with `--wrap`), and the 8-thread run through
+//!   `libmetron.a`.
 //! - Nothing on a fast path can unwind into C: the exports' fast paths run outside
 //!   `catch_unwind` (see `user-api/src/fast_path.rs`), so the built library is checked: every
 //!   call they make goes to the checked path (which catches panics), to the TLS descriptor
@@ -190,4 +196,146 @@ fn the_fast_paths_call_nothing_that_could_unwind_into_c() {
             );
         }
     }
+}
+
+/// Compiles `source` against the static library (`libmetron.a`), as a program that links it
+/// into its executable does.
+fn compile_static(source: &std::path::Path, dir: &std::path::Path) -> std::path::PathBuf {
+    let a = artifacts();
+    let exe = dir.join("static");
+    let out = Command::new("cc")
+        .args([
+            "-std=c99",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-pedantic",
+            "-O2",
+            "-g",
+        ])
+        .arg("-D_DEFAULT_SOURCE")
+        .arg("-I")
+        .arg(&a.include)
+        .arg(source)
+        .arg("-o")
+        .arg(&exe)
+        .arg(a.dir.join("libmetron.a"))
+        .args(["-lstdc++", "-lpthread", "-ldl", "-lm", "-lrt"])
+        .output()
+        .expect("run the C compiler");
+    assert!(
+        out.status.success(),
+        "compiling {} with libmetron.a failed:\n{}",
+        source.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+#[test]
+fn the_inline_paths_struct_is_the_librarys_and_another_version_is_refused() {
+    let dir = temp_dir("inline-layout");
+    let exe = compile(&program("inline_path.c"), &dir, &[]);
+    let out = run_in(&exe, &dir, &["layout"], &[]);
+    assert_success(&out, "inline_path.c layout");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("layout ok"));
+}
+
+#[test]
+fn the_inline_path_leaves_every_misuse_and_every_stop_to_the_library() {
+    let dir = temp_dir("inline-misuse");
+    let exe = compile(&program("inline_path.c"), &dir, &[]);
+    let out = run_in(&exe, &dir, &["misuse"], &[]);
+    assert_success(&out, "inline_path.c misuse");
+    let summary = read_json(&dir.join("run"), "summary.json");
+    let regions = region_counts(&summary["merged"]);
+    assert_eq!(regions.get("a"), Some(&1), "{regions:?}");
+    assert_eq!(regions.get("a/b"), Some(&2), "{regions:?}");
+    assert_eq!(regions.get("straddle"), Some(&1), "{regions:?}");
+    assert_eq!(regions.get("ok"), Some(&1000), "{regions:?}");
+    assert!(
+        !regions
+            .keys()
+            .any(|k| k.contains("stopped") || k.contains("paused")),
+        "nothing recorded while stopped or paused: {regions:?}"
+    );
+    let metadata = read_json(&dir.join("run"), "metadata.json");
+    // a, b twice, straddle, 1000 ok: begin and end each.
+    assert_eq!(metadata["records"]["written"], 2 * (1 + 2 + 1 + 1000));
+    assert_eq!(metadata["records"]["dropped"], 0);
+    let errors = &metadata["c_api"]["errors"];
+    assert_eq!(errors["invalid_argument"], 4, "{errors}");
+    assert_eq!(errors["mismatched_end"], 1, "{errors}");
+    assert_eq!(errors["no_open_region"], 3, "{errors}");
+    assert_eq!(errors["too_deep"], 0, "{errors}");
+}
+
+#[test]
+fn the_inline_path_refuses_the_257th_open_region_as_the_library_does() {
+    let dir = temp_dir("inline-deep");
+    let exe = compile(&program("inline_path.c"), &dir, &[]);
+    let out = run_in(&exe, &dir, &["deep"], &[]);
+    assert_success(&out, "inline_path.c deep");
+    // The summary's tree is 256 deep (past serde_json's nesting limit): the metadata says it.
+    let metadata = read_json(&dir.join("run"), "metadata.json");
+    assert_eq!(metadata["records"]["written"], 2 * 256);
+    let errors = &metadata["c_api"]["errors"];
+    assert_eq!(errors["too_deep"], 2, "{errors}");
+    assert_eq!(errors["no_open_region"], 1, "{errors}");
+}
+
+#[test]
+fn after_the_warm_up_no_pair_calls_into_the_library() {
+    let dir = temp_dir("inline-calls");
+    let exe = compile(
+        &program("inline_path.c"),
+        &dir,
+        &[
+            "-DCOUNT_CALLS",
+            "-Wl,--wrap=metron_region_begin_id,--wrap=metron_region_end_id",
+        ],
+    );
+    // One segment holds every record: no hand-over at the watermark (which calls).
+    let out = run_in(&exe, &dir, &["calls"], &[("METRON_BUFFER_SIZE", "64M")]);
+    assert_success(&out, "inline_path.c calls");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("library calls: warm-up 1, then 0"),
+        "the first begin sets the thread up, no later call does: {text}"
+    );
+    let summary = read_json(&dir.join("run"), "summary.json");
+    let regions = region_counts(&summary["merged"]);
+    assert_eq!(regions.get("counted"), Some(&100_010), "{regions:?}");
+    assert_eq!(
+        regions.get("counted/literal"),
+        Some(&100_010),
+        "{regions:?}"
+    );
+}
+
+#[test]
+fn the_static_library_takes_the_inline_path_with_eight_threads() {
+    let dir = temp_dir("inline-static");
+    let exe = compile_static(&program("fast_path.c"), &dir);
+    let pairs: u64 = 100_000;
+    let out = run_in(
+        &exe,
+        &dir,
+        &["threads", &pairs.to_string()],
+        &[("METRON_BUFFER_POLICY", "lossless")],
+    );
+    assert_success(&out, "fast_path.c threads (libmetron.a)");
+    let summary = read_json(&dir.join("run"), "summary.json");
+    let regions = region_counts(&summary["merged"]);
+    let threads = 8;
+    assert_eq!(regions.get("outer"), Some(&threads), "{regions:?}");
+    for name in ["by_id", "by_literal"] {
+        assert_eq!(
+            regions.get(&format!("outer/{name}")),
+            Some(&(threads * pairs)),
+            "{regions:?}"
+        );
+    }
+    let metadata = read_json(&dir.join("run"), "metadata.json");
+    assert_eq!(metadata["records"]["dropped"], 0, "{}", metadata["records"]);
 }

@@ -105,6 +105,27 @@ fn region_end_id_checked(id: Id) -> Status {
     call_fast(|| end_id("metron_region_end_id", id))
 }
 
+/// `metron_fast_thread_get(abi, size)`: the calling thread's state for the header's inline
+/// begin/end by id (`METRON_REGION_BEGIN_ID`, `METRON_REGION_BEGIN` with a literal,
+/// `METRON_SCOPE`), which the header keeps in a thread-local of the caller's module. A header
+/// whose `METRON_FAST_ABI` or `sizeof(metron_fast_thread)` differ from this library's gets a
+/// state whose inline path always calls the library. Never NULL.
+#[no_mangle]
+pub extern "C" fn metron_fast_thread_get(abi: u32, size: u32) -> *mut thread_state::FastThread {
+    catch_unwind(|| thread_state::fast_thread(abi, size))
+        .unwrap_or_else(|_| thread_state::fast_thread(0, 0))
+}
+
+/// `metron_fast_layout(field)`: the byte offset of field number `field` of this library's
+/// `metron_fast_thread` (in the header's order), its size for the field after the last, and
+/// `u32::MAX` beyond: the header test compares them with `offsetof`.
+#[no_mangle]
+pub extern "C" fn metron_fast_layout(field: u32) -> u32 {
+    thread_state::FAST_LAYOUT
+        .get(field as usize)
+        .map_or(u32::MAX, |&v| v as u32)
+}
+
 /// Begins perf marker `name` of `group` (group may be NULL).
 ///
 /// # Safety

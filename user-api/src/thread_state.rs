@@ -160,6 +160,9 @@ pub(crate) mod meta {
     pub(crate) const RECORDED: u64 = 1 << 40;
     /// Set when begun by id.
     pub(crate) const BY_ID: u64 = 1 << 41;
+    /// Set when GPU region mode was on at the begin (the end must go through the library,
+    /// which closes the CUPTI range): keeps the header's inline end off such a region.
+    pub(crate) const GPU: u64 = 1 << 42;
     /// The id and the kind: what an end must match.
     pub(crate) const MATCH: u64 = 0xFF_FFFF_FFFF;
 
@@ -182,17 +185,84 @@ pub(crate) mod meta {
     }
 }
 
+/// The part of a thread's state that the C header's inline begin/end by id reads and writes
+/// (`metron_fast_thread` in `metron.h`, same layout: `FAST_ABI` names it, and
+/// `metron_fast_thread_get()` refuses a header with another version or size). The open-region
+/// stack lives here, so the inline path and the library keep one stack.
+///
+/// The inline begin runs when `depth < open_limit`, the id's byte in `region_ids` is set,
+/// `*collecting == collecting_on` and the producer's cursor is below its limit; it then writes
+/// the BEGIN record exactly as the Rust producer does (the slot, then a `Release` store of the
+/// new end) and pushes `id | RECORDED | BY_ID`. The inline end runs when `open[depth]` (with
+/// `open[0]`, `floor`, always 0) is exactly that word and the cursor is below the limit.
+/// Everything else calls the library: a limit of 0 (the thread's first call, an unusable
+/// header, GPU region mode) sends every inline begin there, and the producer's limit folds in
+/// a full segment, a paused thread, a detached or retired producer (a forked child, a copy of
+/// Metron that joined another, an exiting thread).
+#[repr(C)]
+pub struct FastThread {
+    /// `size_of::<FastThread>()`.
+    pub(crate) struct_size: u32,
+    /// [`FAST_ABI`].
+    pub(crate) abi: u32,
+    /// Inline begins run while `depth < open_limit` (0 or [`MAX_DEPTH`]).
+    pub(crate) open_limit: usize,
+    /// How many regions are open (`stack[..depth]`).
+    pub(crate) depth: usize,
+    /// The thread's producer (`RawProducer`: its end-word pointer, then its limit).
+    pub(crate) cursor: *const (),
+    /// The runtime's collecting state byte.
+    pub(crate) collecting: *const u8,
+    /// Its value while the run records.
+    pub(crate) collecting_on: u8,
+    /// One byte per id below [`crate::ids::BYTE_IDS`]: 1 for a region `begin_id` accepts.
+    pub(crate) region_ids: *const u8,
+    /// `open[0]` in C: always 0 (matches no end), so an end with nothing open needs no test.
+    pub(crate) floor: u64,
+    /// The open regions, innermost last: see [`meta`].
+    pub(crate) stack: [u64; MAX_DEPTH],
+}
+
+/// `METRON_FAST_COLLECTING_ON`: the header compares the state byte with this constant.
+const COLLECTING_ON: u8 = 1;
+
+/// Version of [`FastThread`]'s layout and of the records the inline path writes
+/// (`METRON_FAST_ABI` in `metron.h`).
+pub const FAST_ABI: u32 = 1;
+
+/// A thread state that never lets the inline path run (limit 0, nothing open): what
+/// `metron_fast_thread_get()` hands out when the inline path must not be used. Never written.
+struct Refused(FastThread);
+// SAFETY: never written after initialisation; the pointers in it are null or static.
+unsafe impl Sync for Refused {}
+
+static REFUSED: Refused = Refused(FastThread::EMPTY);
+
+impl FastThread {
+    const EMPTY: FastThread = FastThread {
+        struct_size: std::mem::size_of::<FastThread>() as u32,
+        abi: FAST_ABI,
+        open_limit: 0,
+        depth: 0,
+        cursor: std::ptr::null(),
+        collecting: std::ptr::null(),
+        collecting_on: 0,
+        region_ids: std::ptr::null(),
+        floor: 0,
+        stack: [0; MAX_DEPTH],
+    };
+}
+
 /// Fixed-size, with no destructor: the thread-local needs no lazy registration, and the hot
 /// path never allocates.
 pub(crate) struct ThreadState {
     cache: [Entry; CACHE_ENTRIES],
     /// Names by content: see [`NAMED_ENTRIES`].
     named: [Named; NAMED_ENTRIES],
-    /// The open regions, innermost last: see [`meta`].
-    stack: [u64; MAX_DEPTH],
-    /// The names of the open regions begun by name (by index into `stack`).
+    /// The open regions and what the inline path needs.
+    fast: FastThread,
+    /// The names of the open regions begun by name (by index into `fast.stack`).
     names: [&'static [u8]; MAX_DEPTH],
-    depth: usize,
     /// The thread's record buffer, looked up on first use (saves the sdk's thread-local
     /// access on every begin and end).
     buffer: Option<ThreadBuffer>,
@@ -205,9 +275,8 @@ thread_local! {
         RefCell::new(ThreadState {
             cache: [EMPTY; CACHE_ENTRIES],
             named: [NO_NAME; NAMED_ENTRIES],
-            stack: [0; MAX_DEPTH],
+            fast: FastThread::EMPTY,
             names: [&[]; MAX_DEPTH],
-            depth: 0,
             buffer: None,
             last_error: [0; ERROR_BYTES],
         })
@@ -251,6 +320,70 @@ pub(crate) fn with_fast(f: impl FnOnce(&mut ThreadState) -> bool) -> bool {
         Err(_) => false,
     }
 }
+
+/// `metron_fast_thread_get()`: the calling thread's [`FastThread`], set up for the header's inline
+/// path, or [`REFUSED`] (the inline path then always calls the library) when the header's
+/// `abi`/`size` are not this library's, GPU region mode may be used, or the state is in use
+/// or gone. Never panics (no unwinding into C): `try_with`, `try_borrow_mut`, field stores.
+pub(crate) fn fast_thread(abi: u32, size: u32) -> *mut FastThread {
+    let refused = std::ptr::addr_of!(REFUSED.0).cast_mut();
+    if abi != FAST_ABI
+        || size as usize != std::mem::size_of::<FastThread>()
+        || !cfg!(target_arch = "x86_64")
+        || gpu_region_mode_requested()
+    {
+        return refused;
+    }
+    let Some(cell) = state_cell() else {
+        return refused;
+    };
+    let Ok(mut st) = cell.try_borrow_mut() else {
+        return refused;
+    };
+    let buffer = st.buffer();
+    let (collecting, on) = metron::by_id::collecting_flag();
+    if on != COLLECTING_ON {
+        return refused;
+    }
+    let fast = &mut st.fast;
+    fast.cursor = buffer.cursor();
+    fast.collecting = collecting;
+    fast.collecting_on = on;
+    fast.region_ids = crate::ids::region_bytes();
+    fast.open_limit = MAX_DEPTH;
+    drop(st);
+    // SAFETY: `cell` is this thread's state, which lives as long as the thread; the C caller
+    // uses the pointer only on this thread, outside any borrow (no Metron call is running).
+    unsafe { std::ptr::addr_of_mut!((*cell.as_ptr()).fast) }
+}
+
+/// True when `METRON_GPU_COUNTER_MODE` asks for region mode (its regions must call into the
+/// library, which opens and closes CUPTI ranges). Read once; any value containing "region"
+/// counts, so the test errs on the side of the library's path.
+fn gpu_region_mode_requested() -> bool {
+    static REQUESTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *REQUESTED.get_or_init(|| {
+        std::env::var_os("METRON_GPU_COUNTER_MODE")
+            .is_some_and(|v| v.to_string_lossy().to_ascii_lowercase().contains("region"))
+    })
+}
+
+/// Byte offsets of [`FastThread`]'s fields, in the order of `metron_fast_thread`'s fields in
+/// `metron.h` (`metron_fast_layout`), then its size: the test that compiles the header
+/// compares them with `offsetof`.
+pub(crate) const FAST_LAYOUT: [usize; 11] = [
+    std::mem::offset_of!(FastThread, struct_size),
+    std::mem::offset_of!(FastThread, abi),
+    std::mem::offset_of!(FastThread, open_limit),
+    std::mem::offset_of!(FastThread, depth),
+    std::mem::offset_of!(FastThread, cursor),
+    std::mem::offset_of!(FastThread, collecting),
+    std::mem::offset_of!(FastThread, collecting_on),
+    std::mem::offset_of!(FastThread, region_ids),
+    std::mem::offset_of!(FastThread, floor),
+    std::mem::offset_of!(FastThread, stack),
+    std::mem::size_of::<FastThread>(),
+];
 
 /// This thread's state, found through the `thread_local!` once and remembered in the fast slot.
 #[cold]
@@ -396,8 +529,8 @@ impl ThreadState {
     /// path). Never panics, allocates or blocks.
     #[inline(always)]
     pub(crate) fn try_begin(&mut self, id: u32, word: u64, name: Option<&'static [u8]>) -> bool {
-        let depth = self.depth;
-        let (Some(slot), Some(buffer)) = (self.stack.get_mut(depth), self.buffer) else {
+        let depth = self.fast.depth;
+        let (Some(slot), Some(buffer)) = (self.fast.stack.get_mut(depth), self.buffer) else {
             return false;
         };
         if !buffer.try_begin(id) {
@@ -407,7 +540,7 @@ impl ThreadState {
         if let (Some(name), Some(n)) = (name, self.names.get_mut(depth)) {
             *n = name;
         }
-        self.depth = depth + 1;
+        self.fast.depth = depth + 1;
         true
     }
 
@@ -417,10 +550,10 @@ impl ThreadState {
     /// Never panics, allocates or blocks.
     #[inline(always)]
     pub(crate) fn try_end(&mut self, matches: impl FnOnce(u64, &'static [u8]) -> bool) -> bool {
-        let Some(top) = self.depth.checked_sub(1) else {
+        let Some(top) = self.fast.depth.checked_sub(1) else {
             return false;
         };
-        let (Some(&word), Some(&name)) = (self.stack.get(top), self.names.get(top)) else {
+        let (Some(&word), Some(&name)) = (self.fast.stack.get(top), self.names.get(top)) else {
             return false;
         };
         if !matches(word, name) {
@@ -432,7 +565,7 @@ impl ThreadState {
                 _ => return false,
             }
         }
-        self.depth = top;
+        self.fast.depth = top;
         true
     }
 
@@ -445,8 +578,8 @@ impl ThreadState {
     /// The innermost open region.
     #[inline(always)]
     pub(crate) fn top(&self) -> Option<Open> {
-        let i = self.depth.checked_sub(1)?;
-        let word = *self.stack.get(i)?;
+        let i = self.fast.depth.checked_sub(1)?;
+        let word = *self.fast.stack.get(i)?;
         let by_id = word & meta::BY_ID != 0;
         Some(Open {
             id: word as u32,
@@ -460,34 +593,36 @@ impl ThreadState {
     /// The innermost open region's word ([`meta`]); `None` when none is open.
     #[inline(always)]
     pub(crate) fn top_word(&self) -> Option<u64> {
-        self.depth
+        self.fast
+            .depth
             .checked_sub(1)
-            .and_then(|i| self.stack.get(i))
+            .and_then(|i| self.fast.stack.get(i))
             .copied()
     }
 
     /// True when [`MAX_DEPTH`] regions are open.
     #[inline(always)]
     pub(crate) fn is_full(&self) -> bool {
-        self.depth >= MAX_DEPTH
+        self.fast.depth >= MAX_DEPTH
     }
 
     /// Opens a region given as its word ([`meta`]) and, when begun by name, its name; false
     /// when [`MAX_DEPTH`] regions are already open.
     #[inline(always)]
     pub(crate) fn push_word(&mut self, word: u64, name: Option<&'static [u8]>) -> bool {
-        let depth = self.depth;
-        match self.stack.get_mut(depth) {
+        let depth = self.fast.depth;
+        let gpu = metron_gpu::c_region_mode();
+        match self.fast.stack.get_mut(depth) {
             Some(slot) => {
-                *slot = word;
+                *slot = if gpu { word | meta::GPU } else { word };
                 if let (Some(name), Some(n)) = (name, self.names.get_mut(depth)) {
                     *n = name;
                 }
-                self.depth = depth + 1;
+                self.fast.depth = depth + 1;
                 // METRON_GPU_COUNTER_MODE=region: the outermost GPU-counted region opens a
                 // CUPTI user range (two relaxed loads when off).
-                if metron_gpu::c_region_mode() {
-                    metron_gpu::c_region_begin(self.depth);
+                if gpu {
+                    metron_gpu::c_region_begin(self.fast.depth);
                 }
                 true
             }
@@ -501,9 +636,9 @@ impl ThreadState {
         // Region mode: the range closes and its values annotate the region (still open: the
         // callers end it in the record buffer after this).
         if metron_gpu::c_region_mode() {
-            metron_gpu::c_region_end(self.depth);
+            metron_gpu::c_region_end(self.fast.depth);
         }
-        self.depth = self.depth.saturating_sub(1);
+        self.fast.depth = self.fast.depth.saturating_sub(1);
     }
 
     /// Remembers `message` as this thread's last error (cut to fit, at a character boundary).

@@ -50,6 +50,12 @@ impl<R> ProducerShared<R> {
 }
 
 /// Hot-path state of one producer, usable from a `const` thread-local.
+///
+/// `repr(C)`, `end` and `limit` first: the C header's inline begin/end (`metron_fast_cursor`
+/// in `metron.h`) reads these two words through the address `by_id::ThreadBuffer::cursor`
+/// gives, and writes a record as [`RawProducer::push`] does (the slot, then a `Release` store
+/// of the new end). Keep the two fields where they are.
+#[repr(C)]
 pub(crate) struct RawProducer<R> {
     /// The current segment's published end address: the write cursor. Points at
     /// [`DETACHED_END`] while detached, whose value (0) always equals the detached limit (null),

@@ -219,6 +219,140 @@ typedef int (*metron_info_callback)(const metron_info* info, void* user_data);
  * devices), METRON_ERROR_NULL_ARGUMENT for a NULL callback. */
 metron_status metron_info_iterate(const char* device, metron_info_kind kind, metron_info_callback callback, void* user_data);
 
+/* ---- the inline fast path (begin/end by id, without a call into the library) ---------- */
+
+/* Version of metron_fast_thread's layout and of the records the inline path writes. The
+ * library refuses a header with another version or size (the inline path then always calls
+ * the library), so a header and a library of different versions stay correct. */
+#define METRON_FAST_ABI 1
+/* Ids below this have a byte in region_ids. */
+#define METRON_FAST_REGION_IDS 65536u
+/* An open region's word: the id, whether its begin was recorded, begun by id. */
+#define METRON_FAST_OPEN_BY_ID ((uint64_t)3 << 40)
+/* The value of *collecting while the run records (the library refuses another). */
+#define METRON_FAST_COLLECTING_ON 1
+/* Record header words of a region's begin and end (id in the low 32 bits). */
+#define METRON_FAST_BEGIN_RECORD ((uint64_t)1 << 32)
+#define METRON_FAST_END_RECORD ((uint64_t)2 << 32)
+
+/* A thread's producer: where its records go. `end` points at the current segment's published
+ * end (the write cursor, an address); `limit` is where the library must be called instead. */
+typedef struct metron_fast_cursor {
+    size_t* end;
+    void* limit;
+} metron_fast_cursor;
+
+/* The library's per-thread state that the inline begin/end read and write (see
+ * docs/src/c-fast-path.md). Internal: use the macros. */
+typedef struct metron_fast_thread {
+    uint32_t struct_size;              /* sizeof(metron_fast_thread) of the library */
+    uint32_t abi;                      /* METRON_FAST_ABI of the library */
+    size_t open_limit;                 /* inline begins run while depth < open_limit */
+    size_t depth;                      /* regions open on this thread */
+    const metron_fast_cursor* cursor;  /* this thread's producer */
+    const uint8_t* collecting;         /* the run's state byte ... */
+    uint8_t collecting_on;             /* ... its value while the run records (METRON_FAST_COLLECTING_ON) */
+    const uint8_t* region_ids;         /* 1 for ids begin_id accepts (< METRON_FAST_REGION_IDS) */
+    uint64_t open[1 + 256];            /* open[0] is always 0; open[1..depth] the open regions */
+} metron_fast_thread;
+
+/* The calling thread's state for the inline path (never NULL); abi and size are the caller's
+ * METRON_FAST_ABI and sizeof(metron_fast_thread). Called once per thread by the inline path. */
+metron_fast_thread* metron_fast_thread_get(uint32_t abi, uint32_t size);
+/* Byte offset of field number `field` (in declaration order) of the library's
+ * metron_fast_thread, its size after the last field, UINT32_MAX beyond (for tests). */
+uint32_t metron_fast_layout(uint32_t field);
+
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) && defined(__linux__) && \
+    !defined(METRON_NO_INLINE) && !defined(METRON_DISABLE)
+#define METRON_FAST_INLINE_ 1
+/* Before a module's first call on a thread, its pointer points here: a state with nothing open
+ * and no room (struct_size 0), so the first begin or end takes the branch that fetches the
+ * thread's state from the library (one per module, read-only). */
+#ifdef __cplusplus
+__attribute__((weak, visibility("hidden"))) extern const metron_fast_thread metron_fast_start_ = {};
+#else
+__attribute__((weak, visibility("hidden"))) const metron_fast_thread metron_fast_start_ = {0};
+#endif
+/* One per module (executable or shared library), per thread: the address of the library's
+ * state of this thread, fetched on the module's first call on the thread. In an executable
+ * the compiler reaches it with the local-exec model (one instruction); in a shared library
+ * with the model the library is built with (define METRON_FAST_TLS_MODEL as
+ * __attribute__((tls_model("initial-exec"))) there for the one-instruction access, at the
+ * cost of 8 bytes of static TLS). */
+#ifndef METRON_FAST_TLS_MODEL
+#define METRON_FAST_TLS_MODEL
+#endif
+__attribute__((weak, visibility("hidden"))) __thread metron_fast_thread* metron_fast_tls_
+    METRON_FAST_TLS_MODEL = (metron_fast_thread*)&metron_fast_start_;
+
+/* Stores one record as the library's producer does: the slot, then the new end, which
+ * publishes it to the flusher (volatile stores stay in program order, and x86-64 keeps stores
+ * in order: the release store of the Rust producer). 0 when the cursor is at the limit. */
+static __inline__ int metron_fast_write_(const metron_fast_cursor* c, uint64_t header) {
+    volatile size_t* end = c->end;
+    size_t at = *end;
+    if (__builtin_expect(at == (size_t)c->limit, 0)) return 0;
+    ((volatile uint64_t*)at)[0] = __builtin_ia32_rdtsc();
+    ((volatile uint64_t*)at)[1] = header;
+    *end = at + 16;
+    return 1;
+}
+
+/* The slow branch, before the library's function: on the module's first call on this thread,
+ * fetch the thread's state. */
+#define METRON_FAST_FETCH_(f)                                                             \
+    do {                                                                                  \
+        if ((f)->struct_size == 0)                                                        \
+            metron_fast_tls_ =                                                            \
+                metron_fast_thread_get(METRON_FAST_ABI, (uint32_t)sizeof(metron_fast_thread)); \
+    } while (0)
+
+/* metron_region_begin_id(id), inline when nothing but a record is needed. `known` says that
+ * `id` came from metron_region_id() of this library (a call site's own static: the literal
+ * macros), so only 0 needs the library; any other id is looked up in region_ids. */
+static __inline__ __attribute__((always_inline)) metron_status metron_fast_begin_(metron_id id,
+                                                                              int known) {
+    metron_fast_thread* f = metron_fast_tls_;
+    size_t d = f->depth;
+    if (__builtin_expect(d < f->open_limit &&
+                             (known ? id != 0
+                                    : id < METRON_FAST_REGION_IDS && f->region_ids[id]) &&
+                             *(const volatile uint8_t*)f->collecting == METRON_FAST_COLLECTING_ON &&
+                             metron_fast_write_(f->cursor, METRON_FAST_BEGIN_RECORD | id),
+                         1)) {
+        f->open[d + 1] = METRON_FAST_OPEN_BY_ID | id;
+        f->depth = d + 1;
+        return METRON_OK;
+    }
+    METRON_FAST_FETCH_(f);
+    return metron_region_begin_id(id);
+}
+
+/* metron_region_begin_id(id) (any id), inline when nothing but a record is needed. */
+static __inline__ metron_status metron_fast_begin_id(metron_id id) { return metron_fast_begin_(id, 0); }
+/* The same for an id from metron_region_id() (a call site's static). */
+static __inline__ metron_status metron_fast_begin_known_(metron_id id) { return metron_fast_begin_(id, 1); }
+
+/* metron_region_end_id(id), inline when `id` is the innermost region, begun by id. */
+static __inline__ metron_status metron_fast_end_id(metron_id id) {
+    metron_fast_thread* f = metron_fast_tls_;
+    size_t d = f->depth;
+    if (__builtin_expect(f->open[d] == (METRON_FAST_OPEN_BY_ID | id) &&
+                             metron_fast_write_(f->cursor, METRON_FAST_END_RECORD | id),
+                         1)) {
+        f->depth = d - 1;
+        return METRON_OK;
+    }
+    METRON_FAST_FETCH_(f);
+    return metron_region_end_id(id);
+}
+#else
+#define metron_fast_begin_id(id) metron_region_begin_id(id)
+#define metron_fast_begin_known_(id) metron_region_begin_id(id)
+#define metron_fast_end_id(id) metron_region_end_id(id)
+#endif
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
@@ -256,14 +390,14 @@ metron_status metron_info_iterate(const char* device, metron_info_kind kind, met
         }                                                                                \
         metron_id_;                                                                      \
     })
-static inline int metron_site_name_(const char* name) { return name != 0; }
+static __inline__ int metron_site_name_(const char* name) { return name != 0; }
 #define METRON_REGION_BEGIN(name)                                                        \
     (__builtin_constant_p(name) && metron_site_name_(name)                               \
-         ? metron_region_begin_id(METRON_SITE_ID_(name))                                 \
+         ? metron_fast_begin_known_(METRON_SITE_ID_(name))                               \
          : metron_region_begin(name))
 #define METRON_REGION_END(name)                                                          \
     (__builtin_constant_p(name) && metron_site_name_(name)                               \
-         ? metron_region_end_id(METRON_SITE_ID_(name))                                   \
+         ? metron_fast_end_id(METRON_SITE_ID_(name))                                     \
          : metron_region_end(name))
 #else
 #define METRON_REGION_BEGIN(name) metron_region_begin(name)
@@ -274,8 +408,8 @@ static inline int metron_site_name_(const char* name) { return name != 0; }
 #define METRON_REGION_ID(var, name) \
     static metron_id var = 0;       \
     if (var == 0) var = metron_region_id(name)
-#define METRON_REGION_BEGIN_ID(id) metron_region_begin_id(id)
-#define METRON_REGION_END_ID(id) metron_region_end_id(id)
+#define METRON_REGION_BEGIN_ID(id) metron_fast_begin_id(id)
+#define METRON_REGION_END_ID(id) metron_fast_end_id(id)
 #define METRON_PERF_MARKER_BEGIN(name, group) metron_perf_marker_begin((name), (group))
 #define METRON_PERF_MARKER_END() metron_perf_marker_end()
 #define METRON_PUSH(name, annotations, count) metron_push((name), (annotations), (count))
@@ -339,8 +473,8 @@ private:
 /* A region that ends when the object goes out of scope, by id (made by METRON_SCOPE). */
 class IdScope {
 public:
-    explicit IdScope(metron_id id) noexcept : id_(id) { metron_region_begin_id(id_); }
-    ~IdScope() { metron_region_end_id(id_); }
+    explicit IdScope(metron_id id) noexcept : id_(id) { metron_fast_begin_id(id_); }
+    ~IdScope() { metron_fast_end_id(id_); }
     IdScope(const IdScope&) = delete;
     IdScope& operator=(const IdScope&) = delete;
 
