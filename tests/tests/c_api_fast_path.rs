@@ -9,7 +9,8 @@
 //! - The header's inline path (`METRON_REGION_BEGIN_ID`, `METRON_REGION_BEGIN` with a
 //!   literal): its struct layout against the library's (`metron_fast_layout`), another ABI
 //!   version refused, every misuse left to the library with the library's status, nothing
-//!   recorded while collection is stopped or the thread paused, no call into the library per
+//!   recorded while collection is stopped or the thread paused, a forked child's calls
+//!   succeed and record nothing, no call into the library per
 //!   pair after the warm-up (the exports wrapped with `--wrap`), and the 8-thread run through
 //!   `libmetron.a`.
 //! - Nothing on a fast path can unwind into C: the exports' fast paths run outside
@@ -282,6 +283,24 @@ fn the_inline_path_refuses_the_257th_open_region_as_the_library_does() {
     let errors = &metadata["c_api"]["errors"];
     assert_eq!(errors["too_deep"], 2, "{errors}");
     assert_eq!(errors["no_open_region"], 1, "{errors}");
+}
+
+#[test]
+fn a_forked_child_calls_the_inline_macros_safely_and_records_nothing() {
+    let dir = temp_dir("inline-fork");
+    let exe = compile(&program("inline_path.c"), &dir, &[]);
+    let out = run_in(&exe, &dir, &["fork"], &[]);
+    assert_success(&out, "inline_path.c fork");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("fork ok"));
+    let summary = read_json(&dir.join("run"), "summary.json");
+    let regions = region_counts(&summary["merged"]);
+    assert_eq!(
+        regions,
+        counts(&[("parent", 11)]),
+        "the child recorded nothing"
+    );
+    let metadata = read_json(&dir.join("run"), "metadata.json");
+    assert_eq!(metadata["records"]["written"], 22);
 }
 
 #[test]

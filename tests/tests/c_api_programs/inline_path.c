@@ -1,12 +1,15 @@
 /* The header's inline begin/end by id (METRON_REGION_BEGIN_ID, METRON_REGION_BEGIN with a
  * literal): its ABI against the library, and every case it must leave to the library.
- * Usage: inline_path layout | misuse | deep | calls
+ * Usage: inline_path layout | misuse | deep | fork | calls
  *   layout  offsetof() of each metron_fast_thread field against metron_fast_layout(), and a
  *           header of another version or size refused (its inline path always calls).
  *   misuse  bad ids, ends without begin, mismatched ends, too deep, mixing inline and library
  *           calls, collection stopped, the thread paused: each status as the library's; then
  *           the expected summary (see tests/tests/c_api_fast_path.rs).
  *   deep    256 regions open by id, the 257th refused (inline and by literal), all closed.
+ *   fork    a child forked with a region open (inline) begins and ends 1000 regions inline
+ *           and ends the inherited one: every call succeeds; Metron is off in the child, so
+ *           only the parent's 11 "parent" regions are recorded.
  *   calls   (built with -DCOUNT_CALLS -Wl,--wrap=metron_region_begin_id,--wrap=
  *           metron_region_end_id) prints how many begin/end calls reached the library in
  *           10^5 pairs by id and 10^5 by literal after a warm-up: the inline path's share.
@@ -16,6 +19,8 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 static void expect(metron_status got, metron_status want, const char* what) {
     if (got != want) {
@@ -167,6 +172,36 @@ static int deep(void) {
     return 0;
 }
 
+static int forked(void) {
+    int i, status = 0;
+    pid_t child;
+    metron_id parent = metron_region_id("parent");
+    metron_id in_child = metron_region_id("child");
+    for (i = 0; i < 10; i++) {
+        expect(METRON_REGION_BEGIN_ID(parent), METRON_OK, "begin parent");
+        expect(METRON_REGION_END_ID(parent), METRON_OK, "end parent");
+    }
+    expect(METRON_REGION_BEGIN_ID(parent), METRON_OK, "begin parent before fork");
+    fflush(stdout);
+    child = fork();
+    if (child == 0) {
+        for (i = 0; i < 1000; i++) {
+            expect(METRON_REGION_BEGIN_ID(in_child), METRON_OK, "begin in child");
+            expect(METRON_REGION_END_ID(in_child), METRON_OK, "end in child");
+        }
+        expect(METRON_REGION_END_ID(parent), METRON_OK, "end inherited region in child");
+        _exit(0);
+    }
+    if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "inline_path: the child failed (status %d)\n", status);
+        return 1;
+    }
+    expect(METRON_REGION_END_ID(parent), METRON_OK, "end parent after fork");
+    printf("fork ok\n");
+    return 0;
+}
+
 int main(int argc, char** argv) {
     const char* mode = argc > 1 ? argv[1] : "layout";
 #ifdef COUNT_CALLS
@@ -175,6 +210,7 @@ int main(int argc, char** argv) {
     if (mode[0] == 'l') return layout();
     if (mode[0] == 'm') return misuse();
     if (mode[0] == 'd') return deep();
-    fprintf(stderr, "inline_path: unknown mode %s (layout, misuse, deep, calls)\n", mode);
+    if (mode[0] == 'f') return forked();
+    fprintf(stderr, "inline_path: unknown mode %s (layout, misuse, deep, fork, calls)\n", mode);
     return 2;
 }
