@@ -20,6 +20,7 @@ mod perf;
 mod report;
 mod run;
 mod sample;
+mod tree;
 
 use std::process::ExitCode;
 

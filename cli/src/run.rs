@@ -304,8 +304,45 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
             .unwrap_or_else(crate::passes::default_template);
         return crate::passes::run(passes, command, &plan.env, &template.to_string_lossy());
     }
+    let tree = plan
+        .env
+        .iter()
+        .rev()
+        .find(|(n, _)| *n == "METRON_PROCESSES")
+        .map(|(_, v)| v.clone())
+        .or_else(|| std::env::var("METRON_PROCESSES").ok())
+        .is_none_or(|mode| mode.trim() != "separate");
+    let exe = Path::new(&plan.command[0]).file_name().map_or_else(
+        || "program".to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    // A process of a tree that is already being run (`metron run` inside `metron run`) or a
+    // rank launched by `mpirun` under one writes as the outer run says.
+    if tree && std::env::var_os("METRON_RUN_FOLDER").is_none() {
+        let template = plan
+            .env
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == "METRON_OUTPUT_PATH")
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var("METRON_OUTPUT_PATH").ok())
+            .map(|t| absolute(Path::new(&t)))
+            .unwrap_or_else(|| {
+                absolute(Path::new(
+                    REGISTRY
+                        .iter()
+                        .find(|s| s.name == "METRON_OUTPUT_PATH")
+                        .map_or("metron-output/%exe%-%pid%-%time%", |s| s.default),
+                ))
+            });
+        return crate::tree::run(command, &template, &exe);
+    }
     let error = command.exec();
-    let shown = plan.command[0].to_string_lossy();
+    spawn_failed(&plan.command[0].to_string_lossy(), &error)
+}
+
+/// The exit status and message for a command that could not be started.
+pub(crate) fn spawn_failed(shown: &str, error: &std::io::Error) -> ExitCode {
     match error.kind() {
         std::io::ErrorKind::NotFound => {
             eprintln!("metron run: {shown}: command not found");

@@ -72,14 +72,14 @@ pub(crate) fn expand(
 }
 
 /// The file that marks a run folder as taken while its run writes it (removed at the end).
-pub(crate) const CLAIM_MARKER: &str = ".metron-run";
+pub const CLAIM_MARKER: &str = ".metron-run";
 
 /// Takes a run folder for this run: `dir` when it does not exist or is empty, else the first
 /// of `dir-2`, `dir-3`, ... that is. Two runs never get the same folder, whatever they race
 /// on (processes of one job started together, an `exec`ed program with the old one's pid and
 /// start second): the folder belongs to whoever creates its [`CLAIM_MARKER`] (`O_EXCL`), and
 /// a folder with anything in it is never taken.
-pub(crate) fn claim(dir: &Path) -> std::io::Result<PathBuf> {
+pub fn claim(dir: &Path) -> std::io::Result<PathBuf> {
     if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)?;
     }

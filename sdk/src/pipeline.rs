@@ -91,11 +91,18 @@ impl Pipeline {
         self.claimed = true;
         match crate::output_path::claim(&self.output_dir) {
             Ok(dir) if dir != self.output_dir => {
-                crate::runtime::say(format!(
-                    "the run folder {} is another run's; this run writes {}",
-                    self.output_dir.display(),
-                    dir.display()
-                ));
+                // Inside `metron run`'s process tree a program `exec`ed with the same name and
+                // pid takes the next suffix as a matter of course; processes.json lists it.
+                let in_tree = std::env::var_os("METRON_RUN_FOLDER")
+                    .filter(|v| !v.is_empty())
+                    .is_some_and(|tree| dir.starts_with(tree));
+                if !in_tree {
+                    crate::runtime::say(format!(
+                        "the run folder {} is another run's; this run writes {}",
+                        self.output_dir.display(),
+                        dir.display()
+                    ));
+                }
                 for sink in &mut self.sinks {
                     sink.output_dir_changed(&dir);
                 }

@@ -95,6 +95,8 @@ pub(crate) struct Runtime {
     run: Mutex<RunInfo>,
     path_warnings: Vec<String>,
     finished: AtomicBool,
+    /// The process that started the runtime: a forked child has another pid.
+    pid: u32,
 }
 
 /// True when recording is on (or the runtime has not started yet: see [`STATE`]). One
@@ -239,6 +241,7 @@ fn start() -> Runtime {
         run: Mutex::new(run),
         path_warnings,
         finished: AtomicBool::new(false),
+        pid: sys::getpid(),
     };
     if enabled {
         sys::at_exit(finish_at_exit);
@@ -430,6 +433,13 @@ pub(crate) fn ticks_to_ns(ticks: u64) -> u64 {
 
 fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
     let rt = RUNTIME.get()?;
+    // A child never writes the parent's run. A `vfork` child (dash starts every command so)
+    // runs in the parent's memory until it execs, and no fork handler runs in it: finishing
+    // there wrote the parent's run early from the child (which does not even have the trace
+    // file open) and marked it finished for the parent. Nothing may be stored here either.
+    if sys::getpid() != rt.pid {
+        return None;
+    }
     if !rt.settings.enabled || rt.finished.swap(true, Ordering::AcqRel) {
         return None;
     }
@@ -495,12 +505,19 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
         format!("; FAILED: {}", errors.join("; "))
     };
     let cut = crate::sinks::perfetto::cut_note();
-    eprintln!(
-        "metron: wrote {} ({} records, {} dropped){cut}{failed}",
-        run.output_dir.display(),
-        written,
-        dropped
-    );
+    // Under `metron run`'s process tree the launcher writes the last line for the whole tree;
+    // a process says only what went wrong.
+    let in_tree = std::env::var_os("METRON_RUN_FOLDER")
+        .filter(|v| !v.is_empty())
+        .is_some_and(|tree| run.output_dir.starts_with(tree));
+    if !in_tree || !errors.is_empty() || !cut.is_empty() {
+        eprintln!(
+            "metron: wrote {} ({} records, {} dropped){cut}{failed}",
+            run.output_dir.display(),
+            written,
+            dropped
+        );
+    }
     Some(RunReport {
         output_dir: run.output_dir.clone(),
         files,

@@ -169,6 +169,18 @@ pub static REGISTRY: &[SettingSpec] = &[
         description: "set by `metron run`: start when the program loads and record its whole run as a region named after the program",
     },
     SettingSpec {
+        name: "METRON_PROCESSES",
+        kind: Kind::Choice(&["tree", "separate"]),
+        default: "tree",
+        description: "metron run: tree gives the whole process tree one run folder (a subfolder per process that recorded something, trivial ones listed in processes.json, a merged trace and summary when several did, the run folder's own files when one did); separate gives each process its own folder as METRON_OUTPUT_PATH says",
+    },
+    SettingSpec {
+        name: "METRON_RUN_FOLDER",
+        kind: Kind::Text,
+        default: "",
+        description: "set by `metron run` (process tree mode): the run folder the tree writes under; a process writing inside it leaves the last stderr line to metron run",
+    },
+    SettingSpec {
         name: "METRON_SIGNALS",
         kind: Kind::Choice(&["auto", "on", "off"]),
         default: "auto",
@@ -552,6 +564,9 @@ impl Settings {
         let trace_categories = value_of("METRON_TRACE_CATEGORIES").text();
         let trace_max_bytes = value_of("METRON_TRACE_MAX_SIZE").size_or_off();
         let preload = value_of("METRON_PRELOAD").bool();
+        // Read by `metron run` (METRON_PROCESSES) and at the end of the run (METRON_RUN_FOLDER).
+        let _ = value_of("METRON_PROCESSES");
+        let _ = value_of("METRON_RUN_FOLDER");
         let signals = match value_of("METRON_SIGNALS").text().as_str() {
             "on" => true,
             "off" => false,

@@ -82,9 +82,29 @@ fn a_shell_command_gets_run_folders_and_keeps_its_exit_code() {
     let dir = temp_dir("run-sh");
     let out = metron_run(&dir, &dir, &["/bin/sh", "-c", "sleep 0.1"]);
     assert_eq!(out.status.code(), Some(0));
-    let sleeps = folders_of(&dir, "sleep");
-    assert_eq!(sleeps.len(), 1, "{:?}", run_folders(&dir));
-    check_program_run(&sleeps[0], "sleep", 100e6);
+    // One run folder for the command (named after it): the shell waited for `sleep`, so it is
+    // the command's process whose run is the folder's own; `sleep` recorded nothing of its
+    // own and is listed in processes.json (process tree mode, docs/src/cli.md).
+    let runs = folders_of(&dir, "sh");
+    assert_eq!(run_folders(&dir), runs, "one run folder");
+    assert_eq!(runs.len(), 1, "{:?}", run_folders(&dir));
+    let exe = read_json(&runs[0], "metadata.json")["run"]["exe"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    check_program_run(&runs[0], &exe, 100e6);
+    let index = read_json(&runs[0], "processes.json");
+    let listed = index["processes"].as_array().unwrap();
+    assert!(
+        listed.iter().any(|p| p["exe"] == "sleep"),
+        "sleep is listed: {index}"
+    );
+    assert!(
+        listed
+            .iter()
+            .any(|p| p["is_command"] == true && p["exit"]["code"] == 0),
+        "the command's exit status: {index}"
+    );
 
     let out = metron_run(&dir, &dir, &["/bin/sh", "-c", "exit 3"]);
     assert_eq!(out.status.code(), Some(3));
@@ -111,9 +131,48 @@ fn make_on_a_tiny_makefile_gets_run_folders_and_keeps_its_exit_code() {
     assert!(work.join("out.txt").exists());
     let makes = folders_of(&runs, "make");
     assert_eq!(makes.len(), 1, "{:?}", run_folders(&runs));
+    assert_eq!(run_folders(&runs).len(), 1, "{:?}", run_folders(&runs));
     check_program_run(&makes[0], "make", 0.0);
-    // make runs `cp` itself (no shell needed): the child process gets its own folder.
-    assert_eq!(folders_of(&runs, "cp").len(), 1, "{:?}", run_folders(&runs));
+    // make runs `cp` itself (no shell needed): the child is in the tree's index.
+    let index = read_json(&makes[0], "processes.json");
+    assert!(
+        index["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["exe"] == "cp" && p["trivial"] == true),
+        "{index}"
+    );
+    // With METRON_PROCESSES=separate every process gets its own folder, as before.
+    let separate = dir.join("separate");
+    let out = Command::new(artifacts().metron())
+        .current_dir(&work)
+        .args(["run", "--processes", "separate", "--output-path"])
+        .arg(separate.join("%exe%-%pid%"))
+        .args(["--", "make", "-s", "-B"])
+        .env("METRON_TRACE", "false")
+        .env_remove("METRON_OUTPUT_PATH")
+        .env_remove("LD_PRELOAD")
+        .output()
+        .expect("run metron");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        folders_of(&separate, "make").len(),
+        1,
+        "{:?}",
+        run_folders(&separate)
+    );
+    assert_eq!(
+        folders_of(&separate, "cp").len(),
+        1,
+        "{:?}",
+        run_folders(&separate)
+    );
 
     let out = metron_run(&runs, &work, &["make", "-s", "fail"]);
     assert_eq!(out.status.code(), Some(2), "make's own failure status");

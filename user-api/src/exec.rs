@@ -21,6 +21,10 @@ static WRITTEN_FOR_EXEC: AtomicBool = AtomicBool::new(false);
 
 /// Writes the run before the image is replaced. Never unwinds.
 fn before_exec() {
+    // A (v)fork child that execs: the run is the parent's, and a vfork child shares its memory.
+    if !crate::preload::in_starting_process() {
+        return;
+    }
     let _ = std::panic::catch_unwind(|| {
         crate::preload::end_program_region();
         if metron::finish().is_some() {

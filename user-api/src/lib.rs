@@ -38,6 +38,7 @@ mod ids;
 mod mpi;
 mod nvtx;
 mod preload;
+mod quick_exit;
 mod roctx;
 mod thread_state;
 

@@ -13,6 +13,7 @@
 //! costs nothing at load time.
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 #[used]
 #[link_section = ".init_array"]
@@ -20,6 +21,7 @@ static CONSTRUCTOR: extern "C" fn() = on_load;
 
 /// Runs when the library is loaded. Must not unwind into the loader.
 extern "C" fn on_load() {
+    STARTED_IN.store(std::process::id(), Ordering::Relaxed);
     let _ = std::panic::catch_unwind(|| {
         let on = std::env::var("METRON_PRELOAD").is_ok_and(|v| {
             matches!(
@@ -41,8 +43,22 @@ extern "C" fn on_load() {
     });
 }
 
+/// The parent's pid when the program started (a parent that dies first reparents the process).
+static PARENT: AtomicU32 = AtomicU32::new(0);
+/// The pid of the process this library started in (0 before).
+static STARTED_IN: AtomicU32 = AtomicU32::new(0);
+
+/// False in a child made by `fork` or `vfork` (which shares the parent's memory and thread
+/// until it execs or `_exit`s): the `exec` and `_exit` wrappers must not end the parent's
+/// program region or write its run from there.
+pub(crate) fn in_starting_process() -> bool {
+    let started = STARTED_IN.load(Ordering::Relaxed);
+    started == 0 || started == std::process::id()
+}
 fn start_program_region() {
     crate::errors::register_metadata();
+    // SAFETY: getppid has no preconditions and cannot fail.
+    PARENT.store(unsafe { libc::getppid() } as u32, Ordering::Relaxed);
     metron::add_metadata_section("process", process_section);
     if !metron::init() {
         return;
@@ -165,6 +181,7 @@ fn process_section() -> serde_json::Value {
         "preload": true,
         "program": program_name(),
         "argv": std::env::args().collect::<Vec<_>>(),
+        "ppid": PARENT.load(Ordering::Relaxed),
         "threads_at_exit": threads,
     })
 }

@@ -242,6 +242,15 @@ fn alignment_json(domains: &BTreeMap<String, Domain>) -> Value {
     })
 }
 
+/// Merges the run folders `dirs` into `out` (no archive): the process tree of `metron run`.
+pub(crate) fn merge_folders(dirs: Vec<PathBuf>, out: PathBuf) -> Result<(), String> {
+    merge(&Args {
+        dirs,
+        out: Some(out),
+        archive: false,
+    })
+}
+
 fn merge(args: &Args) -> Result<(), String> {
     let dirs = inputs::find_runs(&args.dirs)?;
     let mut runs = dirs

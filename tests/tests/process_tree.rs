@@ -1,0 +1,186 @@
+//! `metron run` of a command that is a tree of processes (a launcher script, `env`, shells,
+//! then the real program): one run folder, trivial processes listed in `processes.json`, the
+//! working process's files as the run folder's own, a merged trace when several processes
+//! worked, the exit status of the command, and `METRON_PROCESSES=separate` for the old layout.
+
+mod c_api_support;
+use c_api_support::*;
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn metron_run(dir: &Path, script: &str, env: &[(&str, &str)]) -> Output {
+    let path = dir.join("launch.sh");
+    std::fs::write(&path, script).expect("write the script");
+    let mut cmd = Command::new(artifacts().metron());
+    cmd.args(["run", "-o"])
+        .arg(dir.join("run"))
+        .args(["--", "sh"])
+        .arg(&path)
+        .current_dir(dir)
+        .env("METRON_REPORT", "false")
+        .env_remove("LD_PRELOAD")
+        .env_remove("METRON_PRELOAD")
+        .env_remove("METRON_OUTPUT_PATH")
+        .env_remove("METRON_PROCESSES")
+        .env_remove("METRON_RUN_FOLDER");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run metron run")
+}
+
+fn worker(dir: &Path) -> std::path::PathBuf {
+    compile(&program("tree_worker.c"), dir, &[])
+}
+
+/// Count of `work` regions anywhere in the summary's merged region tree.
+fn work_count(summary: &Value) -> u64 {
+    fn walk(nodes: &Value) -> u64 {
+        nodes.as_array().map_or(0, |nodes| {
+            nodes
+                .iter()
+                .map(|n| {
+                    let own = if n["name"] == "work" {
+                        n["count"].as_u64().unwrap_or(0)
+                    } else {
+                        0
+                    };
+                    own + walk(&n["children"])
+                })
+                .sum()
+        })
+    }
+    walk(&summary["merged"])
+}
+
+fn last_line(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .last()
+        .unwrap_or("")
+        .to_string()
+}
+
+#[test]
+fn a_launcher_script_gives_one_run_folder_with_the_programs_files() {
+    let dir = temp_dir("tree-one");
+    let exe = worker(&dir);
+    let script = format!(
+        "env true\n/bin/true\nsh -c 'true'\nexec {} 25 3\n",
+        exe.display()
+    );
+    let out = metron_run(&dir, &script, &[]);
+    // The command's exit status is metron run's.
+    assert_eq!(out.status.code(), Some(3), "{}", last_line(&out));
+    let run = dir.join("run");
+    let folders = run_folders(&dir);
+    assert_eq!(folders, vec![run.clone()], "one run folder");
+    // The worker's outputs are the run folder's own.
+    let summary = read_json(&run, "summary.json");
+    assert_eq!(work_count(&summary), 25, "{summary}");
+    let index = read_json(&run, "processes.json");
+    let processes = index["processes"].as_array().expect("processes");
+    assert!(processes.len() >= 4, "sh, env, true, sh, worker: {index}");
+    let kept: Vec<&Value> = processes
+        .iter()
+        .filter(|p| !p["trivial"].as_bool().unwrap())
+        .collect();
+    assert_eq!(kept.len(), 1, "only the worker did work: {index}");
+    assert_eq!(kept[0]["exe"], "tree_worker", "{index}");
+    assert_eq!(kept[0]["folder"], ".", "{index}");
+    assert_eq!(kept[0]["exit"]["code"], 3, "{index}");
+    for p in processes.iter().filter(|p| p["trivial"].as_bool().unwrap()) {
+        assert!(
+            p["folder"].is_null(),
+            "a trivial process has no folder: {p}"
+        );
+    }
+    // No other folder under the run folder.
+    let subfolders: Vec<_> = std::fs::read_dir(&run)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .collect();
+    assert!(subfolders.is_empty(), "{subfolders:?}");
+    let line = last_line(&out);
+    assert!(
+        line.starts_with(&format!("metron: wrote {} (", run.display()))
+            && line.contains("the work in tree_worker"),
+        "the last line names the run folder and the process that did the work: {line}"
+    );
+    let wrote = String::from_utf8_lossy(&out.stderr)
+        .matches("metron: wrote")
+        .count();
+    assert_eq!(
+        wrote,
+        1,
+        "one line for the whole tree:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn two_working_processes_keep_their_folders_and_are_merged() {
+    let dir = temp_dir("tree-two");
+    let exe = worker(&dir);
+    let script = format!(
+        "{exe} 10 0 &\n{exe} 30 0\nwait\n/bin/true\n",
+        exe = exe.display()
+    );
+    let out = metron_run(&dir, &script, &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = dir.join("run");
+    let index = read_json(&run, "processes.json");
+    let kept: Vec<&Value> = index["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| !p["trivial"].as_bool().unwrap())
+        .collect();
+    let workers: Vec<&&Value> = kept.iter().filter(|p| p["exe"] == "tree_worker").collect();
+    assert_eq!(workers.len(), 2, "{index}");
+    let mut counts = Vec::new();
+    for w in &workers {
+        let folder = run.join(w["folder"].as_str().expect("a subfolder"));
+        counts.push(work_count(&read_json(&folder, "summary.json")));
+    }
+    counts.sort_unstable();
+    assert_eq!(counts, vec![10, 30]);
+    // The merged view: one trace with a process track per kept process, and a summary.
+    // On one clock (the merge's CLOCK_REALTIME), one process track per working process.
+    metron_tests::validated_trace(
+        &run.join("trace.pftrace"),
+        &["--clock", "realtime", "--processes", "2"],
+    );
+    let merged = std::fs::read_to_string(run.join("summary.txt")).expect("merged summary.txt");
+    assert!(merged.contains("work"), "{merged}");
+    let line = last_line(&out);
+    assert!(line.contains("the work in tree_worker"), "{line}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn separate_keeps_one_folder_per_process() {
+    let dir = temp_dir("tree-separate");
+    let exe = worker(&dir);
+    let script = format!("/bin/true\n{} 5 0\n", exe.display());
+    let out = metron_run(&dir, &script, &[("METRON_PROCESSES", "separate")]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let folders = run_folders(&dir);
+    assert!(
+        folders.len() >= 3,
+        "sh, true and the worker each: {folders:?}"
+    );
+    assert!(!dir.join("run/processes.json").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
