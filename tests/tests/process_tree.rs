@@ -184,3 +184,67 @@ fn separate_keeps_one_folder_per_process() {
     assert!(!dir.join("run/processes.json").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_termination_signal_sent_to_metron_run_reaches_the_command_and_ends_both() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = temp_dir("tree-signal");
+    let mut child = Command::new(artifacts().metron())
+        .args(["run", "-o"])
+        .arg(dir.join("run"))
+        .args(["--", "sleep", "30"])
+        .env("METRON_REPORT", "false")
+        .env_remove("LD_PRELOAD")
+        .env_remove("METRON_PRELOAD")
+        .env_remove("METRON_OUTPUT_PATH")
+        .env_remove("METRON_PROCESSES")
+        .env_remove("METRON_RUN_FOLDER")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start metron run");
+    // Wait until the command catches SIGTERM (Metron's handler is installed: SigCgt in
+    // /proc), then signal the launcher alone, as a batch system would.
+    let launcher = child.id();
+    let catches_sigterm = || -> bool {
+        let children =
+            std::fs::read_to_string(format!("/proc/{launcher}/task/{launcher}/children"))
+                .unwrap_or_default();
+        children.split_whitespace().any(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/status"))
+                .unwrap_or_default()
+                .lines()
+                .find_map(|l| l.strip_prefix("SigCgt:"))
+                .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+                .is_some_and(|mask| mask & (1 << (libc::SIGTERM - 1)) != 0)
+        })
+    };
+    let started = std::time::Instant::now();
+    while !catches_sigterm() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "the command never installed Metron's SIGTERM handler"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: kill with a valid pid and signal has no memory effects.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().expect("wait for metron run");
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGTERM),
+        "metron run ends by the command's signal: {:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = dir.join("run");
+    let index = read_json(&run, "processes.json");
+    assert_eq!(
+        index["processes"][0]["exit"]["signal"],
+        libc::SIGTERM,
+        "the command died by the forwarded signal: {index}"
+    );
+    // METRON_SIGNALS (auto: on under metron run) wrote the command's run before it died.
+    let summary = read_json(&run, "summary.json");
+    assert_eq!(summary["exe"], "sleep", "{summary}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
