@@ -189,7 +189,7 @@ fn separate_keeps_one_folder_per_process() {
 fn a_termination_signal_sent_to_metron_run_reaches_the_command_and_ends_both() {
     use std::os::unix::process::ExitStatusExt;
     let dir = temp_dir("tree-signal");
-    let mut child = Command::new(artifacts().metron())
+    let child = Command::new(artifacts().metron())
         .args(["run", "-o"])
         .arg(dir.join("run"))
         .args(["--", "sleep", "30"])
