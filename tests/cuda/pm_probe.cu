@@ -556,6 +556,9 @@ int main(int argc, char** argv) {
         MUST("cuptiSubscribe", cuptiSubscribe(&sub, (CUpti_CallbackFunc)on_cb, nullptr));
         for (CUpti_CallbackId id : kLaunchCbids)
             MUST("cuptiEnableCallback(launch)", cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API, id));
+        // Metron's driver-domain launch ids too (gpu/src/sys.rs DRIVER_LAUNCH_CBIDS).
+        for (CUpti_CallbackId id : {307u, 442u, 477u, 478u, 652u, 653u})
+            MUST("cuptiEnableCallback(driver launch)", cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, id));
         MUST("cuptiEnableCallback(CONTEXT_CREATED)",
              cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
         MUST("cuptiEnableCallback(CONTEXT_DESTROY_STARTING)",
@@ -564,6 +567,13 @@ int main(int argc, char** argv) {
 
     // The sample's main(): cuInit, device support, chip name, counter availability.
     CU(cuInit(0));
+    {
+        uint32_t cv = 0;
+        int dv = 0;
+        cuptiGetVersion(&cv);
+        cuDriverGetVersion(&dv);
+        std::printf("INFO CUPTI API version %u, driver CUDA version %d\n", cv, dv);
+    }
     CUdevice dev;
     CU(cuDeviceGet(&dev, 0));
     {
