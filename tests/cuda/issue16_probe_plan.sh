@@ -61,10 +61,11 @@ else
 fi
 
 # The probe's variants: a (the sample's flow) first, then one knob family at a time.
-VARIANTS=${VARIANTS:-"a e c t b d a_metron_sizes a_ctx_first a_push"}
+VARIANTS=${VARIANTS:-"a e c t a_memcpy a_metron_sizes a_ctx_first a_push b d"}
 if [ -x $R/bin/pm_probe ]; then
   for v in $VARIANTS; do
     case $v in
+      a_memcpy) args="a reset=memcpy" ;;
       a_metron_sizes) args="a hwbuf=268435456 maxsamples=4096 interval=100000" ;;
       a_ctx_first) args="a ctx_first=1" ;;
       a_push) args="a ctx_first=1 push=1" ;;
