@@ -245,6 +245,104 @@ impl Run {
             .and_then(|d| d["name"].as_str())
             .map(str::to_string)
     }
+
+    /// The limits of device `index` as the NVIDIA backend wrote them
+    /// (`metadata.json` `gpu.devices[i].limits`).
+    fn device_limits(&self, index: u64) -> Option<DeviceLimits> {
+        let l = self.metadata["gpu"]["devices"]
+            .as_array()?
+            .iter()
+            .find(|d| d["index"].as_u64() == Some(index))?
+            .get("limits")?;
+        let int = |k: &str| l[k].as_i64();
+        Some(DeviceLimits {
+            threads_per_sm: int("threads_per_sm")?,
+            blocks_per_sm: int("blocks_per_sm")?,
+            registers_per_sm: int("registers_per_sm")?,
+            shared_per_sm: int("shared_per_sm")?,
+            reserved_shared_per_block: int("reserved_shared_per_block").unwrap_or(0),
+            sm_count: int("sm_count"),
+            max_threads_per_block: int("max_threads_per_block"),
+            compute_capability: l["compute_capability"].as_str().map(str::to_string),
+        })
+    }
+}
+
+/// A device's limits from `metadata.json` (the NVIDIA backend's `Limits` and a few more).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceLimits {
+    /// Max resident threads per SM.
+    pub threads_per_sm: i64,
+    /// Max resident blocks per SM.
+    pub blocks_per_sm: i64,
+    /// 32-bit registers per SM.
+    pub registers_per_sm: i64,
+    /// Shared memory per SM, bytes.
+    pub shared_per_sm: i64,
+    /// Shared memory the driver reserves per block, bytes.
+    pub reserved_shared_per_block: i64,
+    /// SMs.
+    pub sm_count: Option<i64>,
+    /// Max threads per block.
+    pub max_threads_per_block: Option<i64>,
+    /// `major.minor`.
+    pub compute_capability: Option<String>,
+}
+
+/// The warps per SM each limit allows a launch, as the occupancy file's limited-wave columns
+/// give them: blocks that fit by that limit (and by the threads per SM) times warps per block.
+/// The arithmetic is the NVIDIA backend's (`metron_gpu::block_limits`, which computes
+/// `KernelOccupancy`), so `min(registers, shared, blocks) / max_warps` is the occupancy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LimitedWaves {
+    /// Max resident warps per SM.
+    pub max_warps: i64,
+    /// Warps per block.
+    pub warps_per_block: i64,
+    /// Limited by registers ("Nbr VGPR-limited waves").
+    pub registers: i64,
+    /// Limited by shared memory ("Nbr LDS-limited waves").
+    pub shared: i64,
+    /// Limited by the blocks per SM ("Nbr of WG-limited waves").
+    pub blocks: i64,
+}
+
+/// The limited waves of a launch of `block_threads` threads, `registers` per thread and
+/// `shared_per_block` bytes of shared memory on a device with limits `l` (`None` without
+/// threads).
+pub fn limited_waves(
+    l: &DeviceLimits,
+    block_threads: i64,
+    registers: i64,
+    shared_per_block: i64,
+) -> Option<LimitedWaves> {
+    if block_threads <= 0 || l.threads_per_sm <= 0 {
+        return None;
+    }
+    let warps_per_block = (block_threads + 31) / 32;
+    let max_warps = l.threads_per_sm / 32;
+    let by_threads = max_warps / warps_per_block;
+    let by_blocks = l.blocks_per_sm.max(1);
+    let by_registers = if registers <= 0 {
+        i64::MAX
+    } else {
+        let per_warp = (registers * 32 + 255) / 256 * 256;
+        (l.registers_per_sm / per_warp) / warps_per_block
+    };
+    let per_block = shared_per_block + l.reserved_shared_per_block;
+    let by_shared = if per_block <= 0 {
+        i64::MAX
+    } else {
+        l.shared_per_sm / per_block
+    };
+    let waves = |blocks: i64| blocks.min(by_threads).max(0) * warps_per_block;
+    Some(LimitedWaves {
+        max_warps,
+        warps_per_block,
+        registers: waves(by_registers),
+        shared: waves(by_shared),
+        blocks: waves(by_blocks),
+    })
 }
 
 /// Every `{"name", "file", "line"}` object of `summary.json` (the region nodes), with a line.
@@ -768,7 +866,7 @@ fn write_occupancy(run: &Run, out: &mut Out<'_>) {
     let cuda = run.kernel_family() == "cuda";
     let _ = writeln!(
         out,
-        "# Metron: from kernels.csv. On NVIDIA a wavefront is a warp (32 threads), VGPRs are registers per thread and LDS is shared memory per block (static + dynamic, bytes); on AMD the wavefront size is not recorded. Kernel occupancy is the theoretical occupancy in percent. Empty cells: not recorded by the run (the device limits, and what follows from them)."
+        "# Metron: from kernels.csv. On NVIDIA a wavefront is a warp (32 threads), VGPRs are registers per thread and LDS is shared memory per block (static + dynamic, bytes); on AMD the wavefront size is not recorded. Kernel occupancy is the theoretical occupancy in percent. Device limits are per SM, from metadata.json (NVIDIA); a limited-wave count is the warps per SM that limit (and the threads per SM) allows, so the smallest over max wavefronts per CU is the occupancy. Empty cells: not recorded by the run."
     );
     let _ = writeln!(out, "{}", OCCUPANCY_COLUMNS.join(","));
     for k in kernels(run) {
@@ -788,6 +886,39 @@ fn write_occupancy(run: &Run, out: &mut Out<'_>) {
         cells.insert("Work-group size", wg.to_string());
         cells.insert("Global work size", k.size("GlobalWorkSize").to_string());
         cells.insert("Kernel occupancy", k.get("KernelOccupancy").to_string());
+        if let Some(l) = run.device_limits(k.device).filter(|_| cuda) {
+            let opt = |v: Option<i64>| v.map_or(String::new(), |v| v.to_string());
+            cells.insert("Number of compute units", opt(l.sm_count));
+            cells.insert(
+                "Max. number of wavefronts per CU",
+                (l.threads_per_sm / 32).to_string(),
+            );
+            cells.insert(
+                "Max. number of work-group per CU",
+                l.blocks_per_sm.to_string(),
+            );
+            cells.insert("Max. number of VGPR", l.registers_per_sm.to_string());
+            cells.insert("Max. amount of LDS", l.shared_per_sm.to_string());
+            cells.insert("Max work-group size", opt(l.max_threads_per_block));
+            cells.insert(
+                "Max wavefronts per work-group",
+                opt(l.max_threads_per_block.map(|t| (t + 31) / 32)),
+            );
+            cells.insert(
+                "Graphics IP Version",
+                l.compute_capability.clone().unwrap_or_default(),
+            );
+            if let Some(w) = limited_waves(
+                &l,
+                wg as i64,
+                k.num("VGPRs") as i64,
+                k.num("LocalMemSize") as i64,
+            ) {
+                cells.insert("Nbr VGPR-limited waves", w.registers.to_string());
+                cells.insert("Nbr LDS-limited waves", w.shared.to_string());
+                cells.insert("Nbr of WG-limited waves", w.blocks.to_string());
+            }
+        }
         let row: Vec<String> = OCCUPANCY_COLUMNS
             .iter()
             .map(|c| cells.remove(c).unwrap_or_default())
@@ -916,6 +1047,31 @@ pub fn write_formats(dir: &Path, formats: &[Format]) -> io::Result<Vec<PathBuf>>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn limited_waves_follow_the_occupancy_arithmetic() {
+        // H100; the same cases as metron-gpu's occupancy test (1.0, 0.25, 0.25 of 64 warps).
+        let h100 = DeviceLimits {
+            threads_per_sm: 2048,
+            blocks_per_sm: 32,
+            registers_per_sm: 65536,
+            shared_per_sm: 233472,
+            reserved_shared_per_block: 1024,
+            sm_count: Some(132),
+            max_threads_per_block: Some(1024),
+            compute_capability: None,
+        };
+        let w = |t, r, s| {
+            let w = limited_waves(&h100, t, r, s).unwrap();
+            (w.registers, w.shared, w.blocks, w.max_warps)
+        };
+        assert_eq!(w(256, 16, 0), (64, 64, 64, 64));
+        assert_eq!(w(256, 128, 0), (16, 64, 64, 64));
+        assert_eq!(w(256, 16, 100 * 1024), (64, 16, 64, 64));
+        // 32 blocks of one warp: the block count limits to 32 of 64.
+        assert_eq!(w(32, 0, 0), (64, 64, 32, 64));
+        assert_eq!(limited_waves(&h100, 0, 16, 0), None);
+    }
 
     #[test]
     fn quoted_fields_read_back() {

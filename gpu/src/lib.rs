@@ -517,6 +517,8 @@ extern "C" fn timestamp() -> u64 {
 struct DeviceInfo {
     devices: Vec<GpuDevice>,
     limits: Vec<Option<Limits>>,
+    /// Per device, `limits_json` (`Null` where the limits were not read).
+    limits_json: Vec<Value>,
 }
 
 static DEVICE_INFO: OnceLock<DeviceInfo> = OnceLock::new();
@@ -529,15 +531,27 @@ fn read_device_info() {
     let Some(loaded) = LOADED.get() else { return };
     DEVICE_INFO.get_or_init(|| {
         let devices = devices(&loaded.driver);
-        let limits = devices
+        let limits: Vec<Option<Limits>> = devices
             .iter()
             .map(|d| limits_of(&loaded.driver, d.index))
+            .collect();
+        let limits_json = devices
+            .iter()
+            .zip(&limits)
+            .map(|(d, l)| {
+                l.as_ref()
+                    .map_or(Value::Null, |l| limits_json(&loaded.driver, d.index, l))
+            })
             .collect();
         metron::gpu::set_devices(devices.clone());
         if let Some(s) = STATUS.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
             s.devices = devices.clone();
         }
-        DeviceInfo { devices, limits }
+        DeviceInfo {
+            devices,
+            limits,
+            limits_json,
+        }
     });
 }
 
@@ -787,7 +801,7 @@ struct Names {
 static NAMES: Mutex<Option<Names>> = Mutex::new(None);
 
 /// The device limits occupancy needs.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct Limits {
     /// Max resident threads per SM.
     pub threads_per_sm: i32,
@@ -801,22 +815,49 @@ pub struct Limits {
     pub reserved_shared_per_block: i32,
 }
 
-/// Theoretical occupancy (active warps / max warps per SM) from the launch configuration and
-/// the device limits; warps and registers allocated per warp in units of 256 registers.
-pub fn occupancy(
+/// What each device limit allows one kernel launch on one SM, in blocks (the terms of
+/// [`occupancy`]; `metron export` reports them as the reference profiler's limited-wave
+/// counts, `blocks * warps_per_block`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockLimits {
+    /// Warps per block (threads / 32, rounded up).
+    pub warps_per_block: i64,
+    /// Max resident warps per SM (threads per SM / 32).
+    pub max_warps: i64,
+    /// Blocks that fit by the threads per SM.
+    pub by_threads: i64,
+    /// Blocks per SM (the device's block count limit).
+    pub by_blocks: i64,
+    /// Blocks that fit by registers (`i64::MAX` when the kernel uses none).
+    pub by_registers: i64,
+    /// Blocks that fit by shared memory (`i64::MAX` when the kernel and driver use none).
+    pub by_shared: i64,
+}
+
+impl BlockLimits {
+    /// Resident blocks per SM: the tightest limit.
+    pub fn blocks(&self) -> i64 {
+        self.by_threads
+            .min(self.by_blocks)
+            .min(self.by_registers)
+            .min(self.by_shared)
+            .max(0)
+    }
+}
+
+/// The per-limit block counts of a launch (`None` without threads); see [`occupancy`].
+pub fn block_limits(
     l: &Limits,
     block_threads: i64,
     registers: u16,
     shared_per_block: i64,
-) -> Option<f32> {
+) -> Option<BlockLimits> {
     if block_threads <= 0 || l.threads_per_sm <= 0 {
         return None;
     }
     let warps_per_block = (block_threads + 31) / 32;
     let max_warps = i64::from(l.threads_per_sm) / 32;
-    let by_threads = max_warps / warps_per_block;
-    let by_blocks = i64::from(l.blocks_per_sm.max(1));
-    let by_regs = if registers == 0 {
+    let by_registers = if registers == 0 {
         i64::MAX
     } else {
         let per_warp = (i64::from(registers) * 32 + 255) / 256 * 256;
@@ -828,8 +869,26 @@ pub fn occupancy(
     } else {
         i64::from(l.shared_per_sm) / per_block
     };
-    let blocks = by_threads.min(by_blocks).min(by_regs).min(by_shared).max(0);
-    Some((blocks * warps_per_block) as f32 / max_warps as f32)
+    Some(BlockLimits {
+        warps_per_block,
+        max_warps,
+        by_threads: max_warps / warps_per_block,
+        by_blocks: i64::from(l.blocks_per_sm.max(1)),
+        by_registers,
+        by_shared,
+    })
+}
+
+/// Theoretical occupancy (active warps / max warps per SM) from the launch configuration and
+/// the device limits; warps and registers allocated per warp in units of 256 registers.
+pub fn occupancy(
+    l: &Limits,
+    block_threads: i64,
+    registers: u16,
+    shared_per_block: i64,
+) -> Option<f32> {
+    let b = block_limits(l, block_threads, registers, shared_per_block)?;
+    Some((b.blocks() * b.warps_per_block) as f32 / b.max_warps as f32)
 }
 
 fn limits_of(driver: &sys::Driver, device: u32) -> Option<Limits> {
@@ -841,6 +900,22 @@ fn limits_of(driver: &sys::Driver, device: u32) -> Option<Limits> {
         shared_per_sm: driver.attribute(d, 81)?,
         reserved_shared_per_block: driver.attribute(d, 111).unwrap_or(0),
     })
+}
+
+/// A device's limits as `metadata.json` lists them (`gpu.devices[i].limits`): [`Limits`] and
+/// the SM count, warp size, max threads per block and compute capability (`None` where the
+/// driver did not answer).
+fn limits_json(driver: &sys::Driver, device: u32, limits: &Limits) -> Value {
+    let d = device as i32;
+    let mut v = json!(limits);
+    v["sm_count"] = json!(driver.attribute(d, 16));
+    v["warp_size"] = json!(driver.attribute(d, 10));
+    v["max_threads_per_block"] = json!(driver.attribute(d, 1));
+    v["compute_capability"] = match (driver.attribute(d, 75), driver.attribute(d, 76)) {
+        (Some(major), Some(minor)) => json!(format!("{major}.{minor}")),
+        _ => Value::Null,
+    };
+    v
 }
 
 /// `cudaLaunchKernel_v7000` → `cudaLaunchKernel`.
@@ -1130,6 +1205,14 @@ fn not_started() -> Status {
 /// The `gpu` section of `metadata.json`.
 pub fn metadata() -> Value {
     let mut v = status().unwrap_or_else(not_started).to_json();
+    // Each device's limits (read at the first launch), for `metron export`'s occupancy file.
+    if let (Some(info), Some(list)) = (device_info(), v["devices"].as_array_mut()) {
+        for (dev, limits) in list.iter_mut().zip(&info.limits_json) {
+            if !limits.is_null() {
+                dev["limits"] = limits.clone();
+            }
+        }
+    }
     v["records"] = json!({
         "kernels": COUNTS[0].load(Ordering::Relaxed),
         "memcpy": COUNTS[1].load(Ordering::Relaxed),
@@ -1191,5 +1274,16 @@ mod tests {
         // 100 KiB shared per block: 2 blocks of 8 warps.
         assert_eq!(occupancy(&h100, 256, 16, 100 * 1024), Some(0.25));
         assert_eq!(occupancy(&h100, 0, 16, 0), None);
+        // The terms: 128 registers limit to 2 blocks, threads to 8, blocks to 32.
+        let b = block_limits(&h100, 256, 128, 0).unwrap();
+        assert_eq!(
+            (b.by_registers, b.by_threads, b.by_blocks, b.by_shared),
+            (2, 8, 32, 233472 / 1024)
+        );
+        assert_eq!((b.blocks(), b.warps_per_block, b.max_warps), (2, 8, 64));
+        assert_eq!(
+            block_limits(&h100, 256, 0, 0).unwrap().by_registers,
+            i64::MAX
+        );
     }
 }

@@ -33,8 +33,24 @@ use std::process::Command;
 
 fn flush(_at_end: bool) {}
 
+/// The fake device's limits (an H100's), as the NVIDIA backend reads them.
+const LIMITS: metron_gpu::Limits = metron_gpu::Limits {
+    threads_per_sm: 2048,
+    blocks_per_sm: 32,
+    registers_per_sm: 65536,
+    shared_per_sm: 233472,
+    reserved_shared_per_block: 1024,
+};
+
+/// The `gpu` section, with the device list and limits in the NVIDIA backend's shape.
 fn metadata() -> Value {
-    serde_json::json!({"backend": "fake", "enabled": true})
+    let mut limits = serde_json::to_value(LIMITS).unwrap();
+    limits["sm_count"] = 132.into();
+    limits["warp_size"] = 32.into();
+    limits["max_threads_per_block"] = 1024.into();
+    limits["compute_capability"] = "9.0".into();
+    serde_json::json!({"backend": "fake", "enabled": true,
+        "devices": [{"index": 0, "name": "Fake GPU", "limits": limits}]})
 }
 
 fn api(kind: GpuKind, name: &str, start: u64, end: u64, corr: u32, tid: u32) -> GpuRecord {
@@ -57,7 +73,8 @@ fn kernel(name: &str, start: u64, end: u64, corr: u32, stream: u32, regs: u16) -
     r.registers = regs;
     r.static_shared = 512;
     r.dynamic_shared = 1024;
-    r.occupancy = Some(if regs > 64 { 0.375 } else { 0.75 });
+    // As the NVIDIA backend computes it from the device limits.
+    r.occupancy = metron_gpu::occupancy(&LIMITS, 192, regs, 1536);
     r
 }
 
@@ -313,10 +330,35 @@ fn cuda_double_run_exports_and_reads_back() {
         assert_eq!(o["Wavefronts per work-group"], "6");
         assert_eq!(o["Global work size"], (64 * 96 * 2 * 2).to_string());
         assert_eq!(o["Kernel occupancy"], row["KernelOccupancy"]);
-        // Not recorded by a run: the device limits.
-        assert_eq!(o["Max. number of wavefronts per CU"], "");
+        // The device limits from metadata.json.
+        assert_eq!(o["Number of compute units"], "132");
+        assert_eq!(o["Max. number of wavefronts per CU"], "64");
+        assert_eq!(o["Max. number of work-group per CU"], "32");
+        assert_eq!(o["Max. number of VGPR"], "65536");
+        assert_eq!(o["Max. amount of LDS"], "233472");
+        assert_eq!(o["Max work-group size"], "1024");
+        assert_eq!(o["Max wavefronts per work-group"], "32");
+        assert_eq!(o["Graphics IP Version"], "9.0");
+        // Not recorded: AMD's scalar registers, SIMDs, max global size.
+        assert_eq!(o["Max. number of SGPR"], "");
+        assert_eq!(o["Number of SIMDs per CU"], "");
     }
-    assert_eq!(occ.rows[1]["Kernel occupancy"], "37.50");
+    // 6 warps per block: threads allow 10 blocks (60 warps), the block count 32 (capped at
+    // the threads' 60); 32 registers allow 64 warps = 10 blocks, 128 allow 16 warps = 2
+    // blocks (12); 1536 + 1024 reserved shared bytes allow 91 blocks (capped at 60).
+    let limited = |o: &BTreeMap<String, String>| {
+        [
+            "Nbr VGPR-limited waves",
+            "Nbr LDS-limited waves",
+            "Nbr of WG-limited waves",
+        ]
+        .map(|c| o[c].parse::<u64>().unwrap())
+    };
+    assert_eq!(limited(&occ.rows[0]), [60, 60, 60]);
+    assert_eq!(limited(&occ.rows[1]), [12, 60, 60]);
+    assert_eq!(occ.rows[0]["Kernel occupancy"], "93.75");
+    assert_eq!(occ.rows[1]["Kernel occupancy"], "18.75");
+    check_against_run(dir);
 
     // api.log: every call once, by start time, START TIME in the run's ticks.
     let log = api_log(&read(&dir.join("api.log")));
@@ -659,4 +701,141 @@ fn hsa_double_run_exports_hsa_sections() {
     }
     let log = api_log(&read(&dir.join("api.log")));
     assert_eq!(log.len(), want.values().map(Vec::len).sum::<usize>());
+}
+
+/// The generic comparisons of an exported CUDA run with its own `kernels.csv` and trace (for
+/// the fake run above and a real GPU's run folder): every API call of the trace in the
+/// Timestamp section of its thread and in the API log (name, times, order); every row of
+/// `kernels.csv` in the Kernel Timestamp section and the occupancy file; where the run wrote
+/// the device limits, the smallest limited-wave count over the max waves is the kernel's
+/// occupancy. Returns (API calls, kernels) compared.
+fn check_against_run(dir: &Path) -> (usize, usize) {
+    let meta: Value = serde_json::from_str(&read(&dir.join("metadata.json"))).unwrap();
+    let csv = read(&dir.join("kernels.csv"));
+    let kernels: Vec<BTreeMap<String, String>> = {
+        let mut lines = csv.lines().filter(|l| !l.starts_with('#'));
+        let header = export_support::csv(lines.next().unwrap());
+        lines
+            .map(|l| header.iter().cloned().zip(export_support::csv(l)).collect())
+            .collect()
+    };
+    let trace = decode(&dir.join("trace.pftrace"));
+    let mut api_slices: BTreeMap<(u32, u32), Vec<&nvtx_support::Slice>> = BTreeMap::new();
+    for (s, _) in &trace.slices {
+        for (prefix, kind) in [("CUDA runtime API tid ", 0), ("CUDA driver API tid ", 1)] {
+            if let Some(tid) = s.track.strip_prefix(prefix) {
+                api_slices
+                    .entry((kind, tid.parse().unwrap()))
+                    .or_default()
+                    .push(s);
+            }
+        }
+    }
+    for v in api_slices.values_mut() {
+        v.sort_by_key(|s| (s.ts, std::cmp::Reverse(s.dur)));
+    }
+    let atp = Atp::parse(&read(&dir.join("session.atp")));
+    let empty = BTreeMap::new();
+    let stamps = atp.timestamps.get("cuda").unwrap_or(&empty);
+    let tids: BTreeSet<u32> = api_slices.keys().map(|(_, tid)| *tid).collect();
+    assert_eq!(
+        stamps.keys().copied().collect::<BTreeSet<_>>(),
+        tids,
+        "one Timestamp block per calling thread"
+    );
+    for (tid, list) in stamps {
+        for kind in [0, 1] {
+            let got: Vec<(String, u64, u64)> = list
+                .iter()
+                .filter(|e| e.kind == kind)
+                .map(|e| (e.name.clone(), e.start, e.end))
+                .collect();
+            let want: Vec<(String, u64, u64)> = api_slices
+                .get(&(kind, *tid))
+                .map(|v| {
+                    v.iter()
+                        .map(|s| (s.name.clone(), s.ts, s.ts + s.dur))
+                        .collect()
+                })
+                .unwrap_or_default();
+            assert_eq!(got, want, "API calls of kind {kind}, thread {tid}");
+        }
+        assert_eq!(atp.api_trace["cuda"][tid].len(), list.len());
+    }
+    let no_kernels = Vec::new();
+    let ks = atp.kernels.get("cuda").unwrap_or(&no_kernels);
+    assert_eq!(ks.len(), kernels.len());
+    for (k, row) in ks.iter().zip(&kernels) {
+        assert_eq!(format!("{} [{}]", k.name, k.device_name), row["Method"]);
+        assert_eq!(k.start.to_string(), row["StartNs"]);
+        assert_eq!(k.end.to_string(), row["EndNs"]);
+        assert_eq!(k.queue.to_string(), row["Stream"]);
+        assert_eq!(k.device_index.to_string(), row["Device"]);
+        assert_eq!(k.packet_id.to_string(), row["CorrelationId"]);
+    }
+    let occ = Occupancy::parse(&read(&dir.join("session.occupancy")));
+    assert_eq!(occ.rows.len(), kernels.len());
+    for (o, row) in occ.rows.iter().zip(&kernels) {
+        assert_eq!(
+            format!("{} [{}]", o["Kernel Name"], o["Device Name"]),
+            row["Method"]
+        );
+        assert_eq!(o["Number of VGPR used"], row["VGPRs"]);
+        assert_eq!(o["Amount of LDS used"], row["LocalMemSize"]);
+        assert_eq!(o["Kernel occupancy"], row["KernelOccupancy"]);
+        let device = &meta["gpu"]["devices"][row["Device"].parse::<usize>().unwrap()];
+        if device["limits"].is_object() && !row["KernelOccupancy"].is_empty() {
+            let max: f64 = o["Max. number of wavefronts per CU"].parse().unwrap();
+            assert_eq!(
+                max,
+                (device["limits"]["threads_per_sm"].as_i64().unwrap() / 32) as f64
+            );
+            let least = [
+                "Nbr VGPR-limited waves",
+                "Nbr LDS-limited waves",
+                "Nbr of WG-limited waves",
+            ]
+            .iter()
+            .map(|c| o[*c].parse::<f64>().unwrap())
+            .fold(f64::MAX, f64::min);
+            assert_eq!(
+                format!("{:.2}", least / max * 100.0),
+                row["KernelOccupancy"],
+                "{o:?}"
+            );
+        }
+    }
+    let log = api_log(&read(&dir.join("api.log")));
+    let mut all: Vec<(u32, &nvtx_support::Slice)> = api_slices
+        .iter()
+        .flat_map(|((_, tid), v)| v.iter().map(move |s| (*tid, *s)))
+        .collect();
+    all.sort_by_key(|(_, s)| (s.ts, std::cmp::Reverse(s.dur)));
+    assert_eq!(log.len(), all.len());
+    for (l, (tid, s)) in log.iter().zip(&all) {
+        assert_eq!((l.tid, &l.name), (*tid, &s.name), "{l:?}");
+        assert_eq!(l.duration_us, s.dur / 1000, "{l:?}");
+    }
+    (all.len(), kernels.len())
+}
+
+/// A real NVIDIA run (`tests/cuda/issue23_plan.sh` makes one with `METRON_EXPORT=all`), named
+/// by `METRON_EXPORT_DEVICE_RUN`, checked as the fake run is.
+#[test]
+fn a_device_run_exports_what_it_recorded() {
+    let Some(dir) = std::env::var_os("METRON_EXPORT_DEVICE_RUN") else {
+        println!("skipped: METRON_EXPORT_DEVICE_RUN not set (a run folder from the GPU machine)");
+        return;
+    };
+    let dir = PathBuf::from(dir);
+    let meta: Value = serde_json::from_str(&read(&dir.join("metadata.json"))).unwrap();
+    assert_eq!(meta["gpu"]["enabled"], true, "{}", meta["gpu"]);
+    let (calls, kernels) = check_against_run(&dir);
+    assert!(
+        calls > 0 && kernels > 0,
+        "{calls} API calls, {kernels} kernels"
+    );
+    let limits = meta["gpu"]["devices"][0]["limits"].clone();
+    assert!(limits["sm_count"].as_i64().unwrap() > 0, "{limits}");
+    println!("device run: {calls} API calls and {kernels} kernels compared; limits {limits}");
 }
