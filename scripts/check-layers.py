@@ -70,7 +70,6 @@ ALLOWED = {
     ("region", "runtime"): "region begin/end check the runtime's state and start it",
     ("thread_buffer", "runtime"): "a thread's first buffer is made from the runtime's settings",
     ("thread_buffer", "sampling"): "a new thread attaches itself to the sampler (should be a hook)",
-    ("buffer", "sampling"): "the callback thread is started with sampling::spawn_own_thread",
     # `Event` has no GPU variant: GPU records travel as `gpu::GpuRecord` beside it, a type of
     # the GPU glue module. The record types should move down to the decoding layer.
     ("sink", "gpu"): "Sink::gpu_records takes gpu::GpuRecord",
@@ -80,20 +79,17 @@ ALLOWED = {
     ("sinks", "counters"): "summary reads the counter plan and derives the metrics",
     ("sinks", "settings"): "PerfettoSink::from_settings reads the Settings struct",
     # Sources register themselves with the runtime (metadata sections, sinks, messages,
-    # delivery) instead of the runtime asking them; and they check the fork state.
+    # delivery) instead of the runtime asking them.
     ("counters", "runtime"): "counter setup prints through runtime::say",
     ("counters", "metadata"): "counters add their metadata section",
     ("crash", "runtime"): "the crash handler finishes the run",
-    ("crash", "lifecycle"): "the crash handler uses lifecycle's fork flag and syscalls",
     ("gpu", "runtime"): "gpu::submit delivers records through the runtime",
     ("gpu", "metadata"): "a GPU backend adds its metadata section",
-    ("gpu", "crate root"): "a GPU backend adds its sinks with crate::add_sink",
     ("sampling", "runtime"): "the sampler reads the runtime's state and prints through it",
     ("sampling", "metadata"): "sampling adds its metadata section",
     ("sampling", "pipeline"): "sampled records are handed to the pipeline",
-    ("sampling", "lifecycle"): "sampling checks lifecycle's fork flag",
     ("shared_runtime", "crate root"): "the owner copy serves crate::set_output_path to others",
-    ("runtime", "lifecycle"): "the runtime installs the lifecycle hooks and checks the fork flag",
+    ("runtime", "lifecycle"): "the runtime's start installs the fork and signal handlers",
 }
 
 CFG_TEST = re.compile(r"#\s*\[\s*cfg\s*\(\s*test\s*\)\s*\]")

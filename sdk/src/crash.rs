@@ -95,7 +95,7 @@ pub(crate) fn start() {
         eprintln!("metron: crash handling off (no pipe); a crash writes no output");
         return;
     };
-    if crate::sampling::spawn_own_thread("metron-crash", move || {
+    if crate::sys::spawn_own_thread("metron-crash", move || {
         wait_for_crash(wake_read, done_write)
     })
     .is_err()
@@ -175,7 +175,7 @@ fn wait_for_crash(wake_read: c_int, done_write: c_int) {
     if sys::read_byte(wake_read).is_none() {
         return;
     }
-    if !crate::lifecycle::disabled_in_child() {
+    if !crate::sys::process::disabled_in_child() {
         let _ = std::panic::catch_unwind(|| {
             let died = describe();
             let ts_ns = died.ts_ns;
@@ -238,10 +238,10 @@ fn symbolize(addresses: &[u64]) -> Vec<String> {
 /// The operating-system calls of this module.
 mod sys {
     use super::SIGNALS;
-    pub(super) use crate::lifecycle::sys::{
+    pub(super) use crate::sampling::interrupted_registers;
+    pub(super) use crate::sys::process::{
         errno, gettid, pipe, read_byte, set_default, set_errno, wait_readable, write_byte,
     };
-    pub(super) use crate::sampling::interrupted_registers;
     use std::ffi::{c_int, c_void};
     use std::sync::atomic::{AtomicPtr, Ordering};
 

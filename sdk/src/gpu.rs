@@ -181,8 +181,8 @@ pub fn set_backend(backend: Backend, devices: Vec<GpuDevice>) -> bool {
         Some(b) => (b.metadata)(),
         None => serde_json::Value::Null,
     });
-    crate::add_sink(Box::new(JoinSink));
-    crate::add_sink(Box::new(crate::sinks::kernels_csv::KernelsCsvSink::new()));
+    crate::runtime::add_sink(Box::new(JoinSink));
+    crate::runtime::add_sink(Box::new(crate::sinks::kernels_csv::KernelsCsvSink::new()));
     true
 }
 

@@ -31,18 +31,15 @@
 //! functions to write the run first; under `metron run` the new program gets its own folder.
 
 use crate::settings::Settings;
+// The operating-system calls of this module (the pipe and errno helpers also serve `crash`).
+use crate::sys::process as sys;
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
-/// Set in a forked child whose Metron was turned off.
-static CHILD_DISABLED: AtomicBool = AtomicBool::new(false);
-
 /// True in a forked child where Metron was turned off (`METRON_FORK=disable`): every call is
-/// then a no-op. Bindings (the C API) check it before taking any lock.
-#[inline(always)]
-pub fn disabled_in_child() -> bool {
-    CHILD_DISABLED.load(Ordering::Relaxed)
-}
+/// then a no-op. Bindings (the C API) check it before taking any lock. (The flag lives in
+/// `sys::process`, below the modules that check it.)
+pub use crate::sys::process::disabled_in_child;
 
 /// Installs the fork handler and, if the settings say so, the signal handlers. Called once,
 /// by the runtime's start.
@@ -58,7 +55,7 @@ pub(crate) fn install(settings: &Settings) {
 /// `pthread_atfork` child handler. Runs in the child, where only this thread exists: touches
 /// no lock and allocates nothing (atomics, this thread's buffer cells, `sigaction`).
 extern "C" fn after_fork_in_child() {
-    CHILD_DISABLED.store(true, Ordering::Relaxed);
+    sys::set_disabled_in_child();
     crate::runtime::disable_after_fork();
     crate::thread_buffer::forget_after_fork();
     crate::sampling::after_fork_in_child();
@@ -83,7 +80,7 @@ mod signals {
     pub(super) fn install() -> std::io::Result<()> {
         let (wake_read, wake_write) = sys::pipe()?;
         WAKE_WRITE.store(wake_write, Ordering::Relaxed);
-        crate::sampling::spawn_own_thread("metron-signals", move || wait_for_signals(wake_read))?;
+        crate::sys::spawn_own_thread("metron-signals", move || wait_for_signals(wake_read))?;
         for (i, sig) in HANDLED.iter().enumerate() {
             if sys::install_if_default(*sig, on_signal) {
                 INSTALLED[i].store(true, Ordering::Relaxed);
@@ -126,120 +123,5 @@ mod signals {
         }
         sys::set_default(sig);
         sys::raise_in_process(sig);
-    }
-}
-
-/// The operating-system calls of this module (the pipe and errno helpers also serve `crash`).
-pub(crate) mod sys {
-    use std::ffi::c_int;
-
-    /// Registers `child` to run in the child after every `fork`.
-    pub(super) fn at_fork_child(child: extern "C" fn()) {
-        // SAFETY: `child` is a plain `extern "C" fn()` with static lifetime; no prepare or
-        // parent handler is registered.
-        unsafe { libc::pthread_atfork(None, None, Some(child)) };
-    }
-
-    /// A close-on-exec pipe: (read end, write end).
-    pub(crate) fn pipe() -> std::io::Result<(c_int, c_int)> {
-        let mut fds = [-1 as c_int; 2];
-        // SAFETY: `fds` is a writable array of two ints, as pipe2 requires.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok((fds[0], fds[1]))
-    }
-
-    /// Installs `handler` for `sig` if the program left the default action; true if installed.
-    pub(super) fn install_if_default(sig: c_int, handler: extern "C" fn(c_int)) -> bool {
-        // SAFETY: an all-zero sigaction is a valid value (SIG_DFL, empty mask, no flags).
-        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
-        // SAFETY: a NULL new action only queries; `old` is a valid out-pointer.
-        if unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) } != 0
-            || old.sa_sigaction != libc::SIG_DFL
-        {
-            return false;
-        }
-        // SAFETY: as above.
-        let mut new: libc::sigaction = unsafe { std::mem::zeroed() };
-        new.sa_sigaction = handler as usize;
-        new.sa_flags = libc::SA_RESTART;
-        // SAFETY: `new` is fully initialised (zeroed mask, handler, flags); the handler is a
-        // static `extern "C" fn(c_int)` that is async-signal-safe.
-        unsafe { libc::sigaction(sig, &new, std::ptr::null_mut()) == 0 }
-    }
-
-    /// Restores the default action of `sig` (async-signal-safe).
-    pub(crate) fn set_default(sig: c_int) {
-        // SAFETY: an all-zero sigaction is SIG_DFL with an empty mask and no flags.
-        let new: libc::sigaction = unsafe { std::mem::zeroed() };
-        // SAFETY: `new` is a valid action; the old one is not asked for.
-        unsafe { libc::sigaction(sig, &new, std::ptr::null_mut()) };
-    }
-
-    /// Sends `sig` to the whole process.
-    pub(super) fn raise_in_process(sig: c_int) {
-        // SAFETY: kill with our own pid has no memory preconditions.
-        unsafe { libc::kill(libc::getpid(), sig) };
-    }
-
-    /// Writes one byte, retrying on EINTR (async-signal-safe).
-    pub(crate) fn write_byte(fd: c_int, byte: u8) {
-        if fd < 0 {
-            return;
-        }
-        loop {
-            // SAFETY: `byte` is a readable 1-byte buffer for the call.
-            let n = unsafe { libc::write(fd, (&byte as *const u8).cast(), 1) };
-            if n >= 0 || errno() != libc::EINTR {
-                return;
-            }
-        }
-    }
-
-    /// Blocks until one byte arrives; None at end of file or on error.
-    pub(crate) fn read_byte(fd: c_int) -> Option<u8> {
-        let mut byte = 0u8;
-        loop {
-            // SAFETY: `byte` is a writable 1-byte buffer for the call.
-            let n = unsafe { libc::read(fd, (&mut byte as *mut u8).cast(), 1) };
-            match n {
-                1 => return Some(byte),
-                -1 if errno() == libc::EINTR => continue,
-                _ => return None,
-            }
-        }
-    }
-
-    /// Waits until `fd` is readable or `timeout_ms` passed (async-signal-safe).
-    pub(crate) fn wait_readable(fd: c_int, timeout_ms: c_int) {
-        if fd < 0 {
-            return;
-        }
-        let mut pfd = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: `pfd` is one valid pollfd for the call.
-        unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
-    }
-
-    /// The calling thread's kernel id (async-signal-safe).
-    pub(crate) fn gettid() -> u32 {
-        // SAFETY: gettid has no preconditions.
-        unsafe { libc::gettid() as u32 }
-    }
-
-    /// This thread's errno.
-    pub(crate) fn errno() -> c_int {
-        // SAFETY: __errno_location returns this thread's errno slot, valid for the thread.
-        unsafe { *libc::__errno_location() }
-    }
-
-    /// Sets this thread's errno.
-    pub(crate) fn set_errno(value: c_int) {
-        // SAFETY: as in `errno`.
-        unsafe { *libc::__errno_location() = value };
     }
 }

@@ -369,7 +369,7 @@ pub(crate) fn flush() {
     }
     // A forked child must not take the parent's locks (another parent thread may have held
     // them at the fork): it has nothing of its own to deliver anyway.
-    if crate::lifecycle::disabled_in_child() {
+    if crate::sys::process::disabled_in_child() {
         return;
     }
     if let Some(rt) = RUNTIME.get() {

@@ -76,3 +76,169 @@ pub(crate) fn available_bytes(path: &std::path::Path) -> Option<u64> {
     }
     Some(st.f_bavail as u64 * st.f_frsize as u64)
 }
+
+/// Metron's own threads spawned but not yet running (so possibly not yet named).
+static OWN_THREADS_STARTING: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
+
+/// Starts one of Metron's own threads, named `name`, so that the sampler never mistakes it for
+/// a program thread. The sampler leaves Metron's threads out of `METRON_SAMPLING_TIDS`'s
+/// numbering by their name, which the standard library sets only once the new thread runs; a
+/// scan in the moment between `clone` and then would number it like a program thread and shift
+/// every later number. So while one of Metron's threads is starting, the sampler numbers no
+/// new thread (it takes them at its next scan). The spawning thread never waits for the new
+/// one: it may be a constructor holding the dynamic loader's lock, which the new thread may
+/// need to set up its thread-locals.
+pub(crate) fn spawn_own_thread<T: Send + 'static>(
+    name: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::io::Result<std::thread::JoinHandle<T>> {
+    OWN_THREADS_STARTING.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let spawned = std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(move || {
+            OWN_THREADS_STARTING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            f()
+        });
+    if spawned.is_err() {
+        OWN_THREADS_STARTING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+    spawned
+}
+
+/// True while one of Metron's threads is starting (see [`spawn_own_thread`]).
+pub(crate) fn own_threads_starting() -> bool {
+    OWN_THREADS_STARTING.load(std::sync::atomic::Ordering::SeqCst) != 0
+}
+
+/// The process-level calls of `lifecycle` and `crash`: fork handlers, signal dispositions, the
+/// self-pipe and errno; and the flag a forked child turned off by `METRON_FORK=disable` sets.
+pub(crate) mod process {
+    use std::ffi::c_int;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// Set in a forked child whose Metron was turned off.
+    static CHILD_DISABLED: AtomicBool = AtomicBool::new(false);
+
+    /// True in a forked child where Metron was turned off (`METRON_FORK=disable`): every call
+    /// is then a no-op. Bindings (the C API) check it before taking any lock.
+    #[inline(always)]
+    pub fn disabled_in_child() -> bool {
+        CHILD_DISABLED.load(Ordering::Relaxed)
+    }
+
+    /// Marks this process as a forked child with Metron turned off (the fork handler).
+    pub(crate) fn set_disabled_in_child() {
+        CHILD_DISABLED.store(true, Ordering::Relaxed);
+    }
+
+    /// Registers `child` to run in the child after every `fork`.
+    pub(crate) fn at_fork_child(child: extern "C" fn()) {
+        // SAFETY: `child` is a plain `extern "C" fn()` with static lifetime; no prepare or
+        // parent handler is registered.
+        unsafe { libc::pthread_atfork(None, None, Some(child)) };
+    }
+
+    /// A close-on-exec pipe: (read end, write end).
+    pub(crate) fn pipe() -> std::io::Result<(c_int, c_int)> {
+        let mut fds = [-1 as c_int; 2];
+        // SAFETY: `fds` is a writable array of two ints, as pipe2 requires.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok((fds[0], fds[1]))
+    }
+
+    /// Installs `handler` for `sig` if the program left the default action; true if installed.
+    pub(crate) fn install_if_default(sig: c_int, handler: extern "C" fn(c_int)) -> bool {
+        // SAFETY: an all-zero sigaction is a valid value (SIG_DFL, empty mask, no flags).
+        let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: a NULL new action only queries; `old` is a valid out-pointer.
+        if unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) } != 0
+            || old.sa_sigaction != libc::SIG_DFL
+        {
+            return false;
+        }
+        // SAFETY: as above.
+        let mut new: libc::sigaction = unsafe { std::mem::zeroed() };
+        new.sa_sigaction = handler as usize;
+        new.sa_flags = libc::SA_RESTART;
+        // SAFETY: `new` is fully initialised (zeroed mask, handler, flags); the handler is a
+        // static `extern "C" fn(c_int)` that is async-signal-safe.
+        unsafe { libc::sigaction(sig, &new, std::ptr::null_mut()) == 0 }
+    }
+
+    /// Restores the default action of `sig` (async-signal-safe).
+    pub(crate) fn set_default(sig: c_int) {
+        // SAFETY: an all-zero sigaction is SIG_DFL with an empty mask and no flags.
+        let new: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: `new` is a valid action; the old one is not asked for.
+        unsafe { libc::sigaction(sig, &new, std::ptr::null_mut()) };
+    }
+
+    /// Sends `sig` to the whole process.
+    pub(crate) fn raise_in_process(sig: c_int) {
+        // SAFETY: kill with our own pid has no memory preconditions.
+        unsafe { libc::kill(libc::getpid(), sig) };
+    }
+
+    /// Writes one byte, retrying on EINTR (async-signal-safe).
+    pub(crate) fn write_byte(fd: c_int, byte: u8) {
+        if fd < 0 {
+            return;
+        }
+        loop {
+            // SAFETY: `byte` is a readable 1-byte buffer for the call.
+            let n = unsafe { libc::write(fd, (&byte as *const u8).cast(), 1) };
+            if n >= 0 || errno() != libc::EINTR {
+                return;
+            }
+        }
+    }
+
+    /// Blocks until one byte arrives; None at end of file or on error.
+    pub(crate) fn read_byte(fd: c_int) -> Option<u8> {
+        let mut byte = 0u8;
+        loop {
+            // SAFETY: `byte` is a writable 1-byte buffer for the call.
+            let n = unsafe { libc::read(fd, (&mut byte as *mut u8).cast(), 1) };
+            match n {
+                1 => return Some(byte),
+                -1 if errno() == libc::EINTR => continue,
+                _ => return None,
+            }
+        }
+    }
+
+    /// Waits until `fd` is readable or `timeout_ms` passed (async-signal-safe).
+    pub(crate) fn wait_readable(fd: c_int, timeout_ms: c_int) {
+        if fd < 0 {
+            return;
+        }
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: `pfd` is one valid pollfd for the call.
+        unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+    }
+
+    /// The calling thread's kernel id (async-signal-safe).
+    pub(crate) fn gettid() -> u32 {
+        // SAFETY: gettid has no preconditions.
+        unsafe { libc::gettid() as u32 }
+    }
+
+    /// This thread's errno.
+    pub(crate) fn errno() -> c_int {
+        // SAFETY: __errno_location returns this thread's errno slot, valid for the thread.
+        unsafe { *libc::__errno_location() }
+    }
+
+    /// Sets this thread's errno.
+    pub(crate) fn set_errno(value: c_int) {
+        // SAFETY: as in `errno`.
+        unsafe { *libc::__errno_location() = value };
+    }
+}

@@ -48,7 +48,7 @@ impl CallbackThread {
             handle: Mutex::new(None),
         });
         let worker = Arc::clone(&inner);
-        let handle = crate::sampling::spawn_own_thread(name, move || run(worker))
+        let handle = crate::sys::spawn_own_thread(name, move || run(worker))
             .expect("spawn a Metron callback thread");
         let _ = inner.thread.set(handle.thread().clone());
         *inner.handle.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);

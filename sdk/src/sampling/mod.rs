@@ -172,7 +172,7 @@ pub(crate) fn on_thread_attach() {
 
 /// Hands every stored sample to the pipeline (flusher thread, `flush()`, finish).
 pub(crate) fn drain() {
-    if crate::lifecycle::disabled_in_child() {
+    if crate::sys::process::disabled_in_child() {
         return;
     }
     let Some(pipeline) = PIPELINE.get() else {
@@ -382,36 +382,6 @@ pub mod bench {
     }
 }
 
-/// Metron's own threads spawned but not yet running (so possibly not yet named).
-static OWN_THREADS_STARTING: std::sync::atomic::AtomicUsize =
-    std::sync::atomic::AtomicUsize::new(0);
-
-/// Starts one of Metron's own threads, named `name`, so that the sampler never mistakes it for
-/// a program thread. The sampler leaves Metron's threads out of `METRON_SAMPLING_TIDS`'s
-/// numbering by their name, which the standard library sets only once the new thread runs; a
-/// scan in the moment between `clone` and then would number it like a program thread and shift
-/// every later number. So while one of Metron's threads is starting, the sampler numbers no
-/// new thread (it takes them at its next scan). The spawning thread never waits for the new
-/// one: it may be a constructor holding the dynamic loader's lock, which the new thread may
-/// need to set up its thread-locals.
-pub(crate) fn spawn_own_thread<T: Send + 'static>(
-    name: &str,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> std::io::Result<std::thread::JoinHandle<T>> {
-    OWN_THREADS_STARTING.fetch_add(1, Ordering::SeqCst);
-    let spawned = std::thread::Builder::new()
-        .name(name.to_string())
-        .spawn(move || {
-            OWN_THREADS_STARTING.fetch_sub(1, Ordering::SeqCst);
-            f()
-        });
-    if spawned.is_err() {
-        OWN_THREADS_STARTING.fetch_sub(1, Ordering::SeqCst);
-    }
-    spawned
-}
-
-/// True while one of Metron's threads is starting (see [`spawn_own_thread`]).
-pub(crate) fn own_threads_starting() -> bool {
-    OWN_THREADS_STARTING.load(Ordering::SeqCst) != 0
-}
+// Metron's own threads start through `sys` (the buffer's callback thread, the crash and
+// signal threads use it too); the sampler asks it whether one is starting.
+pub(crate) use crate::sys::{own_threads_starting, spawn_own_thread};
