@@ -19,7 +19,7 @@ log() { echo "== $* $(date -u +%T)" | tee -a $R/log.txt; }
 { date -u; nvidia-smi -L; nvcc --version | tail -1; } >> $R/log.txt 2>&1
 log build
 nvcc -O2 -arch=sm_90 -std=c++17 -I user-api/include -I examples/cuda examples/cuda/vector_ops.cu \
-  -o $R/bin/vector_ops -L $B -lmetron -Wl,-rpath,$B >> $R/log.txt 2>&1
+  -o $R/bin/vector_ops -L $B -lmetron -Xlinker -rpath -Xlinker $B >> $R/log.txt 2>&1
 ls -la $R/bin | tee -a $R/log.txt
 log run
 METRON_EXPORT=all timeout 180 $B/metron run --library $B/libmetron.so --output-path $R/run -- \
