@@ -77,7 +77,6 @@ ALLOWED = {
     # Sinks that read global state of a source instead of a value handed to them.
     ("sinks", "crash"): "summary reads crash::died() at the end of the run",
     ("sinks", "counters"): "summary reads the counter plan and derives the metrics",
-    ("sinks", "settings"): "PerfettoSink::from_settings reads the Settings struct",
     # Sources register themselves with the runtime (metadata sections, sinks, messages,
     # delivery) instead of the runtime asking them.
     ("counters", "runtime"): "counter setup prints through runtime::say",
@@ -88,7 +87,6 @@ ALLOWED = {
     ("sampling", "runtime"): "the sampler reads the runtime's state and prints through it",
     ("sampling", "metadata"): "sampling adds its metadata section",
     ("sampling", "pipeline"): "sampled records are handed to the pipeline",
-    ("shared_runtime", "crate root"): "the owner copy serves crate::set_output_path to others",
     ("runtime", "lifecycle"): "the runtime's start installs the fork and signal handlers",
 }
 

@@ -97,11 +97,7 @@ pub fn init() -> bool {
 /// Returns the folder, or why it cannot be changed; an unknown key is kept as written and
 /// reported on stderr.
 pub fn set_output_path(template: &str) -> Result<std::path::PathBuf, String> {
-    let (dir, warnings) = runtime::set_output_path(template)?;
-    for w in &warnings {
-        eprintln!("metron: {w}");
-    }
-    Ok(dir)
+    runtime::set_output_path_reporting(template)
 }
 
 /// True when recording is on (starts the runtime if needed; always false when instrumentation

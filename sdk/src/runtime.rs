@@ -16,7 +16,7 @@ use crate::pipeline::Pipeline;
 use crate::record::{Slot, SLOT_BYTES};
 use crate::settings::Settings;
 use crate::sink::{RunInfo, Sink};
-use crate::sinks::perfetto::PerfettoSink;
+use crate::sinks::perfetto::{Categories, PerfettoConfig, PerfettoSink};
 use crate::sinks::summary::SummarySink;
 use crate::sys;
 use metron_components::clock;
@@ -182,8 +182,18 @@ fn start() -> Runtime {
     // `stacks.folded`, written only when the run has call-stack samples.
     sinks.push(Box::new(crate::sinks::folded::FoldedSink::new()));
     if settings.trace {
-        sinks.push(Box::new(PerfettoSink::from_settings(
-            &settings,
+        let config = PerfettoConfig {
+            file_name: settings.trace_file.clone(),
+            buffer_bytes: settings.trace_buffer_bytes,
+            fill_policy: settings.trace_fill_policy,
+            categories: Categories::ALL,
+            write_interval: settings.flush_interval,
+            segment_bytes: settings.buffer_bytes,
+            max_file_bytes: settings.trace_max_bytes,
+        };
+        sinks.push(Box::new(PerfettoSink::with_category_list(
+            config,
+            &settings.trace_categories,
             output_dir.clone(),
         )));
     }
@@ -291,6 +301,16 @@ fn run_folder(
         })
         .collect();
     (output_dir, warnings)
+}
+
+/// `metron::set_output_path`: moves the run folder, printing the warnings on stderr (the
+/// facade and the owner copy's entry for other copies both call it).
+pub(crate) fn set_output_path_reporting(template: &str) -> Result<PathBuf, String> {
+    let (dir, warnings) = set_output_path(template)?;
+    for w in &warnings {
+        eprintln!("metron: {w}");
+    }
+    Ok(dir)
 }
 
 /// Changes the run folder to the expansion of `template` (the keys of `METRON_OUTPUT_PATH`).

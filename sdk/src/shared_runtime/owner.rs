@@ -162,7 +162,7 @@ unsafe extern "C" fn set_output_path(template: Str, out: *mut TextOut) -> bool {
     guarded(false, || {
         // SAFETY: the caller passes a string valid for the call.
         let template = unsafe { template.to_owned_lossy() };
-        let result = crate::set_output_path(&template);
+        let result = crate::runtime::set_output_path_reporting(&template);
         let text = match &result {
             Ok(dir) => dir.display().to_string(),
             Err(e) => e.clone(),

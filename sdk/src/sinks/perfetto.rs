@@ -365,28 +365,23 @@ impl PerfettoSink {
         }
     }
 
-    /// The sink as the settings ask for it; an unknown category is reported on stderr (and
-    /// in `metadata.json`) and everything is traced.
-    pub fn from_settings(settings: &crate::settings::Settings, output_dir: PathBuf) -> Self {
-        let (categories, category_error) = match Categories::parse(&settings.trace_categories) {
+    /// The sink with `config`, tracing the categories of the list `categories` (the
+    /// `METRON_TRACE_CATEGORIES` grammar; `config.categories` is replaced): an unknown category
+    /// is reported on stderr (and in `metadata.json`) and everything is traced.
+    pub fn with_category_list(
+        mut config: PerfettoConfig,
+        categories: &str,
+        output_dir: PathBuf,
+    ) -> Self {
+        let (categories, category_error) = match Categories::parse(categories) {
             Ok(c) => (c, None),
             Err(e) => {
                 eprintln!("metron: {e}; tracing all categories");
                 (Categories::ALL, Some(e))
             }
         };
-        let mut sink = PerfettoSink::new(
-            PerfettoConfig {
-                file_name: settings.trace_file.clone(),
-                buffer_bytes: settings.trace_buffer_bytes,
-                fill_policy: settings.trace_fill_policy,
-                categories,
-                write_interval: settings.flush_interval,
-                segment_bytes: settings.buffer_bytes,
-                max_file_bytes: settings.trace_max_bytes,
-            },
-            output_dir,
-        );
+        config.categories = categories;
+        let mut sink = PerfettoSink::new(config, output_dir);
         sink.category_error = category_error;
         sink
     }
