@@ -70,10 +70,9 @@ ALLOWED = {
     ("region", "runtime"): "region begin/end check the runtime's state and start it",
     ("thread_buffer", "runtime"): "a thread's first buffer is made from the runtime's settings",
     ("thread_buffer", "sampling"): "a new thread attaches itself to the sampler (should be a hook)",
-    # `Event` has no GPU variant: GPU records travel as `gpu::GpuRecord` beside it, a type of
-    # the GPU glue module. The record types should move down to the decoding layer.
-    ("sink", "gpu"): "Sink::gpu_records takes gpu::GpuRecord",
-    ("sinks", "gpu"): "GPU sinks use gpu::GpuRecord and read device names and the stream word",
+    # GPU records (`sink::GpuRecord`) are the decoding layer's, but the GPU sinks still read
+    # the GPU glue's global state: device names, the stream word, launch -> region, notes.
+    ("sinks", "gpu"): "GPU sinks read device names, the stream word, launch regions, notes",
     # Sinks that read global state of a source instead of a value handed to them.
     ("sinks", "crash"): "summary reads crash::died() at the end of the run",
     ("sinks", "counters"): "summary reads the counter plan and derives the metrics",

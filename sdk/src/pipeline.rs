@@ -433,7 +433,7 @@ impl Pipeline {
     }
 
     /// Hands GPU activity records to every sink (nothing once the run finished).
-    pub(crate) fn gpu_records(&mut self, records: &[crate::gpu::GpuRecord]) {
+    pub(crate) fn gpu_records(&mut self, records: &[crate::sink::GpuRecord]) {
         if self.finished {
             return;
         }

@@ -400,7 +400,7 @@ pub(crate) fn flush() {
 }
 
 /// Hands GPU records to the sinks (see [`crate::gpu::submit`]).
-pub(crate) fn deliver_gpu(records: &[crate::gpu::GpuRecord]) {
+pub(crate) fn deliver_gpu(records: &[crate::sink::GpuRecord]) {
     if let Some(rt) = RUNTIME.get() {
         rt.pipeline
             .lock()

@@ -3,6 +3,7 @@
 use crate::callsite::Callsite;
 use crate::region::AnnotationValue;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// A thread as the outputs show it.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -156,7 +157,7 @@ pub trait Sink: Send {
     fn finish(&mut self, run: &RunInfo) -> std::io::Result<Vec<PathBuf>>;
     /// GPU activity records (kernels, copies, API calls) from a GPU backend, in the order the
     /// backend delivered them (see [`crate::gpu`]); the default ignores them.
-    fn gpu_records(&mut self, _records: &[crate::gpu::GpuRecord]) {}
+    fn gpu_records(&mut self, _records: &[GpuRecord]) {}
     /// The run folder was changed ([`crate::set_output_path`]) before this sink was handed
     /// anything; a sink that writes into the folder while the run goes on writes into `dir`.
     /// The default does nothing (`finish` gets the folder in [`RunInfo`]).
@@ -176,5 +177,120 @@ pub trait Sink: Send {
     /// `finish`); `None` adds nothing.
     fn metadata(&self) -> Option<serde_json::Value> {
         None
+    }
+}
+
+/// What a [`GpuRecord`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GpuKind {
+    /// A kernel execution.
+    Kernel,
+    /// A memory copy.
+    Memcpy,
+    /// A memory set.
+    Memset,
+    /// A CUDA runtime API call (host side).
+    RuntimeApi,
+    /// A CUDA driver API call (host side).
+    DriverApi,
+    /// An HSA runtime API call (host side, AMD).
+    HsaApi,
+    /// A HIP runtime API call (host side, AMD, through ROCprofiler-SDK).
+    HipApi,
+    /// A sampled GPU metric (NVIDIA PM sampling): `name` is the metric, `value` its value over
+    /// the sample `start_ns..end_ns` on `device`.
+    Counter,
+}
+
+/// One GPU activity record, timestamps on Metron's clock (`CLOCK_MONOTONIC` ns).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GpuRecord {
+    /// What it is.
+    pub kind: GpuKind,
+    /// Start, `CLOCK_MONOTONIC` ns.
+    pub start_ns: u64,
+    /// End, `CLOCK_MONOTONIC` ns.
+    pub end_ns: u64,
+    /// Kernel name (demangled), API name, or copy kind (`HtoD`, ...).
+    pub name: Arc<str>,
+    /// Device index (kernels, copies, sets).
+    pub device: u32,
+    /// Context id.
+    pub context: u32,
+    /// Stream id (kernels, copies, sets).
+    pub stream: u32,
+    /// Correlation id: the same on an API call and the work it launched.
+    pub correlation: u32,
+    /// Host thread (API calls): kernel tid.
+    pub tid: u32,
+    /// Grid size (kernels).
+    pub grid: [i32; 3],
+    /// Block size (kernels).
+    pub block: [i32; 3],
+    /// Registers per thread (kernels; VGPRs on AMD).
+    pub registers: u16,
+    /// Scalar registers per wavefront (AMD kernels; 0 = not known).
+    pub scalar_registers: u16,
+    /// Static shared memory per block, bytes (kernels).
+    pub static_shared: i32,
+    /// Dynamic shared memory per block, bytes (kernels).
+    pub dynamic_shared: i32,
+    /// Local memory per thread, bytes (kernels).
+    pub local_per_thread: u32,
+    /// Bytes copied or set (copies, sets).
+    pub bytes: u64,
+    /// Theoretical occupancy in 0..=1 from the device limits (kernels; `None` if unknown).
+    pub occupancy: Option<f32>,
+    /// API return code (API calls).
+    pub status: u32,
+    /// The CUDA graph that launched it (kernels, copies, sets; 0 when not launched by a graph).
+    pub graph_id: u32,
+    /// The graph node it ran as (0 when not launched by a graph).
+    pub graph_node: u64,
+    /// The metric's value (counter samples).
+    pub value: f64,
+}
+
+impl GpuRecord {
+    /// A record of `kind` named `name` with every other field zero.
+    pub fn new(kind: GpuKind, name: Arc<str>) -> GpuRecord {
+        GpuRecord {
+            kind,
+            start_ns: 0,
+            end_ns: 0,
+            name,
+            device: 0,
+            context: 0,
+            stream: 0,
+            correlation: 0,
+            tid: 0,
+            grid: [0; 3],
+            block: [0; 3],
+            registers: 0,
+            scalar_registers: 0,
+            static_shared: 0,
+            dynamic_shared: 0,
+            local_per_thread: 0,
+            bytes: 0,
+            occupancy: None,
+            status: 0,
+            graph_id: 0,
+            graph_node: 0,
+            value: 0.0,
+        }
+    }
+
+    /// Duration in ns.
+    pub fn duration_ns(&self) -> u64 {
+        self.end_ns.saturating_sub(self.start_ns)
+    }
+
+    /// Device work (kernel, copy, set) rather than an API call.
+    pub fn on_device(&self) -> bool {
+        matches!(
+            self.kind,
+            GpuKind::Kernel | GpuKind::Memcpy | GpuKind::Memset
+        )
     }
 }

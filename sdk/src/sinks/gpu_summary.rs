@@ -16,7 +16,7 @@
 //! `gpu_counters.by_region` in `summary.json` with the same numbers.
 
 use super::stats::Stats;
-use crate::gpu::{GpuKind, GpuRecord};
+use crate::sink::{GpuKind, GpuRecord};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::fmt::Write;

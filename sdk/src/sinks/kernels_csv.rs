@@ -17,7 +17,7 @@
 //! ([`record_kernel_counters`]); each metric becomes one more column, after `EndNs`, empty for
 //! a kernel that was not profiled.
 
-use crate::gpu::{GpuKind, GpuRecord};
+use crate::sink::{GpuKind, GpuRecord};
 use crate::sink::{Event, RunInfo, Sink, ThreadInfo};
 use std::collections::HashMap;
 use std::fmt::Write;

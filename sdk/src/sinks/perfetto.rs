@@ -1182,7 +1182,7 @@ impl Sink for PerfettoSink {
         }
     }
 
-    fn gpu_records(&mut self, records: &[crate::gpu::GpuRecord]) {
+    fn gpu_records(&mut self, records: &[crate::sink::GpuRecord]) {
         self.gpu.add(records);
     }
 

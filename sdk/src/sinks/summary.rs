@@ -570,7 +570,7 @@ impl Sink for SummarySink {
         }
     }
 
-    fn gpu_records(&mut self, records: &[crate::gpu::GpuRecord]) {
+    fn gpu_records(&mut self, records: &[crate::sink::GpuRecord]) {
         self.gpu.add(records);
     }
 
