@@ -450,6 +450,9 @@ impl Sampler {
     }
 }
 
+/// The decode thread's stack.
+const DECODE_STACK_BYTES: usize = 64 << 20;
+
 /// Settings read at start (`None`: off or refused).
 static CONFIG: Mutex<Option<(Config, Cupti, String)>> = Mutex::new(None);
 /// Set-up still to do at the first launch.
@@ -644,6 +647,9 @@ fn setup(n_devices: usize, ctx: usize, push: Option<PushCtx>) {
     });
     let t = std::thread::Builder::new()
         .name("metron-pm-sampling".into())
+        // CUPTI's DecodeData runs deep on its caller's stack: on Rust's 2 MiB default it
+        // crashed (NVIDIA's sample, on an 8 MiB pthread stack, did not). Address space only.
+        .stack_size(DECODE_STACK_BYTES)
         .spawn(move || {
             if let Some(push) = push {
                 // SAFETY: ctx is the context of the launch that set sampling up, alive while
@@ -651,16 +657,15 @@ fn setup(n_devices: usize, ctx: usize, push: Option<PushCtx>) {
                 let r = unsafe { push(ctx as *mut std::ffi::c_void) };
                 debug(&format!("decode thread: cuCtxPushCurrent -> {r}"));
             }
+            // Decode first, then wait: NVIDIA's sample decodes from the moment sampling starts
+            // (tests/cuda/pm_probe.cu), before samples pile up in the hardware buffer.
             while !STOP.load(Ordering::Acquire) {
-                std::thread::park_timeout(std::time::Duration::from_millis(DECODE_PERIOD_MS));
-                if STOP.load(Ordering::Acquire) {
-                    break;
-                }
                 if let Some(s) = SAMPLER.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
                     if !s.stopped {
                         s.drain_all();
                     }
                 }
+                std::thread::park_timeout(std::time::Duration::from_millis(DECODE_PERIOD_MS));
             }
         });
     // Registered after the CUDA libraries' own exit handlers (the context exists now), so it
