@@ -78,8 +78,6 @@ ALLOWED = {
     ("sinks", "counters"): "summary reads the counter plan and derives the metrics",
     # Sources register themselves with the runtime (metadata sections, sinks, messages,
     # delivery) instead of the runtime asking them.
-    ("counters", "runtime"): "counter setup prints through runtime::say",
-    ("counters", "metadata"): "counters add their metadata section",
     ("crash", "runtime"): "the crash handler finishes the run",
     ("gpu", "runtime"): "gpu::submit delivers records through the runtime",
     ("gpu", "metadata"): "a GPU backend adds its metadata section",

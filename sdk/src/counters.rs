@@ -61,16 +61,16 @@ pub fn plan() -> Option<&'static CounterPlan> {
     PLAN.get()
 }
 
-/// Works out the plan, configures `PerfCounters`, prints the messages; first call wins.
-pub(crate) fn configure(settings: &CounterSettings) -> &'static CounterPlan {
-    PLAN.get_or_init(|| {
-        let plan = build(settings);
-        for m in &plan.messages {
-            crate::runtime::say(m.clone());
-        }
-        crate::metadata::add_section("perf_counters", metadata);
-        plan
-    })
+/// Works out the plan and configures `PerfCounters`; first call wins. Returns the plan to the
+/// call that made it (which prints its messages and adds the [`metadata`] section), `None` to
+/// later calls.
+pub(crate) fn configure(settings: &CounterSettings) -> Option<&'static CounterPlan> {
+    let mut first = false;
+    let plan = PLAN.get_or_init(|| {
+        first = true;
+        build(settings)
+    });
+    first.then_some(plan)
 }
 
 /// The pass plan `settings` ask for, worked out without opening any counter group (the
@@ -313,7 +313,8 @@ pub fn derived(plan: &CounterPlan, total: &dyn Fn(&str) -> Option<f64>) -> Vec<(
         .collect()
 }
 
-fn metadata() -> Value {
+/// The `perf_counters` section of `metadata.json`.
+pub(crate) fn metadata() -> Value {
     let Some(plan) = PLAN.get() else {
         return Value::Null;
     };

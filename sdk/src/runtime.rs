@@ -149,7 +149,12 @@ fn start() -> Runtime {
         say(error.to_string());
     }
     if settings.enabled {
-        crate::counters::configure(&settings.counters);
+        if let Some(plan) = crate::counters::configure(&settings.counters) {
+            for m in &plan.messages {
+                say(m.clone());
+            }
+            crate::metadata::add_section("perf_counters", crate::counters::metadata);
+        }
     }
     let calibration = *clock::calibration();
     let start_realtime_ns = clock::realtime_ns();
