@@ -82,7 +82,6 @@ ALLOWED = {
     ("gpu", "runtime"): "gpu::submit delivers records through the runtime",
     ("gpu", "metadata"): "a GPU backend adds its metadata section",
     ("sampling", "runtime"): "the sampler reads the runtime's state and prints through it",
-    ("sampling", "metadata"): "sampling adds its metadata section",
     ("sampling", "pipeline"): "sampled records are handed to the pipeline",
     ("runtime", "lifecycle"): "the runtime's start installs the fork and signal handlers",
 }

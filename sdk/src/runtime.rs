@@ -248,7 +248,13 @@ fn start() -> Runtime {
     };
     let enabled = settings.enabled;
     // Time windows may start with recording off; the sampler starts here when asked for.
-    let open = !enabled || crate::sampling::start(&settings.sampling, &pipeline, &flusher);
+    let open = !enabled || {
+        let (open, sampling) = crate::sampling::start(&settings.sampling, &pipeline, &flusher);
+        if sampling {
+            crate::metadata::add_section("sampling", crate::sampling::metadata);
+        }
+        open
+    };
     let runtime = Runtime {
         settings,
         service,

@@ -89,27 +89,28 @@ impl Drainable for SampleDrain {
 }
 
 /// Starts the time windows and, when `METRON_SAMPLING` is on, the sampler. Called once by the
-/// runtime's start. Returns whether collection is on at the start (a window may begin later).
+/// runtime's start. Returns whether collection is on at the start (a window may begin later),
+/// and whether the sampler started (the runtime then adds the [`metadata`] section).
 pub(crate) fn start(
     config: &SamplingConfig,
     pipeline: &Arc<Mutex<Pipeline>>,
     flusher: &CallbackThread,
-) -> bool {
+) -> (bool, bool) {
     let open = window::open_at_start(&config.periods);
     window::start(config.periods.clone());
     if !config.enabled {
-        return open;
+        return (open, false);
     }
     let signal = match choose_signal(config.signal) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("metron: sampling off: {e}");
-            return open;
+            return (open, false);
         }
     };
     if let Err(e) = sys::install_handler(signal, handler::on_sample) {
         eprintln!("metron: sampling off: cannot install the handler of signal {signal}: {e}");
-        return open;
+        return (open, false);
     }
     VIEW.publish(Box::new(unwind::View::build()));
     if let Some(thread) = flusher.thread_handle() {
@@ -134,8 +135,7 @@ pub(crate) fn start(
             "metron: threads started later are not sampled (cannot start the sampler thread: {e})"
         );
     }
-    crate::add_metadata_section("sampling", metadata);
-    open
+    (open, true)
 }
 
 fn choose_signal(choice: SignalChoice) -> Result<i32, String> {
@@ -248,7 +248,8 @@ pub(crate) fn after_fork_in_child() {
     slot::close_all_routed_in_child();
 }
 
-fn metadata() -> Value {
+/// The `sampling` section of `metadata.json`.
+pub(crate) fn metadata() -> Value {
     REPORT
         .lock()
         .unwrap_or_else(|e| e.into_inner())
