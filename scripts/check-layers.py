@@ -81,7 +81,7 @@ ALLOWED = {
     ("crash", "runtime"): "the crash handler finishes the run",
     ("gpu", "runtime"): "gpu::submit delivers records through the runtime",
     ("gpu", "metadata"): "a GPU backend adds its metadata section",
-    ("sampling", "runtime"): "the sampler reads the runtime's state and prints through it",
+    ("sampling", "runtime"): "the sampler checks collecting; time windows switch it on and off",
     ("sampling", "pipeline"): "sampled records are handed to the pipeline",
     ("runtime", "lifecycle"): "the runtime's start installs the fork and signal handlers",
 }
