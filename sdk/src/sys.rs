@@ -106,9 +106,42 @@ pub(crate) fn spawn_own_thread<T: Send + 'static>(
     spawned
 }
 
-/// True while one of Metron's threads is starting (see [`spawn_own_thread`]).
+/// True while one of Metron's threads is starting (see [`spawn_own_thread`]), or the thread a
+/// library inside Metron starts (see [`library_thread_starting`]) has not been seen yet.
 pub(crate) fn own_threads_starting() -> bool {
-    OWN_THREADS_STARTING.load(std::sync::atomic::Ordering::SeqCst) != 0
+    if OWN_THREADS_STARTING.load(std::sync::atomic::Ordering::SeqCst) != 0 {
+        return true;
+    }
+    let until = LIBRARY_THREAD_UNTIL_NS.load(std::sync::atomic::Ordering::SeqCst);
+    until != 0 && metron_components::clock::monotonic_ns() < until
+}
+
+/// The thread the Perfetto SDK starts inside Metron (its "TracingMuxer"). Like Metron's own
+/// threads it is never sampled and takes no `METRON_SAMPLING_TIDS` number; it names itself only
+/// once it runs, and until then carries the program's name, so a scan in that moment numbered it
+/// like a program thread and shifted every later number (seen once in CI).
+pub(crate) const LIBRARY_THREAD_NAME: &str = "TracingMuxer";
+
+/// Until when (`CLOCK_MONOTONIC` ns) new threads are not numbered because the library thread
+/// may be starting; 0: not waiting.
+static LIBRARY_THREAD_UNTIL_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How long numbering waits for the library thread to name itself at most (a program that
+/// already runs the Perfetto SDK has its muxer already, and none starts).
+const LIBRARY_THREAD_WAIT_NS: u64 = 2_000_000_000;
+
+/// Called before the Perfetto SDK is initialized: new threads are numbered only once its thread
+/// has been seen with its name (or after [`LIBRARY_THREAD_WAIT_NS`]).
+pub(crate) fn library_thread_starting() {
+    LIBRARY_THREAD_UNTIL_NS.store(
+        metron_components::clock::monotonic_ns() + LIBRARY_THREAD_WAIT_NS,
+        std::sync::atomic::Ordering::SeqCst,
+    );
+}
+
+/// The sampler saw the library thread with its name.
+pub(crate) fn library_thread_seen() {
+    LIBRARY_THREAD_UNTIL_NS.store(0, std::sync::atomic::Ordering::SeqCst);
 }
 
 /// The process-level calls of `lifecycle` and `crash`: fork handlers, signal dispositions, the

@@ -120,7 +120,10 @@ impl Registry {
             return;
         }
         let name = sys::thread_name(tid).unwrap_or_default();
-        if name.starts_with("metron") {
+        if name == crate::sys::LIBRARY_THREAD_NAME {
+            crate::sys::library_thread_seen();
+        }
+        if name.starts_with("metron") || name == crate::sys::LIBRARY_THREAD_NAME {
             // Metron's own threads are never sampled and take no number, so the program's
             // threads are numbered (`METRON_SAMPLING_TIDS`) alike however many Metron runs.
             self.seen.entry(tid).or_insert(u64::MAX);

@@ -184,6 +184,8 @@ pub(crate) fn data_source() -> Result<&'static MetronDataSource, String> {
             let args = ProducerInitArgsBuilder::new()
                 .backends(Backends::IN_PROCESS)
                 .shmem_size_hint_kb(SHMEM_KB);
+            // Its muxer thread must not take a program thread's sampling number.
+            crate::sys::library_thread_starting();
             Producer::init(args.build());
             let mut ds = MetronDataSource::new_with_incremental_state_type();
             // Stall (then drop, counted) when the shared memory is full rather than drop at
