@@ -45,8 +45,8 @@
 //! assert!(frames.last().unwrap().function.ends_with("hot_loop"));
 //! ```
 
-mod module;
 pub mod cubin;
+mod module;
 pub mod reference;
 mod sys;
 

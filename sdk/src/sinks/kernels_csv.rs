@@ -17,8 +17,8 @@
 //! ([`record_kernel_counters`]); each metric becomes one more column, after `EndNs`, empty for
 //! a kernel that was not profiled.
 
-use crate::sink::{GpuKind, GpuRecord};
 use crate::sink::{Event, RunInfo, Sink, ThreadInfo};
+use crate::sink::{GpuKind, GpuRecord};
 use std::collections::HashMap;
 use std::fmt::Write;
 use std::path::PathBuf;
