@@ -73,12 +73,8 @@ ALLOWED = {
     # GPU records (`sink::GpuRecord`) are the decoding layer's, but the GPU sinks still read
     # the GPU glue's global state: device names, the stream word, launch -> region, notes.
     ("sinks", "gpu"): "GPU sinks read device names, the stream word, launch regions, notes",
-    # Sinks that read global state of a source instead of a value handed to them.
-    ("sinks", "crash"): "summary reads crash::died() at the end of the run",
-    ("sinks", "counters"): "summary reads the counter plan and derives the metrics",
     # Sources register themselves with the runtime (metadata sections, sinks, messages,
     # delivery) instead of the runtime asking them.
-    ("crash", "runtime"): "the crash handler finishes the run",
     ("gpu", "runtime"): "gpu::submit delivers records through the runtime",
     ("gpu", "metadata"): "a GPU backend adds its metadata section",
     ("sampling", "runtime"): "the sampler checks collecting; time windows switch it on and off",

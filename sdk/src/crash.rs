@@ -65,21 +65,9 @@ static HAVE_REGS: AtomicBool = AtomicBool::new(false);
 /// The `crash` instant's call-site id (interned when the handlers are installed).
 static CRASH_SITE: AtomicU32 = AtomicU32::new(0);
 
-/// The run's death, as written into `metadata.json` and `summary.txt`.
-#[derive(Clone, Debug, serde::Serialize)]
-pub(crate) struct Died {
-    /// `SIGSEGV`, ...
-    pub signal: String,
-    /// The faulting address (`si_addr`) for faults; 0 for a signal sent by a process.
-    pub address: String,
-    /// Kernel id and name of the thread that crashed.
-    pub thread: u32,
-    pub thread_name: String,
-    /// When, `CLOCK_MONOTONIC` ns.
-    pub ts_ns: u64,
-    /// The faulting thread's stack, innermost first: `function (file:line)`.
-    pub frames: Vec<String>,
-}
+// The run's death is plain data of the decoding layer (`sink::Died`), which the summary is
+// handed; re-exported here where the crash thread fills it.
+pub(crate) use crate::sink::Died;
 
 static DIED: Mutex<Option<Died>> = Mutex::new(None);
 
@@ -88,8 +76,22 @@ pub(crate) fn died() -> Option<Died> {
     DIED.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
-/// Makes the `metron-crash` thread (runtime start, off the application's threads).
-pub(crate) fn start() {
+/// What the runtime lends the crash handling when it starts it, so that this module does not
+/// reach up into the runtime.
+#[derive(Clone, Copy)]
+pub(crate) struct CrashHooks {
+    /// A tick count on the run's timeline (`CLOCK_MONOTONIC` ns).
+    pub ticks_to_ns: fn(u64) -> u64,
+    /// Ends the run after a crash at the given time (`CLOCK_MONOTONIC` ns).
+    pub finish_at_crash: fn(u64),
+}
+
+static HOOKS: std::sync::OnceLock<CrashHooks> = std::sync::OnceLock::new();
+
+/// Makes the `metron-crash` thread (runtime start, off the application's threads); `hooks`
+/// are how it finishes the run.
+pub(crate) fn start(hooks: CrashHooks) {
+    let _ = HOOKS.set(hooks);
     let (Ok((wake_read, wake_write)), Ok((done_read, done_write))) = (sys::pipe(), sys::pipe())
     else {
         eprintln!("metron: crash handling off (no pipe); a crash writes no output");
@@ -180,7 +182,9 @@ fn wait_for_crash(wake_read: c_int, done_write: c_int) {
             let died = describe();
             let ts_ns = died.ts_ns;
             *DIED.lock().unwrap_or_else(|e| e.into_inner()) = Some(died);
-            crate::runtime::finish_at_crash(ts_ns);
+            if let Some(hooks) = HOOKS.get() {
+                (hooks.finish_at_crash)(ts_ns);
+            }
         });
     }
     sys::write_byte(done_write, 1);
@@ -205,7 +209,11 @@ fn describe() -> Died {
         Vec::new()
     };
     let frames = symbolize(&addresses);
-    let ts_ns = crate::runtime::ticks_to_ns(TICKS.load(Ordering::Relaxed));
+    let ticks = TICKS.load(Ordering::Relaxed);
+    let ts_ns = HOOKS.get().map_or_else(
+        || metron_components::clock::calibration().to_monotonic_ns(ticks),
+        |hooks| (hooks.ticks_to_ns)(ticks),
+    );
     Died {
         signal: name,
         address: format!("{:#x}", ADDRESS.load(Ordering::Relaxed)),

@@ -17,7 +17,7 @@ use crate::record::{Slot, SLOT_BYTES};
 use crate::settings::Settings;
 use crate::sink::{RunInfo, Sink};
 use crate::sinks::perfetto::{Categories, PerfettoConfig, PerfettoSink};
-use crate::sinks::summary::SummarySink;
+use crate::sinks::summary::{SummaryConfig, SummarySink};
 use crate::sys;
 use metron_components::clock;
 use std::path::PathBuf;
@@ -182,7 +182,9 @@ fn start() -> Runtime {
 
     let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
     if settings.summary {
-        sinks.push(Box::new(SummarySink::new()));
+        sinks.push(Box::new(SummarySink::with_config(summary_config(
+            &settings,
+        ))));
     }
     // `stacks.folded`, written only when the run has call-stack samples.
     sinks.push(Box::new(crate::sinks::folded::FoldedSink::new()));
@@ -270,7 +272,12 @@ fn start() -> Runtime {
     if enabled {
         crate::lifecycle::install(&runtime.settings);
         if runtime.settings.crash {
-            crate::crash::start();
+            crate::crash::start(crate::crash::CrashHooks {
+                ticks_to_ns,
+                finish_at_crash: |crash_ns| {
+                    finish_at_crash(crash_ns);
+                },
+            });
             // Used before the runtime existed (`init` from a constructor): install now.
             if USED.load(Ordering::Relaxed) {
                 crate::crash::install_handlers();
@@ -279,6 +286,20 @@ fn start() -> Runtime {
     }
     STATE.store(if enabled && open { ON } else { OFF }, Ordering::Release);
     runtime
+}
+
+/// The summary's config: the derived metrics of the counter plan (`METRON_METRICS`) and the
+/// crash report, handed to it as values rather than read by it from the sources.
+fn summary_config(settings: &Settings) -> SummaryConfig {
+    let plan = crate::counters::plan().filter(|p| settings.enabled && !p.metrics.is_empty());
+    SummaryConfig {
+        derived: plan.map(|plan| {
+            Box::new(move |total: &dyn Fn(&str) -> Option<f64>| {
+                crate::counters::derived(plan, total)
+            }) as crate::sinks::summary::DerivedMetrics
+        }),
+        died: settings.crash.then_some(crate::crash::died as fn() -> _),
+    }
 }
 
 /// The run folder for the output-path template `template`, and a warning per unknown key.

@@ -145,6 +145,23 @@ pub struct RunInfo {
     pub end_ns: u64,
 }
 
+/// The run's death by a crash signal, as written into `metadata.json` and `summary.txt` (filled
+/// by `crate::crash`, handed to the summary as a value).
+#[derive(Clone, Debug, serde::Serialize)]
+pub(crate) struct Died {
+    /// `SIGSEGV`, ...
+    pub signal: String,
+    /// The faulting address (`si_addr`) for faults; 0 for a signal sent by a process.
+    pub address: String,
+    /// Kernel id and name of the thread that crashed.
+    pub thread: u32,
+    pub thread_name: String,
+    /// When, `CLOCK_MONOTONIC` ns.
+    pub ts_ns: u64,
+    /// The faulting thread's stack, innermost first: `function (file:line)`.
+    pub frames: Vec<String>,
+}
+
 /// A consumer of decoded events (summary, trace, CSV, user callbacks).
 ///
 /// Called on the flusher thread, never on the hot path: allocation and I/O are fine here.

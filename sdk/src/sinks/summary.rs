@@ -4,7 +4,7 @@
 
 use super::Stats;
 use crate::callsite::Callsite;
-use crate::sink::{Event, RunInfo, Sink, ThreadInfo};
+use crate::sink::{Died, Event, RunInfo, Sink, ThreadInfo};
 use metron_components::Unit;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -115,8 +115,25 @@ struct ThreadSummary {
     dropped: u64,
 }
 
+/// The derived metrics (`METRON_METRICS`) of one region from its counter totals: called with
+/// `total(counter)`, the region's total of `perf_counters.<counter>` if counted, it returns each
+/// computable metric and its value.
+pub(crate) type DerivedMetrics =
+    Box<dyn Fn(&dyn Fn(&str) -> Option<f64>) -> Vec<(String, f64)> + Send>;
+
+/// What the runtime hands the summary besides the events: plain values and functions it chose,
+/// so that the summary never reads a source's state itself.
+#[derive(Default)]
+pub(crate) struct SummaryConfig {
+    /// The derived metrics asked for (`None`: none asked for).
+    pub derived: Option<DerivedMetrics>,
+    /// How the run died, asked at the end of the run (`None`: crash handling off).
+    pub died: Option<fn() -> Option<Died>>,
+}
+
 /// The summary sink.
 pub struct SummarySink {
+    config: SummaryConfig,
     threads: BTreeMap<u64, ThreadSummary>,
     /// Async ranges by name (`async_ranges.rs`).
     async_ranges: super::async_ranges::AsyncSummary,
@@ -135,7 +152,13 @@ impl Default for SummarySink {
 impl SummarySink {
     /// An empty summary.
     pub fn new() -> SummarySink {
+        SummarySink::with_config(SummaryConfig::default())
+    }
+
+    /// An empty summary with the runtime's derived metrics and crash report.
+    pub(crate) fn with_config(config: SummaryConfig) -> SummarySink {
         SummarySink {
+            config,
             threads: BTreeMap::new(),
             async_ranges: Default::default(),
             samples: Default::default(),
@@ -151,8 +174,13 @@ impl SummarySink {
         merged
     }
 
+    fn died(&self) -> Option<Died> {
+        self.config.died.and_then(|died| died())
+    }
+
     /// The summary as JSON (the `summary.json` schema, see `docs/src/outputs.md`).
     pub fn to_json(&self, run: &RunInfo) -> Value {
+        let derived = self.config.derived.as_ref();
         let merged = self.merged();
         let mut counters: BTreeMap<&str, CounterStats> = BTreeMap::new();
         let mut marks: BTreeMap<&str, u64> = BTreeMap::new();
@@ -174,14 +202,14 @@ impl SummarySink {
             "exe": run.exe,
             "pid": run.pid,
             "duration_ns": run.end_ns.saturating_sub(run.start_ns),
-            "merged": nodes_json(&merged, 0),
+            "merged": nodes_json(&merged, 0, derived),
             "threads": self.threads.values().map(|t| json!({
                 "tid": t.info.tid,
                 "name": t.info.name,
                 "index": t.info.index,
                 "is_metron": t.info.is_metron,
                 "records_dropped": t.dropped,
-                "regions": nodes_json(&t.tree, 0),
+                "regions": nodes_json(&t.tree, 0, derived),
             })).collect::<Vec<_>>(),
             "counters": counters.iter().map(|(name, c)| json!({
                 "name": name,
@@ -195,7 +223,7 @@ impl SummarySink {
             "async_ranges": self.async_ranges.to_json(),
             "sampling": self.samples.summarize().to_json(),
             "gpu": self.gpu.to_json(),
-            "died": crate::crash::died(),
+            "died": self.died(),
         })
     }
 
@@ -217,7 +245,7 @@ impl SummarySink {
             regions,
             run.end_ns.saturating_sub(run.start_ns) as f64 / 1e6
         );
-        if let Some(died) = crate::crash::died() {
+        if let Some(died) = self.died() {
             let _ = writeln!(
                 out,
                 "died: {} (address {}) on thread {} \"{}\" at {} ns; regions still open were ended there (open_at_crash)",
@@ -232,6 +260,7 @@ impl SummarySink {
             &mut out,
             &format!("merged across {} threads", self.threads.len()),
             &merged,
+            self.config.derived.as_ref(),
         );
         for t in self.threads.values() {
             let role = if t.info.is_metron {
@@ -243,7 +272,7 @@ impl SummarySink {
                 "thread {} \"{}\" (#{}{})",
                 t.info.tid, t.info.name, t.info.index, role
             );
-            write_tree_tables(&mut out, &title, &t.tree);
+            write_tree_tables(&mut out, &title, &t.tree, self.config.derived.as_ref());
             if t.dropped > 0 {
                 let _ = writeln!(out, "  {} records dropped on this thread", t.dropped);
             }
@@ -296,7 +325,7 @@ impl SummarySink {
     }
 }
 
-fn nodes_json(tree: &Tree, node: usize) -> Vec<Value> {
+fn nodes_json(tree: &Tree, node: usize, derive: Option<&DerivedMetrics>) -> Vec<Value> {
     let parent_wall = tree.nodes[node].metrics.first().map(|s| s.total);
     tree.nodes[node]
         .children
@@ -332,7 +361,7 @@ fn nodes_json(tree: &Tree, node: usize) -> Vec<Value> {
                 }
                 metrics.insert(name, m);
             }
-            let derived: serde_json::Map<String, Value> = derived_metrics(site, &n.metrics)
+            let derived: serde_json::Map<String, Value> = derived_metrics(derive, site, &n.metrics)
                 .into_iter()
                 .map(|(name, v)| (name, json!(v)))
                 .collect();
@@ -344,15 +373,19 @@ fn nodes_json(tree: &Tree, node: usize) -> Vec<Value> {
                 "count": n.metrics[0].count,
                 "metrics": metrics,
                 "derived": derived,
-                "children": nodes_json(tree, c),
+                "children": nodes_json(tree, c, derive),
             })
         })
         .collect()
 }
 
 /// The derived metrics of `METRON_METRICS` for one region, from its counter totals.
-fn derived_metrics(site: &Callsite, metrics: &[Stats]) -> Vec<(String, f64)> {
-    let Some(plan) = crate::counters::plan().filter(|p| !p.metrics.is_empty()) else {
+fn derived_metrics(
+    derived: Option<&DerivedMetrics>,
+    site: &Callsite,
+    metrics: &[Stats],
+) -> Vec<(String, f64)> {
+    let Some(derived) = derived else {
         return Vec::new();
     };
     let names = metric_names(site);
@@ -367,7 +400,7 @@ fn derived_metrics(site: &Callsite, metrics: &[Stats]) -> Vec<(String, f64)> {
             .find(|((n, _), s)| *n == wanted && s.count > 0)
             .map(|(_, s)| s.total)
     };
-    crate::counters::derived(plan, &total)
+    derived(&total)
 }
 
 fn finite(v: f64) -> f64 {
@@ -388,7 +421,7 @@ fn display_unit(unit: Unit) -> (&'static str, f64) {
     }
 }
 
-fn write_tree_tables(out: &mut String, title: &str, tree: &Tree) {
+fn write_tree_tables(out: &mut String, title: &str, tree: &Tree, derive: Option<&DerivedMetrics>) {
     // Every metric that appears in this tree, wall clock first.
     let mut metrics: Vec<(String, Unit)> = Vec::new();
     for node in tree.nodes.iter().skip(1) {
@@ -423,15 +456,15 @@ fn write_tree_tables(out: &mut String, title: &str, tree: &Tree) {
         );
         write_rows(out, tree, 0, 0, &metric, divisor);
     }
-    write_derived(out, title, tree);
+    write_derived(out, title, tree, derive);
 }
 
 /// One line per region and derived metric (`METRON_METRICS`), from the region's totals.
-fn write_derived(out: &mut String, title: &str, tree: &Tree) {
+fn write_derived(out: &mut String, title: &str, tree: &Tree, derive: Option<&DerivedMetrics>) {
     let mut rows = Vec::new();
     for node in tree.nodes.iter().skip(1) {
         let site = node.site.expect("non-root");
-        for (metric, value) in derived_metrics(site, &node.metrics) {
+        for (metric, value) in derived_metrics(derive, site, &node.metrics) {
             rows.push((site.name, metric, value));
         }
     }
