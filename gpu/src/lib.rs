@@ -38,6 +38,7 @@ mod metric_list;
 pub mod pc_sampling;
 pub mod pm_sampling;
 mod range_profiler;
+mod region_kernels;
 mod sys;
 mod sys_pcsampling;
 mod sys_pmsampling;
@@ -487,6 +488,7 @@ fn start_inner() -> Result<Status, Status> {
         // Tracing still works; only the region join and API slices are lost.
         eprintln!("metron: GPU kernels will not be tied to regions: {e}");
     }
+    region_kernels::set_cupti_path(status.cupti_path.as_deref().unwrap_or("libcupti.so.13"));
     range_profiler::configure(
         cupti,
         status.cupti_path.as_deref().unwrap_or("libcupti.so.13"),
@@ -622,6 +624,8 @@ thread_local! {
     /// calling the driver) is not a launch of its own (the work carries the runtime call's
     /// correlation id).
     static IN_RUNTIME: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    /// This thread's graph launch turned CUPTI's KERNEL kind on (a counted range is open).
+    static GRAPH_KIND_ON: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// This thread's kernel tid (0 until read).
     static TID: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
@@ -634,6 +638,21 @@ fn is_launch(domain: i32, cbid: u32) -> bool {
     } else {
         sys::DRIVER_LAUNCH_CBIDS.contains(&cbid) || sys::DRIVER_GRAPH_LAUNCH_CBIDS.contains(&cbid)
     }
+}
+
+/// A kernel launch (not a graph launch).
+#[inline]
+fn is_kernel_launch(domain: i32, cbid: u32) -> bool {
+    if domain == sys::DOMAIN_RUNTIME {
+        sys::RUNTIME_LAUNCH_CBIDS.contains(&cbid)
+    } else {
+        sys::DRIVER_LAUNCH_CBIDS.contains(&cbid)
+    }
+}
+
+/// Counts kernel records made outside CUPTI's activity buffers (kernels of counted regions).
+fn count_kernels(n: u64) {
+    COUNTS[0].fetch_add(n, Ordering::Relaxed);
 }
 
 /// Stream captures in progress in the process (a launch into a capturing stream runs nothing,
@@ -694,6 +713,10 @@ extern "C" fn on_callback(_user: *mut c_void, domain: i32, cbid: u32, data: *con
     if data.is_null() || (domain != sys::DOMAIN_RUNTIME && domain != sys::DOMAIN_DRIVER) {
         return;
     }
+    if domain == sys::DOMAIN_DRIVER && region_kernels::own_call() {
+        // Metron's own event calls for kernels of counted regions.
+        return;
+    }
     // SAFETY: non-null data for the runtime or driver API domain.
     let data = unsafe { sys::CallbackData::from_raw(data) };
     let enter = data.callback_site == 0;
@@ -718,6 +741,11 @@ extern "C" fn on_callback(_user: *mut c_void, domain: i32, cbid: u32, data: *con
         ApiMode::None | ApiMode::Activity => false,
     };
     if enter {
+        if !(launch || traced) {
+            // A call only subscribed for bookkeeping at its exit (or a driver call made by the
+            // runtime): no clock read.
+            return;
+        }
         let now = timestamp();
         data.stash(now);
         if launch {
@@ -742,14 +770,28 @@ extern "C" fn on_callback(_user: *mut c_void, domain: i32, cbid: u32, data: *con
                 };
                 range_profiler::before_launch(data.context, data.correlation_id, now, graph);
             }
+            if region_kernels::recording() {
+                if is_kernel_launch(domain, cbid) {
+                    region_kernels::on_enter(domain, cbid, data, now);
+                } else if let Some(l) = LOADED.get() {
+                    region_kernels::graph_launch(&l.cupti, true);
+                    GRAPH_KIND_ON.with(|g| g.set(true));
+                }
+            }
         }
     } else {
-        let now = timestamp();
+        let now = if launch || traced { timestamp() } else { 0 };
         if launch && range_profiler::active() {
             range_profiler::after_launch(data.correlation_id, now);
         }
         if launch {
             pc_sampling::after_launch(data.context);
+            region_kernels::on_exit(data.correlation_id, now);
+            if GRAPH_KIND_ON.with(|g| g.replace(false)) {
+                if let Some(l) = LOADED.get() {
+                    region_kernels::graph_launch(&l.cupti, false);
+                }
+            }
         }
         if !nested && data.return_code() == 0 {
             capture_bookkeeping(domain, cbid);
@@ -974,6 +1016,7 @@ extern "C" fn buffer_completed(
             .unwrap_or_else(|e| e.into_inner())
             .push(buffer as usize);
     }
+    region_kernels::fill_graph_spans(&mut records);
     for r in &records {
         let i = match r.kind {
             GpuKind::Kernel => 0,
@@ -998,7 +1041,7 @@ unsafe fn decode(loaded: &Loaded, names: &mut Names, p: *const u8) -> Option<Gpu
     // SAFETY: p points at a record (caller).
     let kind = unsafe { sys::record_kind(p) };
     match kind {
-        sys::kind::CONCURRENT_KERNEL => {
+        sys::kind::CONCURRENT_KERNEL | sys::kind::KERNEL => {
             // SAFETY: the kind says CUpti_ActivityKernel10.
             let k: sys::ActivityKernel = unsafe { sys::read_record(p) };
             // SAFETY: the name is CUPTI's NUL-terminated string, valid during the callback.
@@ -1179,6 +1222,7 @@ fn flush(at_end: bool) {
         pc_sampling::finish_collection();
         pm_sampling::finish();
     }
+    region_kernels::resolve(at_end);
     let _ = loaded.cupti.flush(at_end);
     drain_api(loaded);
     if at_end && device_info().is_none_or(|d| d.devices.is_empty()) {

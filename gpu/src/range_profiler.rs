@@ -15,10 +15,13 @@
 //!   (`component.rs`). One range per context at a time: a nested region on the same thread,
 //!   or a region of another thread that overlaps it on the same GPU, reads NaN with the
 //!   reason, and so does the open region when another thread launched work on its context
-//!   meanwhile (the GPU's counters cannot tell them apart). Kernel activity is off while a
-//!   range is open (`METRON_GPU_REGION_KERNELS=off`, the default): with it on, CUPTI counts its
-//!   own `WaitNs` kernel in every range (+16.8M instructions per range on the H100, measured
-//!   2026-11-24; `edges`, off only around Start/Push and Pop/Stop, did not help). With N > 1
+//!   meanwhile (the GPU's counters cannot tell them apart). CUPTI's CONCURRENT_KERNEL activity
+//!   is off while a range is open: with it on, CUPTI counts its own `WaitNs` kernel in every
+//!   range (+16.8M instructions per range on the H100, measured 2026-11-24; `edges`, off only
+//!   around Start/Push and Pop/Stop, did not help). The range's kernels are still recorded
+//!   (`METRON_GPU_REGION_KERNELS=events`, the default; `region_kernels.rs`): from their launch
+//!   callbacks with CUDA events for the device span, graph launches through the serialized
+//!   KERNEL kind (which, unlike CONCURRENT_KERNEL, left the values exact on the H100). With N > 1
 //!   passes region mode is refused ([`decide`]): kernel mode runs and regions read NaN.
 //! - **Threads** (kernel mode): CUPTI's auto range allows one `Start`..`Stop` per context at a
 //!   time, so each context has a gate taken at a launch's enter callback and released at its
@@ -245,6 +248,9 @@ pub fn configure(cupti: &Cupti, cupti_path: &str) {
     };
     let metrics = spec.hardware.clone();
     let requested = parse_mode(std::env::var("METRON_GPU_COUNTER_MODE").ok().as_deref());
+    crate::region_kernels::enable(
+        requested == Mode::Region && region_kernels() == RegionKernels::Events,
+    );
     let mut info = Info {
         metrics: metrics.clone(),
         requested: Some(requested),
@@ -666,7 +672,7 @@ pub fn region_columns() -> Vec<String> {
 
 /// How kernel activity is handled around a user range (`METRON_GPU_REGION_KERNELS`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum RegionKernels {
+pub(crate) enum RegionKernels {
     /// On throughout (CUPTI's `WaitNs` kernel is then counted in each range).
     On,
     /// Off while the range is open (its kernels are not traced).
@@ -674,26 +680,53 @@ enum RegionKernels {
     /// Off only around `Start`/`PushRange` and `PopRange`/`Stop`, on in between (measured on
     /// the H100: CUPTI still counts its `WaitNs` kernel, as with `On`).
     Edges,
+    /// Off while the range is open; the range's launches are recorded from their callbacks
+    /// with CUDA events for the device span (`region_kernels.rs`). The default.
+    Events,
+    /// CONCURRENT_KERNEL off and the serialized KERNEL kind on while the range is open (a
+    /// probe: does the serialized kind avoid `WaitNs`?).
+    Serial,
 }
 
-fn region_kernels() -> RegionKernels {
+pub(crate) fn region_kernels() -> RegionKernels {
     match std::env::var("METRON_GPU_REGION_KERNELS")
         .ok()
         .as_deref()
         .map(str::trim)
     {
         Some("edges") => RegionKernels::Edges,
+        Some("serial") => RegionKernels::Serial,
+        Some("events") | None | Some("") => RegionKernels::Events,
         Some(v) if metron::settings::parse_bool(v) == Some(true) => RegionKernels::On,
         _ => RegionKernels::Off,
     }
 }
 
+/// Counted ranges that turned kernel activity off (it is back on when the last one closes).
+static KERNELS_OFF: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
 fn kernel_activity(cupti: &Cupti, on: bool) {
-    let _ = if on {
-        crate::sys::enable(cupti, crate::sys::kind::CONCURRENT_KERNEL)
-    } else {
-        crate::sys::disable(cupti, crate::sys::kind::CONCURRENT_KERNEL)
-    };
+    let serial = region_kernels() == RegionKernels::Serial;
+    if on {
+        let was = KERNELS_OFF
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                Some(n.saturating_sub(1))
+            })
+            .unwrap_or(0);
+        if was == 1 {
+            crate::region_kernels::set_untraced(false);
+            if serial {
+                let _ = crate::sys::disable(cupti, crate::sys::kind::KERNEL);
+            }
+            let _ = crate::sys::enable(cupti, crate::sys::kind::CONCURRENT_KERNEL);
+        }
+    } else if KERNELS_OFF.fetch_add(1, Ordering::AcqRel) == 0 {
+        let _ = crate::sys::disable(cupti, crate::sys::kind::CONCURRENT_KERNEL);
+        if serial {
+            let _ = crate::sys::enable(cupti, crate::sys::kind::KERNEL);
+        }
+        crate::region_kernels::set_untraced(true);
+    }
 }
 
 /// Opens a user range for a region on the calling thread's current context: sets the
@@ -778,6 +811,10 @@ pub fn region_begin() -> Result<(), String> {
         );
     }
     let rk = region_kernels();
+    if rk == RegionKernels::Events {
+        // Before the range opens: the anchor's wait is not counted.
+        crate::region_kernels::anchor(ctx);
+    }
     if rk != RegionKernels::On {
         kernel_activity(&cupti, false);
     }
@@ -855,6 +892,7 @@ pub fn region_end() -> Result<Vec<f64>, String> {
     if rk != RegionKernels::On {
         kernel_activity(&cupti, true);
     }
+    crate::region_kernels::resolve(false);
     let device = s.device;
     let result = match (result, open.and_then(|o| o.foreign)) {
         (Ok(_), Some(other)) => {
@@ -938,7 +976,10 @@ pub fn metadata() -> Value {
             RegionKernels::Edges => "edges: kernel activity off around Start/PushRange and PopRange/Stop only, on while the region runs: kernels of counted regions are in kernels.csv and the trace",
             RegionKernels::On => "on throughout (METRON_GPU_REGION_KERNELS=on): CUPTI's internal WaitNs kernel is counted in each range's values (filtered from kernels.csv by name)",
             RegionKernels::Off => "off while a user range is open (METRON_GPU_REGION_KERNELS=off): kernels of counted regions are not in kernels.csv or the trace",
+            RegionKernels::Events => "events (the default): CUPTI's kernel activity is off while a user range is open; the range's kernels are recorded from their launch callbacks, device spans from CUDA events on the launch's stream (see region_kernels)",
+            RegionKernels::Serial => "serial (a probe): CONCURRENT_KERNEL off and the serialized KERNEL kind on while a user range is open",
         },
+        "region_kernels": crate::region_kernels::metadata(),
         "config_image_bytes": i.config_bytes,
         "counter_data_image_bytes": i.counter_data_bytes,
         "kernel_timestamps": "under kernel replay CUPTI zeroes kernel timestamps: such kernels carry the host span of their launch call (all passes included); use gpu__time_duration.sum for device time",

@@ -25,6 +25,8 @@ pub mod kind {
     pub const DRIVER: i32 = 4;
     /// `CUPTI_ACTIVITY_KIND_RUNTIME`.
     pub const RUNTIME: i32 = 5;
+    /// `CUPTI_ACTIVITY_KIND_KERNEL` (serialized kernels; same record layout).
+    pub const KERNEL: i32 = 3;
     /// `CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL`.
     pub const CONCURRENT_KERNEL: i32 = 10;
 }

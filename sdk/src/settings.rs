@@ -363,8 +363,8 @@ pub static REGISTRY: &[SettingSpec] = &[
     SettingSpec {
         name: "METRON_GPU_REGION_KERNELS",
         kind: Kind::Text,
-        default: "off",
-        description: "region counter mode, kernel tracing while a counted region's user range is open: off (no kernel records inside counted regions: the only setting whose counter values are exact), on (kernels stay in kernels.csv and the trace, but CUPTI then counts its own WaitNs kernel in each range: on the H100 +16.8M instructions per range), edges (off only around Start/PushRange and PopRange/Stop: same WaitNs effect as on)",
+        default: "events",
+        description: "region counter mode, how kernels of a counted region are recorded while its user range is open: events (the default: CUPTI's kernel activity is off during the range, which keeps the counter values exact; the range's kernels are recorded from their launch callbacks with CUDA events for the device span, and graph launches through CUPTI's serialized KERNEL kind), off (kernels of counted regions are not recorded), serial (CUPTI's serialized KERNEL kind for the whole range: values exact, kernels serialized), on (kernel activity stays on: CUPTI then counts its own WaitNs kernel, +16.8M instructions per range on the H100), edges (same WaitNs effect as on)",
     },
     SettingSpec {
         name: "METRON_NVTX_FOLD",
