@@ -70,16 +70,10 @@ ALLOWED = {
     ("region", "runtime"): "region begin/end check the runtime's state and start it",
     ("thread_buffer", "runtime"): "a thread's first buffer is made from the runtime's settings",
     ("thread_buffer", "sampling"): "a new thread attaches itself to the sampler (should be a hook)",
-    # GPU records (`sink::GpuRecord`) are the decoding layer's, but the GPU sinks still read
-    # the GPU glue's global state: device names, the stream word, launch -> region, notes.
-    ("sinks", "gpu"): "GPU sinks read device names, the stream word, launch regions, notes",
     # Sources register themselves with the runtime (metadata sections, sinks, messages,
     # delivery) instead of the runtime asking them.
-    ("gpu", "runtime"): "gpu::submit delivers records through the runtime",
-    ("gpu", "metadata"): "a GPU backend adds its metadata section",
     ("sampling", "runtime"): "the sampler checks collecting; time windows switch it on and off",
     ("sampling", "pipeline"): "sampled records are handed to the pipeline",
-    ("runtime", "lifecycle"): "the runtime's start installs the fork and signal handlers",
 }
 
 CFG_TEST = re.compile(r"#\s*\[\s*cfg\s*\(\s*test\s*\)\s*\]")

@@ -16,31 +16,16 @@
 //! when every launch annotation has been seen). The trace and summary do not show these
 //! annotations.
 
-use crate::callsite::Callsite;
 use crate::sink::{Event, RunInfo, Sink, ThreadInfo};
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{LazyLock, OnceLock};
 
-/// Name of the annotation a backend records at each kernel launch (value: correlation id).
-pub const LAUNCH_KEY: &str = "metron.gpu.launch";
-
-/// The `stream` of device work that belongs to no stream or queue (AMD's async copies run on
-/// copy engines): such records share one `copies` track per device.
-pub const NO_STREAM: u32 = u32::MAX;
-
-// The record types are the decoding layer's (`sink`), which the sinks see; re-exported here
-// where the backends name them.
+// The plain GPU data types and the record types are the decoding layer's (`sink`, `sink::gpu`),
+// which the sinks see; re-exported here where the backends name them.
+pub use crate::sink::gpu::{
+    dim3, is_launch_key, GpuContext, GpuDevice, GpuNote, NoteValue, LAUNCH_KEY, NO_STREAM,
+};
 pub use crate::sink::{GpuKind, GpuRecord};
-
-/// A GPU as the backend found it.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct GpuDevice {
-    /// Index (CUDA device ordinal).
-    pub index: u32,
-    /// Name, e.g. `NVIDIA H100 80GB HBM3`.
-    pub name: String,
-}
 
 /// What a backend tells the SDK about itself.
 pub struct Backend {
@@ -54,110 +39,107 @@ pub struct Backend {
     pub stream_word: &'static str,
 }
 
+/// What the runtime lends the GPU glue (installed with [`wire`] when it starts), so that this
+/// module does not reach up into the runtime.
+#[derive(Clone, Copy)]
+pub(crate) struct GpuHooks {
+    /// Adds a sink to the run (the join and `kernels.csv` sinks, when a backend registers).
+    pub add_sink: fn(Box<dyn Sink>),
+    /// Hands GPU records to every sink.
+    pub deliver: fn(&[GpuRecord]),
+}
+
 static BACKEND: OnceLock<Backend> = OnceLock::new();
-static DEVICES: Mutex<Vec<GpuDevice>> = Mutex::new(Vec::new());
-/// correlation id → (region name, thread tid), filled by [`JoinSink`].
-static JOIN: Mutex<Option<HashMap<u32, (&'static str, u32)>>> = Mutex::new(None);
+/// The devices, stream word, launch joins and notes, handed to the GPU sinks.
+static CONTEXT: LazyLock<GpuContext> = LazyLock::new(GpuContext::default);
+static HOOKS: OnceLock<GpuHooks> = OnceLock::new();
+/// The sinks of a backend registered before the runtime wired the GPU glue.
+static PENDING: std::sync::Mutex<Vec<Box<dyn Sink>>> = std::sync::Mutex::new(Vec::new());
+
+/// The GPU facts the sinks are handed (the runtime gives it to the trace and the summary).
+pub(crate) fn context() -> GpuContext {
+    CONTEXT.clone()
+}
+
+/// Installs the runtime's hooks (at its start); returns the sinks of a backend that registered
+/// before, for the runtime to add.
+pub(crate) fn wire(hooks: GpuHooks) -> Vec<Box<dyn Sink>> {
+    let mut pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = HOOKS.set(hooks);
+    std::mem::take(&mut *pending)
+}
 
 /// Registers the GPU backend (first call wins) and its devices; adds the join sink and the
-/// `gpu` section of `metadata.json`. Returns false if a backend was already registered.
+/// `kernels.csv` sink (the runtime adds the `gpu` section of `metadata.json` from
+/// [`metadata`]). Returns false if a backend was already registered.
 pub fn set_backend(backend: Backend, devices: Vec<GpuDevice>) -> bool {
+    let word = backend.stream_word;
     if BACKEND.set(backend).is_err() {
         return false;
     }
-    *DEVICES.lock().unwrap_or_else(|e| e.into_inner()) = devices;
-    crate::metadata::add_section("gpu", || match BACKEND.get() {
-        Some(b) => (b.metadata)(),
-        None => serde_json::Value::Null,
-    });
-    crate::runtime::add_sink(Box::new(JoinSink));
-    crate::runtime::add_sink(Box::new(crate::sinks::kernels_csv::KernelsCsvSink::new()));
+    CONTEXT.set_stream_word(word);
+    CONTEXT.set_devices(devices);
+    let sinks: Vec<Box<dyn Sink>> = vec![
+        Box::new(JoinSink(context())),
+        Box::new(crate::sinks::kernels_csv::KernelsCsvSink::with_context(
+            context(),
+        )),
+    ];
+    let hooks = {
+        let mut pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+        match HOOKS.get() {
+            Some(hooks) => *hooks,
+            None => {
+                pending.extend(sinks);
+                return true;
+            }
+        }
+    };
+    for sink in sinks {
+        (hooks.add_sink)(sink);
+    }
     true
+}
+
+/// The `gpu` section of `metadata.json` (the registered backend's), `None` without a backend.
+pub(crate) fn metadata() -> Option<serde_json::Value> {
+    BACKEND.get().map(|b| (b.metadata)())
 }
 
 /// Replaces the device list (a backend learns it once the driver is initialized).
 pub fn set_devices(devices: Vec<GpuDevice>) {
-    *DEVICES.lock().unwrap_or_else(|e| e.into_inner()) = devices;
+    CONTEXT.set_devices(devices);
 }
 
 /// The devices the backend registered.
 pub fn devices() -> Vec<GpuDevice> {
-    DEVICES.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    CONTEXT.devices()
 }
 
 /// The name of device `index` (`GPU <index>` if unknown).
 pub fn device_name(index: u32) -> String {
-    DEVICES
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-        .find(|d| d.index == index)
-        .map_or_else(|| format!("GPU {index}"), |d| d.name.clone())
+    CONTEXT.device_name(index)
 }
 
 /// What the registered backend calls a record's `stream` (`stream` when none registered).
 pub fn stream_word() -> &'static str {
-    BACKEND.get().map_or("stream", |b| b.stream_word)
+    CONTEXT.stream_word()
 }
 
 /// Hands decoded records to every sink (off the application threads: the backend's own
-/// thread). Does nothing after the run ended.
+/// thread). Does nothing before the runtime started or after the run ended.
 pub fn submit(records: &[GpuRecord]) {
     if !records.is_empty() {
-        crate::runtime::deliver_gpu(records);
+        if let Some(hooks) = HOOKS.get() {
+            (hooks.deliver)(records);
+        }
     }
 }
-
-/// A value of a [`GpuNote`] argument.
-#[derive(Clone, Debug, PartialEq)]
-pub enum NoteValue {
-    /// An unsigned integer.
-    U64(u64),
-    /// A floating-point number.
-    F64(f64),
-    /// A string.
-    Str(String),
-}
-
-/// A slice a GPU backend works out at the end of the run, about device work already recorded
-/// (PC sampling's stall breakdown of a kernel): the trace draws it on a track named
-/// `<stream track's name> <track>` under the stream track of `device`/`stream` (under the
-/// process when that stream has no track), from `start_ns` to `end_ns`, with `args` as debug
-/// annotations and `correlation_id` when `correlation` is not 0.
-#[derive(Clone, Debug, PartialEq)]
-pub struct GpuNote {
-    /// The note track's name after the stream's (e.g. `PC sampling`).
-    pub track: Arc<str>,
-    /// Device index.
-    pub device: u32,
-    /// Stream id.
-    pub stream: u32,
-    /// Start, `CLOCK_MONOTONIC` ns.
-    pub start_ns: u64,
-    /// End, `CLOCK_MONOTONIC` ns.
-    pub end_ns: u64,
-    /// Slice name.
-    pub name: Arc<str>,
-    /// Correlation id of the work it is about (0: none).
-    pub correlation: u32,
-    /// Debug annotations, in order.
-    pub args: Vec<(String, NoteValue)>,
-}
-
-static NOTES: Mutex<Vec<GpuNote>> = Mutex::new(Vec::new());
 
 /// Adds notes for the trace. Call it before the trace finishes: from a sink's
 /// [`Sink::finish`] (sinks that do not finish late finish before the trace) or earlier.
 pub fn add_notes(notes: Vec<GpuNote>) {
-    NOTES
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .extend(notes);
-}
-
-/// The notes added so far (the trace takes them when it writes its GPU tracks).
-pub(crate) fn take_notes() -> Vec<GpuNote> {
-    std::mem::take(&mut *NOTES.lock().unwrap_or_else(|e| e.into_inner()))
+    CONTEXT.add_notes(notes);
 }
 
 /// Asks the backend to flush its records (called by the runtime).
@@ -170,20 +152,11 @@ pub(crate) fn flush_backend(at_end: bool) {
 /// The region open on the launching thread when the work with this correlation id was
 /// launched, and that thread's tid (known once the flusher saw the launch annotation).
 pub fn region_of(correlation: u32) -> Option<(&'static str, u32)> {
-    JOIN.lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_ref()?
-        .get(&correlation)
-        .copied()
+    CONTEXT.region_of(correlation)
 }
 
-/// True for the launch annotation key (the trace and summary skip it).
-pub fn is_launch_key(key: &Callsite) -> bool {
-    key.name == LAUNCH_KEY
-}
-
-/// Keeps `correlation id → region` from the launch annotations.
-struct JoinSink;
+/// Keeps `correlation id → region` from the launch annotations, in the context it fills.
+struct JoinSink(GpuContext);
 
 impl Sink for JoinSink {
     fn name(&self) -> &str {
@@ -191,7 +164,7 @@ impl Sink for JoinSink {
     }
 
     fn events(&mut self, thread: &ThreadInfo, events: &[Event<'_>]) {
-        let mut join = None;
+        let mut launches = Vec::new();
         for e in events {
             if let Event::Annotation {
                 region, key, value, ..
@@ -209,12 +182,10 @@ impl Sink for JoinSink {
                     crate::region::AnnotationValue::I64(v) => v as u32,
                     _ => continue,
                 };
-                let join =
-                    join.get_or_insert_with(|| JOIN.lock().unwrap_or_else(|e| e.into_inner()));
-                let map = join.get_or_insert_with(HashMap::new);
-                map.insert(corr, (region.map_or("(no region)", |r| r.name), thread.tid));
+                launches.push((corr, region.map_or("(no region)", |r| r.name), thread.tid));
             }
         }
+        self.0.join(launches);
     }
 
     fn finish(&mut self, _run: &RunInfo) -> std::io::Result<Vec<PathBuf>> {
@@ -254,11 +225,6 @@ pub fn demangle_kernel(name: &str) -> String {
         }
     }
     s
-}
-
-/// Demangles nothing, formats launch dimensions: `(x,y,z)`.
-pub fn dim3(d: [i32; 3]) -> String {
-    format!("({},{},{})", d[0], d[1], d[2])
 }
 
 #[cfg(test)]

@@ -1,7 +1,10 @@
 //! Process lifecycle: `fork`, `SIGINT`/`SIGTERM`, and what happens at exit (crash signals,
 //! `SIGABRT` included, are `crate::crash`'s).
 //!
-//! Installed once when the runtime starts. All the `unsafe` calls of this module are the
+//! This layer starts the process's run: its ELF constructor ([`START_BEFORE_MAIN`]) registers
+//! [`install`] with the runtime (`runtime::on_start`), then starts the runtime, which calls it
+//! once when it starts enabled (or at registration, when a record made by another library's
+//! constructor started the runtime first). All the `unsafe` calls of this module are the
 //! operating-system calls in [`sys`] at the bottom.
 //!
 //! # fork
@@ -41,9 +44,32 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 /// `sys::process`, below the modules that check it.)
 pub use crate::sys::process::disabled_in_child;
 
+/// Runs before `main`: registers [`install`] with the runtime and starts it. `.init_array`
+/// entries of the default priority run after the standard library's own (which records `argv`
+/// at priority 99), so `std::env::args` works. Without the `enabled` feature the runtime starts
+/// only when the program calls Metron; `install` still runs then.
+#[cfg(target_os = "linux")]
+#[used]
+#[link_section = ".init_array"]
+static START_BEFORE_MAIN: extern "C" fn() = start_before_main;
+
+#[cfg(target_os = "linux")]
+extern "C" fn start_before_main() {
+    // Must not unwind into the dynamic loader. A copy that joins another starts nothing.
+    let _ = std::panic::catch_unwind(|| {
+        crate::runtime::on_start(install);
+        #[cfg(feature = "enabled")]
+        crate::runtime::get();
+    });
+}
+
 /// Installs the fork handler and, if the settings say so, the signal handlers. Called once,
-/// by the runtime's start.
-pub(crate) fn install(settings: &Settings) {
+/// when the runtime starts enabled (later calls do nothing).
+fn install(settings: &Settings) {
+    static INSTALLED: AtomicBool = AtomicBool::new(false);
+    if INSTALLED.swap(true, Ordering::AcqRel) {
+        return;
+    }
     sys::at_fork_child(after_fork_in_child);
     if settings.signals {
         if let Err(e) = signals::install() {

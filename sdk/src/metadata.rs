@@ -76,6 +76,11 @@ pub(crate) fn build(rt: &Runtime, run: &RunInfo, pipeline: &Pipeline, errors: &[
     if let Some(died) = crate::crash::died() {
         metadata["died"] = json!(died);
     }
+    // The GPU backend's section, asked of the GPU glue (a registered section of the same name
+    // replaces it).
+    if let Some(gpu) = crate::gpu::metadata() {
+        metadata["gpu"] = gpu;
+    }
     for (name, value) in extra_sections() {
         metadata[name] = value;
     }

@@ -1,7 +1,7 @@
 //! The process-wide runtime: settings, the slot service and its flusher pipeline, the run
 //! folder, and the end of the run (flush, outputs, the one stderr line).
 //!
-//! It starts before `main`, from an ELF constructor ([`START_BEFORE_MAIN`]), so that no
+//! It starts before `main`, from the lifecycle layer's ELF constructor, so that no
 //! application thread ever waits for it: settings, the 2 ms clock calibration, the sinks and the
 //! flusher are ready when the program's first thread records. Where the constructor did not run
 //! (a record made by another library's constructor that ran first) the first record starts it.
@@ -37,17 +37,23 @@ static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 /// handler writes a run folder.
 static USED: AtomicBool = AtomicBool::new(false);
 
-/// The runtime starts before `main`. `.init_array` entries of the default priority run after
-/// the standard library's own (which records `argv` at priority 99), so `std::env::args` works.
-#[cfg(all(feature = "enabled", target_os = "linux"))]
-#[used]
-#[link_section = ".init_array"]
-static START_BEFORE_MAIN: extern "C" fn() = start_before_main;
+/// What the lifecycle layer installs when an enabled runtime starts (the fork and signal
+/// handlers): registered by it with [`on_start`], so that the runtime does not reach up into it.
+static ON_START: OnceLock<fn(&Settings)> = OnceLock::new();
 
-#[cfg(all(feature = "enabled", target_os = "linux"))]
-extern "C" fn start_before_main() {
-    // Must not unwind into the dynamic loader. A copy that joins another starts nothing.
-    let _ = std::panic::catch_unwind(get);
+/// Registers `hook`, called with the settings when an enabled runtime starts, or now if it
+/// already started (a record made by another library's constructor that ran first). The
+/// lifecycle layer registers it from its constructor before it starts the runtime; first call
+/// wins, and `hook` must tolerate a second call.
+pub(crate) fn on_start(hook: fn(&Settings)) {
+    if ON_START.set(hook).is_err() {
+        return;
+    }
+    if let Some(rt) = RUNTIME.get() {
+        if rt.settings.enabled {
+            hook(&rt.settings);
+        }
+    }
 }
 
 /// Start-up messages (bad settings, output-path keys, counter plans) wait for the run's first
@@ -198,11 +204,14 @@ fn start() -> Runtime {
             segment_bytes: settings.buffer_bytes,
             max_file_bytes: settings.trace_max_bytes,
         };
-        sinks.push(Box::new(PerfettoSink::with_category_list(
-            config,
-            &settings.trace_categories,
-            output_dir.clone(),
-        )));
+        sinks.push(Box::new(
+            PerfettoSink::with_category_list(
+                config,
+                &settings.trace_categories,
+                output_dir.clone(),
+            )
+            .with_gpu_context(crate::gpu::context()),
+        ));
     }
     // `flamegraph.svg`, `regions.svg`, `report.html`: last, from the files the others wrote.
     if settings.report {
@@ -213,6 +222,16 @@ fn start() -> Runtime {
         sinks.push(Box::new(crate::sinks::export::ExportSink::new(
             settings.export.clone(),
         )));
+    }
+    // The GPU glue adds its sinks and delivers its records through these hooks; a backend that
+    // registered before now has its sinks added here, after the others (as `add_sink` would).
+    let gpu_sinks = crate::gpu::wire(crate::gpu::GpuHooks {
+        add_sink,
+        deliver: deliver_gpu,
+    });
+    if !gpu_sinks.is_empty() {
+        mark_used();
+        sinks.extend(gpu_sinks);
     }
     let pipeline = Arc::new(Mutex::new(Pipeline::new(sinks, output_dir.clone())));
     let flusher = CallbackThread::shared();
@@ -270,7 +289,9 @@ fn start() -> Runtime {
         sys::at_exit(finish_at_exit);
     }
     if enabled {
-        crate::lifecycle::install(&runtime.settings);
+        if let Some(hook) = ON_START.get() {
+            hook(&runtime.settings);
+        }
         if runtime.settings.crash {
             crate::crash::start(crate::crash::CrashHooks {
                 ticks_to_ns,
@@ -299,6 +320,7 @@ fn summary_config(settings: &Settings) -> SummaryConfig {
             }) as crate::sinks::summary::DerivedMetrics
         }),
         died: settings.crash.then_some(crate::crash::died as fn() -> _),
+        gpu: crate::gpu::context(),
     }
 }
 

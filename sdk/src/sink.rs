@@ -1,5 +1,7 @@
 //! What the flusher feeds: decoded events, per thread, in the order the thread recorded them.
 
+pub(crate) mod gpu;
+
 use crate::callsite::Callsite;
 use crate::region::AnnotationValue;
 use std::path::PathBuf;

@@ -1,5 +1,5 @@
 //! GPU totals in `summary.txt` / `summary.json` (key `gpu`): per kernel name, per Metron
-//! region (the region open on the launching thread, see [`crate::gpu`]), per copy kind and
+//! region (the region open on the launching thread, see `crate::gpu`), per copy kind and
 //! per API function. Resolved at the end of the run, when every launch has been joined.
 //!
 //! With GPU counters (`METRON_GPU_METRICS`), `summary.json` also has `gpu.gpu_counters`: each
@@ -142,6 +142,8 @@ fn write_region_counters(out: &mut String, rows: &BTreeMap<String, RegionCounter
 #[derive(Default)]
 pub(crate) struct GpuSummary {
     records: Vec<GpuRecord>,
+    /// The launch → region join (filled by the GPU glue), handed over by the summary's config.
+    context: crate::sink::gpu::GpuContext,
 }
 
 #[derive(Default)]
@@ -153,6 +155,14 @@ struct Totals {
 }
 
 impl GpuSummary {
+    /// An empty summary that finds launch regions in `context`.
+    pub(crate) fn with_context(context: crate::sink::gpu::GpuContext) -> GpuSummary {
+        GpuSummary {
+            records: Vec::new(),
+            context,
+        }
+    }
+
     pub(crate) fn add(&mut self, records: &[GpuRecord]) {
         // Metric samples (PM sampling) are summarized by the backend, not here.
         self.records.extend(
@@ -170,8 +180,10 @@ impl GpuSummary {
             match r.kind {
                 GpuKind::Kernel => {
                     t.kernels.entry(r.name.to_string()).or_default().push(ns);
-                    let region =
-                        crate::gpu::region_of(r.correlation).map_or("(unknown)", |(name, _)| name);
+                    let region = self
+                        .context
+                        .region_of(r.correlation)
+                        .map_or("(unknown)", |(name, _)| name);
                     let e = t.regions.entry(region.to_string()).or_default();
                     e.0.push(ns);
                 }
@@ -204,7 +216,7 @@ impl GpuSummary {
         let Some(c) = super::kernels_csv::kernel_counters() else {
             return Value::Null;
         };
-        counters_json(&self.records, &c)
+        counters_json(&self.context, &self.records, &c)
     }
 
     pub(crate) fn to_json(&self) -> Value {
@@ -282,7 +294,11 @@ impl GpuSummary {
 }
 
 /// Per region and per kernel name: profiled kernels and each metric's sum.
-fn counters_json(records: &[GpuRecord], c: &super::kernels_csv::KernelCounters) -> Value {
+fn counters_json(
+    gpu: &crate::sink::gpu::GpuContext,
+    records: &[GpuRecord],
+    c: &super::kernels_csv::KernelCounters,
+) -> Value {
     type Acc = BTreeMap<String, (u64, Vec<f64>)>;
     let mut regions: Acc = BTreeMap::new();
     let mut kernels: Acc = BTreeMap::new();
@@ -301,7 +317,9 @@ fn counters_json(records: &[GpuRecord], c: &super::kernels_csv::KernelCounters) 
             }
             None => continue,
         };
-        let region = crate::gpu::region_of(r.correlation).map_or("(unknown)", |(name, _)| name);
+        let region = gpu
+            .region_of(r.correlation)
+            .map_or("(unknown)", |(name, _)| name);
         for (map, key) in [
             (&mut regions, region.to_string()),
             (&mut kernels, r.name.to_string()),
@@ -377,7 +395,7 @@ mod tests {
             values: HashMap::from([(1, vec![10.0, 1.0, 10.0]), (2, vec![32.0, 2.0, 16.0])]),
             ..Default::default()
         };
-        let v = counters_json(&[a, b, d], &c);
+        let v = counters_json(&Default::default(), &[a, b, d], &c);
         assert_eq!(v["by_kernel"][0]["name"], "saxpy");
         assert_eq!(v["by_kernel"][0]["kernels"], 2);
         assert_eq!(v["by_kernel"][0]["sums"]["smsp__inst_executed.sum"], 42.0);

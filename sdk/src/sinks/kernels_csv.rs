@@ -17,6 +17,7 @@
 //! ([`record_kernel_counters`]); each metric becomes one more column, after `EndNs`, empty for
 //! a kernel that was not profiled.
 
+use crate::sink::gpu::GpuContext;
 use crate::sink::{Event, RunInfo, Sink, ThreadInfo};
 use crate::sink::{GpuKind, GpuRecord};
 use std::collections::HashMap;
@@ -143,19 +144,29 @@ pub fn counter_text(v: f64) -> String {
     }
 }
 
-/// The `kernels.csv` sink (added by [`crate::gpu::set_backend`]).
+/// The `kernels.csv` sink (added when a GPU backend registers).
 #[derive(Default)]
 pub struct KernelsCsvSink {
     kernels: Vec<GpuRecord>,
     /// correlation id → host tid of the API call.
     api_tid: HashMap<u32, u32>,
     rows: usize,
+    /// Device names and the launch → region join (filled by the GPU glue).
+    gpu: GpuContext,
 }
 
 impl KernelsCsvSink {
-    /// An empty sink.
+    /// An empty sink (no device names, no launch regions known).
     pub fn new() -> KernelsCsvSink {
         KernelsCsvSink::default()
+    }
+
+    /// An empty sink that names devices and launch regions from `gpu`.
+    pub fn with_context(gpu: GpuContext) -> KernelsCsvSink {
+        KernelsCsvSink {
+            gpu,
+            ..KernelsCsvSink::default()
+        }
     }
 }
 
@@ -164,8 +175,10 @@ fn quote(s: &str) -> String {
     format!("\"{}\"", s.replace('"', "\"\""))
 }
 
-/// The CSV text for `kernels` (with `api_tid` for the launching thread).
+/// The CSV text for `kernels` (with `api_tid` for the launching thread, device names and launch
+/// regions from `gpu`).
 pub fn render(
+    gpu: &GpuContext,
     kernels: &[GpuRecord],
     api_tid: &HashMap<u32, u32>,
     run: &RunInfo,
@@ -197,7 +210,7 @@ pub fn render(
     }
     out.push('\n');
     for (i, (at, r)) in sorted.into_iter().enumerate() {
-        let joined = crate::gpu::region_of(r.correlation);
+        let joined = gpu.region_of(r.correlation);
         let tid = api_tid
             .get(&r.correlation)
             .copied()
@@ -211,11 +224,7 @@ pub fn render(
         let _ = write!(
             out,
             "{},{},{},{},{},{},{},{},{},{},{:.6},{},{},{},{},{},{}",
-            quote(&format!(
-                "{} [{}]",
-                r.name,
-                crate::gpu::device_name(r.device)
-            )),
+            quote(&format!("{} [{}]", r.name, gpu.device_name(r.device))),
             i,
             tid,
             quote(&format!("{{{},{},{}}}", global[0], global[1], global[2])),
@@ -294,6 +303,7 @@ impl Sink for KernelsCsvSink {
         std::fs::write(
             &path,
             render(
+                &self.gpu,
                 &self.kernels,
                 &self.api_tid,
                 run,
@@ -376,7 +386,13 @@ mod tests {
             end_ns: 0,
         };
         let tids = HashMap::from([(5, 77)]);
-        let text = render(&[a.clone(), b.clone()], &tids, &run, None);
+        let text = render(
+            &GpuContext::default(),
+            &[a.clone(), b.clone()],
+            &tids,
+            &run,
+            None,
+        );
         let rows: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
         assert!(rows[0].starts_with("Method,ExecutionOrder,ThreadID,GlobalWorkSize"));
         assert_eq!(rows.len(), 3);
@@ -395,7 +411,13 @@ mod tests {
             values: HashMap::from([(5, vec![9961472.0, 134228992.5])]),
             ..KernelCounters::default()
         };
-        let text = render(&[a, b], &tids, &run, Some(&counters));
+        let text = render(
+            &GpuContext::default(),
+            &[a, b],
+            &tids,
+            &run,
+            Some(&counters),
+        );
         let rows: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
         assert!(
             rows[0].ends_with(

@@ -365,6 +365,13 @@ impl PerfettoSink {
         }
     }
 
+    /// The sink naming GPU devices, streams and launch regions, and drawing notes, from `gpu`
+    /// (filled by the GPU glue; without it the trace knows none).
+    pub(crate) fn with_gpu_context(mut self, gpu: crate::sink::gpu::GpuContext) -> PerfettoSink {
+        self.gpu.context = gpu;
+        self
+    }
+
     /// The sink with `config`, tracing the categories of the list `categories` (the
     /// `METRON_TRACE_CATEGORIES` grammar; `config.categories` is replaced): an unknown category
     /// is reported on stderr (and in `metadata.json`) and everything is traced.
@@ -728,7 +735,7 @@ impl PerfettoSink {
                     self.counts.track_events += 1;
                 }
             }
-            Event::Annotation { key, .. } if crate::gpu::is_launch_key(key) => {}
+            Event::Annotation { key, .. } if crate::sink::gpu::is_launch_key(key) => {}
             Event::Annotation {
                 region: Some(_),
                 key,
@@ -1214,7 +1221,8 @@ impl Sink for PerfettoSink {
             self.left_out(open_async);
         }
         let mark = self.mark();
-        self.gpu.add_notes(crate::gpu::take_notes());
+        let notes = self.gpu.context.take_notes();
+        self.gpu.add_notes(notes);
         let gpu_records = self.gpu.len() as u64;
         self.gpu
             .finish(&mut self.enc, &mut self.counts, PROCESS_UUID);

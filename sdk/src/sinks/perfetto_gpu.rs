@@ -1,4 +1,4 @@
-//! GPU activity in the Perfetto trace (records from [`crate::gpu`]).
+//! GPU activity in the Perfetto trace (records from the GPU glue, `crate::gpu`).
 //!
 //! # Layout
 //! - **One track per GPU stream**, named `GPU <dev> <device name> stream <n>`, under the
@@ -14,7 +14,7 @@
 //!   graph launch has one arrow to each kernel, copy and set node it ran; those slices also
 //!   carry `graph_id` and `graph_node_id`.
 //!
-//! - **Note tracks** ([`crate::gpu::GpuNote`], e.g. PC sampling's stall breakdowns): one
+//! - **Note tracks** ([`GpuNote`], e.g. PC sampling's stall breakdowns): one
 //!   track per stream and note kind, named `<stream track> <kind>`, a child of the stream's
 //!   track; one slice per note with the note's arguments.
 //!
@@ -24,7 +24,8 @@
 
 use super::perfetto::{TraceCounts, GPU_UUID_BASE};
 use super::perfetto_encode::{annotation, event, packet, track, Encoder};
-use crate::gpu::{GpuKind, GpuNote, GpuRecord, NoteValue};
+use crate::sink::gpu::{dim3, GpuContext, GpuNote, NoteValue, NO_STREAM};
+use crate::sink::{GpuKind, GpuRecord};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
@@ -53,6 +54,8 @@ enum TrackKey {
 pub(crate) struct GpuTracks {
     records: Vec<GpuRecord>,
     notes: Vec<GpuNote>,
+    /// Device names, the stream word, launch regions and notes (filled by the GPU glue).
+    pub(crate) context: GpuContext,
 }
 
 impl GpuTracks {
@@ -77,6 +80,7 @@ impl GpuTracks {
             return;
         }
         let mut records = std::mem::take(&mut self.records);
+        let gpu = &self.context;
         // Metric samples: one counter track per (device, metric), after the slice tracks.
         let mut counters: Counters = BTreeMap::new();
         records.retain(|r| {
@@ -137,13 +141,13 @@ impl GpuTracks {
         for (n, (key, mut slices)) in tracks.into_iter().enumerate() {
             let uuid = GPU_UUID_BASE + n as u64;
             let name = match key {
-                TrackKey::Stream { device, stream } if stream == crate::gpu::NO_STREAM => {
-                    format!("GPU {device} {} copies", crate::gpu::device_name(device))
+                TrackKey::Stream { device, stream } if stream == NO_STREAM => {
+                    format!("GPU {device} {} copies", gpu.device_name(device))
                 }
                 TrackKey::Stream { device, stream } => format!(
                     "GPU {device} {} {} {stream}",
-                    crate::gpu::device_name(device),
-                    crate::gpu::stream_word()
+                    gpu.device_name(device),
+                    gpu.stream_word()
                 ),
                 TrackKey::Api { tid, driver } => format!(
                     "CUDA {} API tid {tid}",
@@ -173,12 +177,13 @@ impl GpuTracks {
                 } else {
                     None
                 };
-                slice_begin(e, r, uuid, flow, counts);
+                slice_begin(e, gpu, r, uuid, flow, counts);
             });
         }
-        counter_tracks(e, counts, parent, counters);
+        counter_tracks(e, gpu, counts, parent, counters);
         note_tracks(
             e,
+            gpu,
             counts,
             parent,
             &stream_uuids,
@@ -224,6 +229,7 @@ const NOTE_UUID_OFFSET: u64 = 2 << 20;
 /// One track per (stream, note kind), a child of the stream's track, with the notes as slices.
 fn note_tracks(
     e: &mut Encoder,
+    gpu: &GpuContext,
     counts: &mut TraceCounts,
     parent: u64,
     streams: &HashMap<(u32, u32), (u64, String)>,
@@ -244,8 +250,8 @@ fn note_tracks(
                 parent,
                 format!(
                     "GPU {device} {} {} {stream} {kind}",
-                    crate::gpu::device_name(device),
-                    crate::gpu::stream_word()
+                    gpu.device_name(device),
+                    gpu.stream_word()
                 ),
             ),
         };
@@ -291,7 +297,13 @@ const COUNTER_UUID_OFFSET: u64 = 1 << 20;
 
 /// One `GPU <n> <name> metrics` track per device, with one counter track per metric under it;
 /// each sample is a counter value at its start (it holds until the next sample).
-fn counter_tracks(e: &mut Encoder, counts: &mut TraceCounts, parent: u64, counters: Counters) {
+fn counter_tracks(
+    e: &mut Encoder,
+    gpu: &GpuContext,
+    counts: &mut TraceCounts,
+    parent: u64,
+    counters: Counters,
+) {
     let mut groups: BTreeMap<u32, u64> = BTreeMap::new();
     let base = GPU_UUID_BASE + COUNTER_UUID_OFFSET;
     for (i, ((device, metric), mut values)) in counters.into_iter().enumerate() {
@@ -300,7 +312,7 @@ fn counter_tracks(e: &mut Encoder, counts: &mut TraceCounts, parent: u64, counte
         // Device groups first (one per device), metric tracks after them.
         let group = *groups.entry(device).or_insert_with(|| {
             let uuid = base + u64::from(device);
-            let name = format!("GPU {device} {} metrics", crate::gpu::device_name(device));
+            let name = format!("GPU {device} {} metrics", gpu.device_name(device));
             describe(e, first, uuid, parent, &name);
             uuid
         });
@@ -390,6 +402,7 @@ fn arg_s(e: &mut Encoder, name: &str, v: &str) {
 
 fn slice_begin(
     e: &mut Encoder,
+    gpu: &GpuContext,
     r: &GpuRecord,
     uuid: u64,
     flow: Option<Flow>,
@@ -408,8 +421,8 @@ fn slice_begin(
     arg_u(e, "correlation_id", u64::from(r.correlation));
     match r.kind {
         GpuKind::Kernel => {
-            arg_s(e, "grid", &crate::gpu::dim3(r.grid));
-            arg_s(e, "block", &crate::gpu::dim3(r.block));
+            arg_s(e, "grid", &dim3(r.grid));
+            arg_s(e, "block", &dim3(r.block));
             arg_u(e, "registers", u64::from(r.registers));
             arg_i(e, "static_shared", i64::from(r.static_shared));
             arg_i(e, "dynamic_shared", i64::from(r.dynamic_shared));
@@ -418,12 +431,12 @@ fn slice_begin(
             if let Some(o) = r.occupancy {
                 arg_f(e, "occupancy", f64::from(o));
             }
-            launch_args(e, r);
+            launch_args(e, gpu, r);
         }
         GpuKind::Memcpy | GpuKind::Memset => {
             arg_u(e, "bytes", r.bytes);
             arg_u(e, "device", u64::from(r.device));
-            launch_args(e, r);
+            launch_args(e, gpu, r);
         }
         GpuKind::RuntimeApi | GpuKind::DriverApi | GpuKind::HsaApi | GpuKind::HipApi => {
             arg_u(e, "status", u64::from(r.status))
@@ -446,8 +459,8 @@ fn slice_begin(
 }
 
 /// Device work's launching region (and thread) and its CUDA graph and node, when known.
-fn launch_args(e: &mut Encoder, r: &GpuRecord) {
-    if let Some((region, tid)) = crate::gpu::region_of(r.correlation) {
+fn launch_args(e: &mut Encoder, gpu: &GpuContext, r: &GpuRecord) {
+    if let Some((region, tid)) = gpu.region_of(r.correlation) {
         arg_s(e, "region", region);
         arg_u(e, "launch_tid", u64::from(tid));
     }

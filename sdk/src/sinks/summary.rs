@@ -129,6 +129,8 @@ pub(crate) struct SummaryConfig {
     pub derived: Option<DerivedMetrics>,
     /// How the run died, asked at the end of the run (`None`: crash handling off).
     pub died: Option<fn() -> Option<Died>>,
+    /// The GPU facts besides the records (launch → region), filled by the GPU glue.
+    pub gpu: crate::sink::gpu::GpuContext,
 }
 
 /// The summary sink.
@@ -158,11 +160,11 @@ impl SummarySink {
     /// An empty summary with the runtime's derived metrics and crash report.
     pub(crate) fn with_config(config: SummaryConfig) -> SummarySink {
         SummarySink {
+            gpu: super::gpu_summary::GpuSummary::with_context(config.gpu.clone()),
             config,
             threads: BTreeMap::new(),
             async_ranges: Default::default(),
             samples: Default::default(),
-            gpu: Default::default(),
         }
     }
 
