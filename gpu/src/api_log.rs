@@ -12,7 +12,7 @@
 //!   still being written are read in pieces; a full chunk that the writer has left goes back
 //!   to the pool.
 //!
-//! A record: `start`, `end` (Metron's clock), `correlation | cbid << 32 | domain << 48`,
+//! A record: `start`, `end` (TSC ticks on x86-64, converted to Metron's clock when drained), `correlation | cbid << 32 | domain << 48`,
 //! `tid | status << 32`.
 
 use std::cell::RefCell;
@@ -29,9 +29,9 @@ const PREALLOCATED: usize = 4;
 /// One decoded API call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ApiCall {
-    /// Enter, Metron's clock (ns).
+    /// Enter: hot-path ticks (`metron::clock::now_ticks`).
     pub start: u64,
-    /// Exit, Metron's clock (ns).
+    /// Exit: hot-path ticks.
     pub end: u64,
     /// CUPTI's correlation id.
     pub correlation: u32,

@@ -384,6 +384,8 @@ fn start_inner() -> Result<Status, Status> {
         return Err(status);
     }
     let _ = LOADED.set(Loaded { driver, cupti });
+    // Measured now (a 2 ms spin), not inside the first launch's callback.
+    let _ = metron::clock::calibration();
     let cupti = &LOADED.get().expect("set above").cupti;
     let bytes = env_size("METRON_GPU_ACTIVITY_BUFFER", 4 << 20);
     BUFFER_BYTES.store(bytes, Ordering::Relaxed);
@@ -746,8 +748,11 @@ extern "C" fn on_callback(_user: *mut c_void, domain: i32, cbid: u32, data: *con
             // runtime): no clock read.
             return;
         }
-        let now = timestamp();
-        data.stash(now);
+        // The TSC (one instruction) rather than clock_gettime: on the H100 VM two clock reads
+        // per launch cost about 0.2 us (tests/cuda/cupti_toggle.cu, KCD -> KCDt). Ticks become
+        // ns when the calls are drained.
+        let ticks = metron::clock::now_ticks();
+        data.stash(ticks);
         if launch {
             if DEVICE_INFO.get().is_none() {
                 read_device_info();
@@ -768,11 +773,16 @@ extern "C" fn on_callback(_user: *mut c_void, domain: i32, cbid: u32, data: *con
                 } else {
                     sys::DRIVER_GRAPH_LAUNCH_CBIDS.contains(&cbid)
                 };
-                range_profiler::before_launch(data.context, data.correlation_id, now, graph);
+                range_profiler::before_launch(
+                    data.context,
+                    data.correlation_id,
+                    tick_ns(ticks),
+                    graph,
+                );
             }
             if region_kernels::recording() {
                 if is_kernel_launch(domain, cbid) {
-                    region_kernels::on_enter(domain, cbid, data, now);
+                    region_kernels::on_enter(domain, cbid, data, tick_ns(ticks));
                 } else if let Some(l) = LOADED.get() {
                     region_kernels::graph_launch(&l.cupti, true);
                     GRAPH_KIND_ON.with(|g| g.set(true));
@@ -780,13 +790,19 @@ extern "C" fn on_callback(_user: *mut c_void, domain: i32, cbid: u32, data: *con
             }
         }
     } else {
-        let now = if launch || traced { timestamp() } else { 0 };
+        let ticks = if launch || traced {
+            metron::clock::now_ticks()
+        } else {
+            0
+        };
         if launch && range_profiler::active() {
-            range_profiler::after_launch(data.correlation_id, now);
+            range_profiler::after_launch(data.correlation_id, tick_ns(ticks));
         }
         if launch {
             pc_sampling::after_launch(data.context);
-            region_kernels::on_exit(data.correlation_id, now);
+            if region_kernels::enabled() {
+                region_kernels::on_exit(data.correlation_id, tick_ns(ticks));
+            }
             if GRAPH_KIND_ON.with(|g| g.replace(false)) {
                 if let Some(l) = LOADED.get() {
                     region_kernels::graph_launch(&l.cupti, false);
@@ -799,7 +815,7 @@ extern "C" fn on_callback(_user: *mut c_void, domain: i32, cbid: u32, data: *con
         if traced {
             api_log::record(&api_log::ApiCall {
                 start: data.stashed(),
-                end: now,
+                end: ticks,
                 correlation: data.correlation_id,
                 cbid,
                 domain,
@@ -808,6 +824,16 @@ extern "C" fn on_callback(_user: *mut c_void, domain: i32, cbid: u32, data: *con
             });
         }
     }
+}
+
+/// Ticks on Metron's timeline (the start calibration: host spans of profiled launches and
+/// kernels of counted regions; API calls use the refined one when drained).
+#[inline]
+fn tick_ns(ticks: u64) -> u64 {
+    if ticks == 0 {
+        return 0;
+    }
+    metron::clock::calibration().to_monotonic_ns(ticks)
 }
 
 extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize) {
@@ -1171,6 +1197,9 @@ unsafe fn decode(loaded: &Loaded, names: &mut Names, p: *const u8) -> Option<Gpu
 /// thread or the flush: never an application thread).
 fn drain_api(loaded: &Loaded) {
     let mut records = Vec::new();
+    // The calls carry TSC ticks: converted with the start calibration's rate re-measured up to
+    // now, as the runtime converts region ticks (same reference point).
+    let cal = metron::clock::calibration().refined();
     {
         let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
         let names = names.get_or_insert_with(Names::default);
@@ -1192,8 +1221,8 @@ fn drain_api(loaded: &Loaded) {
                 GpuKind::DriverApi
             };
             let mut r = GpuRecord::new(kind, name);
-            r.start_ns = c.start;
-            r.end_ns = c.end;
+            r.start_ns = cal.to_monotonic_ns(c.start);
+            r.end_ns = cal.to_monotonic_ns(c.end);
             r.tid = c.tid;
             r.correlation = c.correlation;
             r.status = c.status;

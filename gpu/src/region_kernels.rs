@@ -275,6 +275,12 @@ pub(crate) fn enable(on: bool) {
     ON.store(on, Ordering::Relaxed);
 }
 
+/// Recording is asked for (region mode with `events`).
+#[inline]
+pub(crate) fn enabled() -> bool {
+    ON.load(Ordering::Relaxed)
+}
+
 /// Kernel activity went off (`true`) or back on for counted ranges.
 pub(crate) fn set_untraced(off: bool) {
     UNTRACED.store(off && ON.load(Ordering::Relaxed), Ordering::Release);

@@ -15,10 +15,12 @@
 //   KCD    KC + the whole runtime domain enabled (Metron's default subscription)
 //   KCDt   KCD with a callback that reads the clock at enter and exit and stores 32 bytes in
 //          a thread-local ring (the least an API tracer does)
+//   KCDr   the same with the TSC (rdtsc) instead of clock_gettime (what Metron reads now)
 //   C      the launch callbacks alone (no kernel activity)
 //   nvcc -O2 -arch=sm_90 -o cupti_toggle cupti_toggle.cu -I$CUDA/include -L$CUDA/lib -lcupti
 #include <cuda_runtime.h>
 #include <cupti.h>
+#include <x86intrin.h>
 
 #include <pthread.h>
 #include <sched.h>
@@ -57,7 +59,7 @@ static void CUPTIAPI completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
     free(buffer);
 }
 
-static bool g_work = false;
+static int g_work = 0;  // 0 nothing, 1 clock_gettime, 2 rdtsc
 struct Rec { uint64_t start, end; uint32_t corr, cbid, tid, status; };
 static thread_local Rec t_ring[4096];
 static thread_local unsigned t_pos = 0;
@@ -66,11 +68,11 @@ static void CUPTIAPI on_cb(void*, CUpti_CallbackDomain domain, CUpti_CallbackId 
     if (!g_work) return;
     auto* data = static_cast<const CUpti_CallbackData*>(d);
     if (data->callbackSite == CUPTI_API_ENTER) {
-        *data->correlationData = monotonic();
+        *data->correlationData = g_work == 2 ? __rdtsc() : monotonic();
     } else {
         Rec& r = t_ring[t_pos++ & 4095];
         r.start = *data->correlationData;
-        r.end = monotonic();
+        r.end = g_work == 2 ? __rdtsc() : monotonic();
         r.corr = data->correlationId;
         r.cbid = cbid | (unsigned(domain) << 16);
         r.tid = 0;
@@ -87,15 +89,16 @@ static void check(CUptiResult r, const char* what) {
     }
 }
 
-struct Cfg { const char* name; bool kernel, copies, rt, drv, domain, work; };
+struct Cfg { const char* name; bool kernel, copies, rt, drv, domain; int work; };
 static const Cfg CFGS[] = {
-    {"N", false, false, false, false, false, false},
-    {"K", true, false, false, false, false, false},
-    {"KCr", true, false, true, false, false, false},
-    {"KC", true, false, true, true, false, false},
-    {"KCD", true, false, true, true, true, false},
-    {"KCDt", true, false, true, true, true, true},
-    {"C", false, false, true, true, false, false},
+    {"N", false, false, false, false, false, 0},
+    {"K", true, false, false, false, false, 0},
+    {"KCr", true, false, true, false, false, 0},
+    {"KC", true, false, true, true, false, 0},
+    {"KCD", true, false, true, true, true, 0},
+    {"KCDt", true, false, true, true, true, 1},
+    {"C", false, false, true, true, false, 0},
+    {"KCDr", true, false, true, true, true, 2},
 };
 static const int NCFG = sizeof(CFGS) / sizeof(CFGS[0]);
 
@@ -109,7 +112,7 @@ static void apply(const Cfg& c, bool on) {
     if (c.domain) check(cuptiEnableDomain(on, g_sub, CUPTI_CB_DOMAIN_RUNTIME_API), "domain");
     if (c.rt) for (unsigned id : RT) check(cuptiEnableCallback(on, g_sub, CUPTI_CB_DOMAIN_RUNTIME_API, id), "rt cb");
     if (c.drv) for (unsigned id : DRV) check(cuptiEnableCallback(on, g_sub, CUPTI_CB_DOMAIN_DRIVER_API, id), "drv cb");
-    g_work = on && c.work;
+    g_work = on ? c.work : 0;
 }
 
 static double pct(std::vector<double> v, double p) {
@@ -175,5 +178,7 @@ int main(int argc, char** argv) {
     step(3, 4, "whole runtime domain enabled");
     step(4, 5, "clock reads + ring store in the callback");
     step(0, 6, "launch callbacks without kernel activity");
+    step(4, 7, "TSC reads + ring store in the callback");
+    step(7, 5, "clock_gettime instead of the TSC (2 reads)");
     return 0;
 }

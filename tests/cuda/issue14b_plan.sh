@@ -12,13 +12,19 @@ MET=smsp__inst_executed.sum,dram__bytes_read.sum
 log() { echo "== $* $(date +%T)" | tee -a $R/log.txt; }
 { date -u; nvidia-smi -L; nproc; } >> $R/log.txt 2>&1
 PHASES=${PHASES:-regions,toggle,procs}
-if [[ $PHASES == *regions* ]]; then
-for spec in "km_serial kernel serial off" "rm_off region serial off" "rm_events region serial events" "rm_serialkind region serial serial" "rm_events_overlap region overlap events"; do
+if [[ $PHASES == *regions* || $PHASES == *events_only* ]]; then
+SPECS=("km_serial kernel serial off" "rm_off region serial off" "rm_events region serial events" "rm_serialkind region serial serial" "rm_events_overlap region overlap events")
+[[ $PHASES == *events_only* ]] && SPECS=("rm_events region serial events")
+for spec in "${SPECS[@]}"; do
   set -- $spec
   log "$1"
   METRON_GPU_REGION_KERNELS=$4 METRON_GPU_METRICS=$MET METRON_GPU_COUNTER_MODE=$2 METRON_OUTPUT_PATH=$R/$1 timeout 120 $M mt_graph 10 $3 > $R/$1.log 2>&1; echo "rc=$?" >> $R/$1.log
   tail -3 $R/$1.log
 done
+fi
+if [[ $PHASES == *trace* ]]; then
+log trace_default
+METRON_OUTPUT_PATH=$R/trace timeout 120 $M mt_graph 10 overlap > $R/trace.log 2>&1; tail -1 $R/trace.log
 fi
 if [[ $PHASES == *toggle* ]]; then
 log toggle
@@ -27,16 +33,16 @@ cat $R/toggle.txt
 fi
 if [[ $PHASES == *procs* ]]; then
 log procs
-T="${PIN:-}"
+T="${PIN:-}"; NL=${NL:-50000}
 for round in $(seq 1 ${PROUNDS:-12}); do
-  for cfg in none bare_kernel bare_kernel_cb metron_a metron metron_none; do
+  for cfg in ${CFGS:-none bare_kernel bare_kernel_cb metron_a metron metron_none}; do
     case $cfg in
-      none) out=$($T launch_loop 50000) ;;
-      bare_kernel) out=$(BARE_CUPTI_MODE=kernel CUDA_INJECTION64_PATH=$B/libbare_cupti.so $T launch_loop 50000 2>/dev/null) ;;
-      bare_kernel_cb) out=$(BARE_CUPTI_MODE=kernel_cb CUDA_INJECTION64_PATH=$B/libbare_cupti.so $T launch_loop 50000 2>/dev/null) ;;
-      metron_a) out=$(METRON_TRACE=0 METRON_OUTPUT_PATH=/tmp/o/$cfg$round $T $B/metron run --library $B/libmetron_a.so -- launch_loop 50000 2>/dev/null) ;;
-      metron) out=$(METRON_TRACE=0 METRON_OUTPUT_PATH=/tmp/o/$cfg$round $T $M launch_loop 50000 2>/dev/null) ;;
-      metron_none) out=$(METRON_GPU_API=none METRON_TRACE=0 METRON_OUTPUT_PATH=/tmp/o/$cfg$round $T $M launch_loop 50000 2>/dev/null) ;;
+      none) out=$($T launch_loop $NL) ;;
+      bare_kernel) out=$(BARE_CUPTI_MODE=kernel CUDA_INJECTION64_PATH=$B/libbare_cupti.so $T launch_loop $NL 2>/dev/null) ;;
+      bare_kernel_cb) out=$(BARE_CUPTI_MODE=kernel_cb CUDA_INJECTION64_PATH=$B/libbare_cupti.so $T launch_loop $NL 2>/dev/null) ;;
+      metron_a) out=$(METRON_TRACE=0 METRON_OUTPUT_PATH=/tmp/o/$cfg$round $T $B/metron run --library $B/libmetron_a.so -- launch_loop $NL 2>/dev/null) ;;
+      metron) out=$(METRON_TRACE=0 METRON_OUTPUT_PATH=/tmp/o/$cfg$round $T $M launch_loop $NL 2>/dev/null) ;;
+      metron_none) out=$(METRON_GPU_API=none METRON_TRACE=0 METRON_OUTPUT_PATH=/tmp/o/$cfg$round $T $M launch_loop $NL 2>/dev/null) ;;
     esac
     echo "$round $cfg $out" >> $R/procs.txt
   done
