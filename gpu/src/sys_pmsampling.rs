@@ -10,7 +10,7 @@ use crate::sys_profiler::{
     HostGetConfigImageParams, HostGetConfigImageSizeParams, HostGetNumOfPassesParams,
     HostInitializeParams, Params, Profiler,
 };
-use std::ffi::{c_char, c_void, CString};
+use std::ffi::{c_char, c_void, CStr, CString};
 
 /// `CUPTI_PROFILER_TYPE_PM_SAMPLING`.
 pub const PROFILER_TYPE_PM_SAMPLING: i32 = 1;
@@ -279,9 +279,10 @@ impl PmApi {
         Ok(image)
     }
 
-    /// `cuptiProfilerHostInitialize(PM_SAMPLING, chip, availability)`.
-    pub fn host_init(&self, c: &Cupti, chip: &str, avail: &[u8]) -> Result<Handle, String> {
-        let chip = CString::new(chip).map_err(|_| "chip name with NUL".to_string())?;
+    /// `cuptiProfilerHostInitialize(PM_SAMPLING, chip, availability)`. `chip` and `avail` must
+    /// outlive the host object: CUPTI may keep the pointers (NVIDIA's sample keeps both for the
+    /// whole run; Metron freeing them after set-up went with DecodeData failing on the H100).
+    pub fn host_init(&self, c: &Cupti, chip: &CStr, avail: &[u8]) -> Result<Handle, String> {
         let mut p = HostInitializeParams::new();
         p.profiler_type = PROFILER_TYPE_PM_SAMPLING;
         p.chip_name = chip.as_ptr();

@@ -109,9 +109,10 @@ def main():
     kernels.sort()
     # The warm-up launches are tiny; keep the measured ones (>= 0.5 ms).
     kernels = [k for k in kernels if k[1] - k[0] >= 500_000]
-    metrics = {names[u]: sorted(v) for u, v in values.items() if u in counters}
+    # The PM-sampling tracks (Metron's own counters, e.g. "metron: process RSS", left out).
+    metrics = {names[u]: sorted(v) for u, v in values.items() if u in counters and not names[u].startswith("metron:")}
     print("tracks:", {m: len(v) for m, v in metrics.items()})
-    print("group:", sorted({names.get(parents.get(u)) for u in values}))
+    print("group:", sorted({str(names.get(parents.get(u))) for u in values}))
     print("kernels:", [(k[2], round((k[1] - k[0]) / 1e6, 3)) for k in kernels])
     out = {"kernels": [], "gaps": {}, "alignment": {}}
     for s, e, kind in kernels:
@@ -157,7 +158,65 @@ def main():
             if i < len(copies):
                 rate = copies[i][1] / ((e - s) / 1e9)
                 print("copy %d: bytes/duration = %.1f GB/s (slice %.3f ms)" % (i, rate / 1e9, (e - s) / 1e6))
+    verdict(out, metrics, kernels, log, interval)
     json.dump(out, open(os.path.join(run, "issue16_check.json"), "w"), indent=1)
+
+
+def verdict(out, metrics, kernels, log, interval):
+    """The issue's checks, one line each: DRAM high in copies and low in FMA kernels, SM the
+    reverse, both near zero in the gaps, high samples within 2 intervals of their kernel, and
+    the copy's mean DRAM bytes/s (read + write tracks, or dram__bytes) against bytes moved /
+    the kernel slice's duration (10 %)."""
+    def mean_in(kind, pred):
+        vals = []
+        for row in out["kernels"]:
+            if row["kernel"] != kind:
+                continue
+            for m, v in row.items():
+                if pred(m) and isinstance(v, (list, tuple)):
+                    vals.append(v[0])
+        return sum(vals) / len(vals) if vals else None
+    is_dram = lambda m: m.startswith("dram") and "write" not in m and "pct" not in m
+    is_sm = lambda m: m.startswith("sm__inst_executed") or m.startswith("sm__throughput")
+    res = {}
+    for label, pred, hi, lo in (("dram", is_dram, "copy", "fma"), ("sm", is_sm, "fma", "copy")):
+        a, b = mean_in(hi, pred), mean_in(lo, pred)
+        if a is None:
+            continue
+        gaps = [g[0] for m, g in out["gaps"].items() if pred(m) and g]
+        gap = max(gaps) if gaps else None
+        res[label + "_high_in_" + hi] = (a, b, gap, a > 5 * max(b, 1e-12) and (gap is None or gap < 0.1 * a))
+    # Every measured kernel has its samples (the last ones too: the end of the run decodes all).
+    cover = []
+    for row in out["kernels"]:
+        ns = [v[1] for m, v in row.items() if isinstance(v, (list, tuple))]
+        cover.append(round(min(ns) / (row["dur_ms"] * 1e6 / interval), 2) if ns else 0)
+    res["every_kernel_sampled"] = (cover, bool(cover) and min(cover) >= 0.8)
+    al = [v["outside_2_intervals"] for v in out["alignment"].values()]
+    res["alignment_outside_2_intervals"] = (sum(al), sum(al) == 0)
+    # DRAM bytes/s against bytes / duration, per copy launch.
+    bps = [m for m in metrics if m.startswith("dram__bytes") and m.endswith("per_second")]
+    if log and os.path.exists(log) and bps:
+        kt = [l.split() for l in open(log) if l.startswith("KTIME")]
+        moved = [int(x[4]) for x in kt if x[1] == "copy"]
+        ratios = []
+        for i, row in enumerate(r for r in out["kernels"] if r["kernel"] == "copy"):
+            if i >= len(moved):
+                break
+            tot = None
+            if "dram__bytes.sum.per_second" in row and row["dram__bytes.sum.per_second"]:
+                tot = row["dram__bytes.sum.per_second"][0]
+            elif all(row.get(m) for m in ("dram__bytes_read.sum.per_second", "dram__bytes_write.sum.per_second")):
+                tot = row["dram__bytes_read.sum.per_second"][0] + row["dram__bytes_write.sum.per_second"][0]
+            if tot is None:
+                continue
+            want = moved[i] / (row["dur_ms"] / 1e3)
+            ratios.append(tot / want)
+        if ratios:
+            res["dram_bytes_per_s_over_bytes_per_duration"] = (ratios, all(abs(r - 1) <= 0.10 for r in ratios))
+    out["verdict"] = res
+    for k, v in res.items():
+        print("CHECK %s %s %s" % ("PASS" if v[-1] else "FAIL", k, json.dumps(v[:-1])))
 
 
 if __name__ == "__main__":

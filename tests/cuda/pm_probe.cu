@@ -29,7 +29,7 @@
 //      (cbsetup), the decode thread started there after Start.
 //   e  no decode thread: DecodeData on the launching thread in each idle gap (inline).
 //   t  a + the timestamp callback only (tscb).
-// Knobs: ctx_first push sleep_ms hwbuf maxsamples interval(ns) reset(init|memcpy) act tscb cb
+// Knobs: late_init ctx_first push sleep_ms hwbuf maxsamples interval(ns) reset(init|memcpy) act tscb cb
 // cbsetup inline final reps gap_us copy_mib fma_iters abort_s samples(print each sample: 1)
 // metrics(comma list).
 //
@@ -68,7 +68,7 @@
 // ---------------------------------------------------------------- knobs
 struct Opt {
     std::string variant = "a";
-    int ctx_first = 0, push = 0, sleep_ms = 0, act = 0, tscb = 0, cb = 0, cbsetup = 0;
+    int ctx_first = 0, push = 0, sleep_ms = 0, act = 0, tscb = 0, cb = 0, cbsetup = 0, late_init = 0;
     int inline_decode = 0, final_drain = 1, reps = 3, gap_us = 3000, abort_s = 20, samples = 1;
     int reset_memcpy = 0;
     size_t hwbuf = (size_t)512 << 20;
@@ -507,6 +507,7 @@ static void knob(const std::string& kv) {
     std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
     long long n = std::atoll(v.c_str());
     if (k == "ctx_first") O.ctx_first = n; else if (k == "push") O.push = n;
+    else if (k == "late_init") O.late_init = n;
     else if (k == "sleep_ms") O.sleep_ms = n; else if (k == "act") O.act = n;
     else if (k == "tscb") O.tscb = n; else if (k == "cb") O.cb = n;
     else if (k == "cbsetup") O.cbsetup = n; else if (k == "inline") O.inline_decode = n;
@@ -585,6 +586,12 @@ int main(int argc, char** argv) {
                     (int)p.isSupported, (int)p.architecture, (int)p.sli, (int)p.vGpu,
                     (int)p.confidentialCompute, (int)p.cmp, (int)p.wsl);
     }
+    // late_init=1: the profiler is initialized after the context exists (Metron's order).
+    if (O.late_init) {
+        RT(cudaFree(0));
+        cuCtxGetCurrent(&g_ctx);
+        std::printf("INFO context created before cuptiProfilerInitialize: %p\n", (void*)g_ctx);
+    }
     {
         CUpti_Profiler_Initialize_Params ip = {CUpti_Profiler_Initialize_Params_STRUCT_SIZE};
         MUST("cuptiProfilerInitialize(1)", cuptiProfilerInitialize(&ip));
@@ -594,7 +601,7 @@ int main(int argc, char** argv) {
         g_chip = cn.pChipName;
         std::printf("INFO chip %s\n", g_chip.c_str());
     }
-    if (O.ctx_first) {
+    if (O.ctx_first && !O.late_init) {
         RT(cudaFree(0));  // Metron: the context exists before PM sampling is set up
         cuCtxGetCurrent(&g_ctx);
         std::printf("INFO context created first: %p\n", (void*)g_ctx);
