@@ -715,7 +715,7 @@ extern "C" fn on_callback(_user: *mut c_void, domain: i32, cbid: u32, data: *con
     if data.is_null() || (domain != sys::DOMAIN_RUNTIME && domain != sys::DOMAIN_DRIVER) {
         return;
     }
-    if domain == sys::DOMAIN_DRIVER && region_kernels::own_call() {
+    if domain == sys::DOMAIN_DRIVER && region_kernels::enabled() && region_kernels::own_call() {
         // Metron's own event calls for kernels of counted regions.
         return;
     }
@@ -1320,6 +1320,60 @@ pub fn metadata() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One empty launch as CUPTI calls Metron for `cudaLaunchKernel` in the default mode:
+    /// runtime enter, the runtime's nested `cuLaunchKernel` enter and exit, runtime exit.
+    #[inline(never)]
+    fn one_launch(data: &mut sys::CallbackData, slot: &mut u64, correlation: u32) {
+        data.correlation_id = correlation;
+        data.correlation_data = slot;
+        for (domain, cbid, site) in [
+            (sys::DOMAIN_RUNTIME, 211, 0),
+            (sys::DOMAIN_DRIVER, 307, 0),
+            (sys::DOMAIN_DRIVER, 307, 1),
+            (sys::DOMAIN_RUNTIME, 211, 1),
+        ] {
+            data.callback_site = site;
+            on_callback(
+                std::ptr::null_mut(),
+                domain,
+                cbid,
+                (data as *const sys::CallbackData).cast(),
+            );
+        }
+    }
+
+    /// Metron's own work per launch in its Callback API subscriber, without CUPTI: run under
+    /// callgrind to count it (`valgrind --tool=callgrind --toggle-collect='*one_launch*'
+    /// <test binary> --ignored --exact tests::callback_path_per_launch`; instructions / 10,000).
+    #[test]
+    #[ignore]
+    fn callback_path_per_launch() {
+        let _ = DEVICE_INFO.set(DeviceInfo {
+            devices: Vec::new(),
+            limits: Vec::new(),
+            limits_json: Vec::new(),
+        });
+        API_MODE.store(ApiMode::Runtime as u8, Ordering::Relaxed);
+        let mut ret: i32 = 0;
+        let mut data = sys::CallbackData {
+            callback_site: 0,
+            function_name: std::ptr::null(),
+            function_params: std::ptr::null(),
+            function_return_value: (&mut ret as *mut i32).cast(),
+            symbol_name: std::ptr::null(),
+            context: std::ptr::null_mut(),
+            context_uid: 1,
+            correlation_data: std::ptr::null_mut(),
+            correlation_id: 0,
+        };
+        let mut slot = 0u64;
+        for i in 0..10_000 {
+            one_launch(&mut data, &mut slot, i + 1);
+        }
+        let (recorded, _, _) = api_log::counts();
+        assert!(recorded >= 10_000, "{recorded}");
+    }
 
     #[test]
     fn api_names_lose_their_version_suffix() {
