@@ -53,6 +53,7 @@ mod pipeline;
 pub mod ranks;
 pub mod record;
 mod region;
+mod run_state;
 mod runtime;
 pub mod sampling;
 pub mod settings;

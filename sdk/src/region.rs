@@ -11,7 +11,7 @@ use crate::record::{
     header, kind, slots_for_bytes, slots_for_words, value_type, Slot, END_FROM_BEGIN,
     MAX_STRING_BYTES,
 };
-use crate::{runtime, thread_buffer};
+use crate::{run_state, thread_buffer};
 use metron_components::clock::now_ticks;
 
 /// Whether instrumentation is compiled in (the `enabled` feature).
@@ -23,7 +23,7 @@ type NotSend = PhantomData<*const ()>;
 /// True when recording is on (one relaxed load once the runtime is up).
 #[inline(always)]
 pub fn collecting() -> bool {
-    ENABLED && runtime::collecting()
+    ENABLED && run_state::collecting()
 }
 
 /// Guard of a region measured with the default bundle (wall clock). Ends the region when
@@ -43,7 +43,7 @@ impl Scope {
         #[cfg(feature = "enabled")]
         {
             let mut end_header = 0;
-            if runtime::collecting() {
+            if run_state::collecting() {
                 let begin = site.tagged_header();
                 if thread_buffer::write(now_ticks(), begin, 2, false) {
                     end_header = begin + END_FROM_BEGIN;
@@ -105,7 +105,7 @@ impl<B: Bundle> BundleScope<B> {
                 _bundle: PhantomData,
                 _not_send: PhantomData,
             };
-            if runtime::collecting() {
+            if run_state::collecting() {
                 let begin = site.tagged_header();
                 if thread_buffer::write(now_ticks(), begin, 2, false) {
                     scope.id = begin as u32;
@@ -275,7 +275,7 @@ pub mod by_id {
     #[inline]
     pub fn begin(id: u32) -> bool {
         ENABLED
-            && runtime::collecting()
+            && run_state::collecting()
             && thread_buffer::write(now_ticks(), header(id, kind::BEGIN, 0, 0), 2, false)
     }
 
@@ -290,14 +290,14 @@ pub mod by_id {
     #[inline]
     pub fn mark(id: u32) -> bool {
         ENABLED
-            && runtime::collecting()
+            && run_state::collecting()
             && thread_buffer::write(now_ticks(), header(id, kind::INSTANT, 0, 0), 1, false)
     }
 
     /// Records `value` for counter `id`.
     #[inline]
     pub fn counter(id: u32, value: f64) -> bool {
-        if !(ENABLED && runtime::collecting()) {
+        if !(ENABLED && run_state::collecting()) {
             return false;
         }
         let ticks = now_ticks();
@@ -320,7 +320,7 @@ pub mod by_id {
     /// paused, or dropped (then do not record its end either).
     #[inline]
     pub fn async_begin(id: u32, cookie: u64) -> bool {
-        ENABLED && runtime::collecting() && async_record(id, kind::ASYNC_BEGIN, cookie, false)
+        ENABLED && run_state::collecting() && async_record(id, kind::ASYNC_BEGIN, cookie, false)
     }
 
     /// Ends async slice `id` begun with `cookie`, on any thread. Written even while
@@ -339,7 +339,7 @@ pub mod by_id {
     #[inline]
     pub fn async_begin_at_ticks(id: u32, cookie: u64, ticks: u64) -> bool {
         ENABLED
-            && runtime::collecting()
+            && run_state::collecting()
             && thread_buffer::write_with(2, 1, false, |slots| {
                 slots[0] = Slot {
                     ticks,
@@ -371,7 +371,7 @@ pub mod by_id {
     /// forked child where Metron is off.
     #[inline(always)]
     pub fn collecting() -> bool {
-        ENABLED && runtime::collecting()
+        ENABLED && run_state::collecting()
     }
 
     /// Where [`collecting`] reads from: a byte, and its value while the run records (for the C
@@ -380,7 +380,7 @@ pub mod by_id {
     pub fn collecting_flag() -> (*const u8, u8) {
         #[cfg(feature = "enabled")]
         {
-            runtime::collecting_flag()
+            run_state::collecting_flag()
         }
         #[cfg(not(feature = "enabled"))]
         {
@@ -431,7 +431,7 @@ pub mod by_id {
         pub fn begin(self, id: u32) -> bool {
             #[cfg(feature = "enabled")]
             {
-                runtime::collecting()
+                run_state::collecting()
                     && thread_buffer::write_to(
                         self.producer,
                         now_ticks(),
@@ -512,7 +512,7 @@ pub mod by_id {
     /// Records `name` as the calling thread's name in the outputs, without renaming the
     /// thread itself (for tools that only label threads, e.g. `nvtxNameOsThread`).
     pub fn thread_name(name: &str) -> bool {
-        if !(ENABLED && runtime::collecting()) {
+        if !(ENABLED && run_state::collecting()) {
             return false;
         }
         let text = truncate(name, MAX_STRING_BYTES);
@@ -523,7 +523,7 @@ pub mod by_id {
     /// [`crate::CallsiteKind::AnnotationKey`]).
     #[inline]
     pub fn annotate(key_id: u32, value: super::AnnotationValue<'_>) -> bool {
-        ENABLED && runtime::collecting() && annotate_inner(key_id, value)
+        ENABLED && run_state::collecting() && annotate_inner(key_id, value)
     }
 }
 

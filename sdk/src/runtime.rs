@@ -21,17 +21,13 @@ use crate::sinks::summary::{SummaryConfig, SummarySink};
 use crate::sys;
 use metron_components::clock;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-const ON: u8 = 1;
-const OFF: u8 = 2;
-
-/// Starts as `ON`: before the runtime exists, the first record of every thread takes the cold
-/// path anyway (its producer is not attached yet), and that path starts the runtime, which turns
-/// the state `OFF` if `METRON_ENABLED` says so. So the hot-path check is one load and compare,
-/// and collection disabled at run time costs a handful of instructions per region.
-static STATE: AtomicU8 = AtomicU8::new(ON);
+// The recording state the hot path reads lives in the hot path layer (`run_state`); the
+// runtime writes it.
+pub(crate) use crate::run_state::collecting;
+use crate::run_state::{OFF, ON, STATE};
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 /// Whether anything used the runtime (see the module documentation); decides whether the exit
 /// handler writes a run folder.
@@ -103,19 +99,6 @@ pub(crate) struct Runtime {
     finished: AtomicBool,
     /// The process that started the runtime: a forked child has another pid.
     pid: u32,
-}
-
-/// True when recording is on (or the runtime has not started yet: see [`STATE`]). One
-/// relaxed load on the hot path.
-#[inline(always)]
-pub(crate) fn collecting() -> bool {
-    STATE.load(Ordering::Relaxed) == ON
-}
-
-/// The state byte [`collecting`] reads and its value while recording is on: the C header's
-/// inline path reads it through this address.
-pub(crate) fn collecting_flag() -> (*const u8, u8) {
-    (STATE.as_ptr().cast_const(), ON)
 }
 
 /// Starts the runtime if needed and says whether recording is on.
@@ -270,7 +253,19 @@ fn start() -> Runtime {
     let enabled = settings.enabled;
     // Time windows may start with recording off; the sampler starts here when asked for.
     let open = !enabled || {
-        let (open, sampling) = crate::sampling::start(&settings.sampling, &pipeline, &flusher);
+        // The sampler hands its batches to the pipeline through `deliver` and switches
+        // recording with the time windows through `set_collecting`.
+        let feed = Arc::clone(&pipeline);
+        let hooks = crate::sampling::SamplingHooks {
+            deliver: Box::new(move |batches| {
+                let mut pipeline = feed.lock().unwrap_or_else(|e| e.into_inner());
+                for b in batches {
+                    pipeline.consume_samples(b.tid, &b.name, &b.records, b.dropped);
+                }
+            }),
+            set_collecting,
+        };
+        let (open, sampling) = crate::sampling::start(&settings.sampling, hooks, &flusher);
         if sampling {
             crate::metadata::add_section("sampling", crate::sampling::metadata);
         }

@@ -216,7 +216,9 @@ fn make_room(p: &RawProducer<Slot>, n: usize, drop_weight: u64) -> bool {
         // handler on the main thread) still gets its record; the producer is drained at finish.
         let _ = EXIT.try_with(|_| {});
         // Sampled from now on, not only from the sampler's next scan.
-        crate::sampling::on_thread_attach();
+        if let Some(hook) = ON_ATTACH.get() {
+            hook();
+        }
         if p.reserve(n).is_some() {
             return true;
         }
@@ -228,6 +230,16 @@ fn make_room(p: &RawProducer<Slot>, n: usize, drop_weight: u64) -> bool {
         shared.count_drop(drop_weight);
     }
     false
+}
+
+/// Called when a thread attaches its buffer (cold path): installed by the sampler when it
+/// starts, so that it registers the thread at once without the hot path reaching up into it.
+static ON_ATTACH: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+
+/// Installs the hook a thread's first record calls once its buffer is attached (first call
+/// wins).
+pub(crate) fn on_attach(hook: fn()) {
+    let _ = ON_ATTACH.set(hook);
 }
 
 /// Set in a forked child (see `lifecycle`): buffers belong to the parent; never attach again.

@@ -67,7 +67,7 @@ fn capture() -> usize {
     // Here, so that frames[0] returns into the code that began the region, whatever the
     // closures below compile to.
     let regs = sys::current_registers();
-    if !crate::runtime::collecting() {
+    if !crate::run_state::collecting() {
         return 0;
     }
     ensure_view();

@@ -54,7 +54,7 @@ fn take_sample(info: *mut libc::siginfo_t, ctx: *mut c_void) {
         STRAY.fetch_add(1, Ordering::Relaxed);
         return;
     }
-    if !crate::runtime::collecting() || !OPEN.load(Ordering::Relaxed) {
+    if !crate::run_state::collecting() || !OPEN.load(Ordering::Relaxed) {
         slot.skipped.fetch_add(1, Ordering::Relaxed);
         return;
     }

@@ -50,7 +50,6 @@ pub use window::{parse_periods, Period, PeriodError, WindowClock};
 
 use crate::buffer::service::Drainable;
 use crate::buffer::CallbackThread;
-use crate::pipeline::Pipeline;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -72,7 +71,8 @@ fn view_readers() -> usize {
 pub(crate) static FLUSHER: OnceLock<std::thread::Thread> = OnceLock::new();
 
 static PLAN: OnceLock<sampler::Plan> = OnceLock::new();
-static PIPELINE: OnceLock<Arc<Mutex<Pipeline>>> = OnceLock::new();
+/// Where the batches go (the runtime's pipeline), lent at start.
+static DELIVER: OnceLock<Deliver> = OnceLock::new();
 static DRAINER: OnceLock<Arc<SampleDrain>> = OnceLock::new();
 /// Serialises drains, so a thread's sample batches reach the pipeline in order.
 static DRAIN_LOCK: Mutex<()> = Mutex::new(());
@@ -88,16 +88,40 @@ impl Drainable for SampleDrain {
     }
 }
 
+/// One thread's samples drained at once, for the pipeline.
+pub(crate) struct SampleBatch {
+    /// Kernel thread id.
+    pub tid: u32,
+    /// Thread name.
+    pub name: String,
+    /// The sample records, in order.
+    pub records: Vec<crate::record::Slot>,
+    /// Samples lost on this thread since the last batch.
+    pub dropped: u64,
+}
+
+/// Hands drained batches on (under one lock of the receiver, in order).
+pub(crate) type Deliver = Box<dyn Fn(Vec<SampleBatch>) + Send + Sync>;
+
+/// What the runtime lends the sampler and the time windows at start, so that they do not reach
+/// up into it.
+pub(crate) struct SamplingHooks {
+    /// Where drained samples go.
+    pub deliver: Deliver,
+    /// Turns recording on and off (time windows).
+    pub set_collecting: fn(bool),
+}
+
 /// Starts the time windows and, when `METRON_SAMPLING` is on, the sampler. Called once by the
-/// runtime's start. Returns whether collection is on at the start (a window may begin later),
+/// runtime's start, with its `hooks`. Returns whether collection is on at the start (a window may begin later),
 /// and whether the sampler started (the runtime then adds the [`metadata`] section).
 pub(crate) fn start(
     config: &SamplingConfig,
-    pipeline: &Arc<Mutex<Pipeline>>,
+    hooks: SamplingHooks,
     flusher: &CallbackThread,
 ) -> (bool, bool) {
     let open = window::open_at_start(&config.periods);
-    window::start(config.periods.clone());
+    window::start(config.periods.clone(), hooks.set_collecting);
     if !config.enabled {
         return (open, false);
     }
@@ -116,7 +140,7 @@ pub(crate) fn start(
     if let Some(thread) = flusher.thread_handle() {
         let _ = FLUSHER.set(thread);
     }
-    let _ = PIPELINE.set(Arc::clone(pipeline));
+    let _ = DELIVER.set(hooks.deliver);
     let drainer = DRAINER.get_or_init(|| Arc::new(SampleDrain));
     let weak = Arc::downgrade(drainer);
     flusher.register(weak as std::sync::Weak<dyn Drainable>);
@@ -126,6 +150,8 @@ pub(crate) fn start(
         signal,
         start_ns: sys::monotonic_ns(),
     });
+    // A thread attaching its buffer registers itself at once (see `on_thread_attach`).
+    crate::thread_buffer::on_attach(on_thread_attach);
     ARMED.store(true, Ordering::Release);
     // The starting thread at once; the manager finds the others.
     sampler::lock().add(plan, sys::gettid(), sys::own_stack_range());
@@ -175,7 +201,7 @@ pub(crate) fn drain() {
     if crate::sys::process::disabled_in_child() {
         return;
     }
-    let Some(pipeline) = PIPELINE.get() else {
+    let Some(deliver) = DELIVER.get() else {
         return;
     };
     let _serial = DRAIN_LOCK.lock().unwrap_or_else(|e| e.into_inner());
@@ -199,14 +225,16 @@ pub(crate) fn drain() {
                     t.name = name;
                 }
             }
-            batches.push((t.tid, t.name.clone(), records, dropped));
+            batches.push(SampleBatch {
+                tid: t.tid,
+                name: t.name.clone(),
+                records,
+                dropped,
+            });
         }
         reg.free_gone();
     }
-    let mut pipeline = pipeline.lock().unwrap_or_else(|e| e.into_inner());
-    for (tid, name, records, dropped) in batches {
-        pipeline.consume_samples(tid, &name, &records, dropped);
-    }
+    deliver(batches);
 }
 
 /// Ends sampling for the run: stops the events, delivers what is left, keeps the report.

@@ -137,11 +137,12 @@ pub(crate) fn open_at_start(periods: &[Period]) -> bool {
 }
 
 /// Starts the `metron-window` thread that follows `periods` (none: nothing to do).
-pub(crate) fn start(periods: Vec<Period>) {
+/// `set_collecting` turns recording on and off (the runtime's, lent at start).
+pub(crate) fn start(periods: Vec<Period>, set_collecting: fn(bool)) {
     if periods.is_empty() {
         return;
     }
-    let spawned = super::spawn_own_thread("metron-window", move || run(&periods));
+    let spawned = super::spawn_own_thread("metron-window", move || run(&periods, set_collecting));
     if let Err(e) = spawned {
         eprintln!("metron: time windows not applied (cannot start their thread: {e})");
     }
@@ -169,7 +170,7 @@ fn wait_until(clock: WindowClock, target: u64) {
     }
 }
 
-fn run(periods: &[Period]) {
+fn run(periods: &[Period], set_collecting: fn(bool)) {
     let origin_real = sys::monotonic_ns();
     let origin_cpu = sys::process_cputime_ns();
     // Each period starts where the previous ended, on its own clock.
@@ -184,13 +185,13 @@ fn run(periods: &[Period]) {
         while p.repeat.is_none_or(|r| round < r) {
             at += p.delay.as_nanos() as u64;
             wait_until(p.clock, at);
-            crate::runtime::set_collecting(true);
+            set_collecting(true);
             let Some(duration) = p.duration else {
                 return; // on until the end
             };
             at += duration.as_nanos() as u64;
             wait_until(p.clock, at);
-            crate::runtime::set_collecting(false);
+            set_collecting(false);
             round += 1;
         }
         at_real = now(WindowClock::Realtime);
