@@ -892,7 +892,6 @@ pub fn region_end() -> Result<Vec<f64>, String> {
     if rk != RegionKernels::On {
         kernel_activity(&cupti, true);
     }
-    crate::region_kernels::resolve(false);
     let device = s.device;
     let result = match (result, open.and_then(|o| o.foreign)) {
         (Ok(_), Some(other)) => {
@@ -905,7 +904,7 @@ pub fn region_end() -> Result<Vec<f64>, String> {
         }
         (r, _) => r,
     };
-    match result {
+    let out = match result {
         Ok(mut values) => {
             REGIONS_COUNTED.fetch_add(1, Ordering::Relaxed);
             let derived = state.spec.derive(&values);
@@ -917,7 +916,12 @@ pub fn region_end() -> Result<Vec<f64>, String> {
             Ok(values)
         }
         Err(e) => Err(e),
-    }
+    };
+    // The range's kernels (recorded from launch callbacks) go to the sinks outside the
+    // profiler's lock (delivery takes the pipeline's).
+    drop(guard);
+    crate::region_kernels::resolve(false);
+    out
 }
 
 /// The host span of a profiled launch, for a kernel record whose device timestamps CUPTI
