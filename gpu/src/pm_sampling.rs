@@ -950,6 +950,93 @@ pub fn metadata() -> Value {
     })
 }
 
+/// One recorded PM sample: its start and end GPU timestamps and one value per metric, as
+/// `cuptiPmSamplingCounterDataGetSampleInfo` and `cuptiProfilerHostEvaluateToGpuValues` gave
+/// them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordedSample {
+    /// Start timestamp (GPU clock as CUPTI reports it).
+    pub start: u64,
+    /// End timestamp.
+    pub end: u64,
+    /// One value per metric, in the metric order.
+    pub values: Vec<f64>,
+}
+
+/// Recorded decodes as a [`SampleSource`]: one image per `decode`, all but the last full.
+struct Recorded {
+    images: Vec<Vec<RecordedSample>>,
+    at: usize,
+}
+
+impl SampleSource for Recorded {
+    fn decode(&mut self) -> (i32, i32, bool) {
+        self.at += 1;
+        let stop = if self.at < self.images.len() {
+            pm::STOP_COUNTER_DATA_FULL
+        } else {
+            pm::STOP_END_OF_RECORDS
+        };
+        (CUPTI_SUCCESS, stop, false)
+    }
+    fn completed(&mut self) -> Result<usize, String> {
+        Ok(self.images.get(self.at - 1).map_or(0, Vec::len))
+    }
+    fn times(&mut self, i: usize) -> Result<(u64, u64), String> {
+        let s = &self.images[self.at - 1][i];
+        Ok((s.start, s.end))
+    }
+    fn values(&mut self, i: usize, out: &mut [f64]) -> Result<(), String> {
+        let v = &self.images[self.at - 1][i].values;
+        if v.len() != out.len() {
+            return Err(format!("{} values for {} metrics", v.len(), out.len()));
+        }
+        out.copy_from_slice(v);
+        Ok(())
+    }
+    fn reset(&mut self) {}
+}
+
+/// Feeds recorded PM samples through the decode path of a real run ([`drain`]: the time base,
+/// one counter record per sample and metric, the preallocated batch) into the sinks, and
+/// registers the end-of-run summary (`gpu_pm_sampling.csv`) for `metrics` on `device`: for
+/// testing the outputs without a GPU. `images`: the samples as successive `DecodeData` calls
+/// returned them; `clocks`: `(CLOCK_MONOTONIC, CLOCK_REALTIME)` at the first decode (which
+/// clock the timestamps follow is decided from them). Call it after `metron::init`; it does
+/// nothing when PM sampling runs for real. Returns the counts a run puts in `metadata.json`.
+pub fn replay(
+    device: u32,
+    metrics: &[String],
+    images: Vec<Vec<RecordedSample>>,
+    clocks: (u64, u64),
+) -> Counts {
+    let mut counts = Counts::default();
+    if SAMPLER.lock().unwrap_or_else(|e| e.into_inner()).is_some() {
+        return counts;
+    }
+    *ACTIVE_METRICS.lock().unwrap_or_else(|e| e.into_inner()) = metrics.to_vec();
+    metron::add_sink(Box::new(PmSink::default()));
+    let names: Vec<Arc<str>> = metrics.iter().map(|m| Arc::from(m.as_str())).collect();
+    let most = images.iter().map(Vec::len).max().unwrap_or(0);
+    let mut batch = Vec::with_capacity(most * metrics.len());
+    let mut values = vec![0.0; metrics.len()];
+    let mut base = None;
+    let mut src = Recorded { images, at: 0 };
+    drain(
+        &mut src,
+        device,
+        &names,
+        &mut base,
+        &mut || clocks,
+        &mut values,
+        &mut batch,
+        &mut counts,
+        &mut |b| metron::gpu::submit(b),
+        &|_| false,
+    );
+    counts
+}
+
 /// A kernel execution as the aggregation sees it.
 #[derive(Clone, Debug)]
 pub struct KernelSpan {
