@@ -13,12 +13,12 @@ log() { echo "== $* $(date +%T)" | tee -a $R/log.txt; }
 { date -u; nvidia-smi -L; nproc; } >> $R/log.txt 2>&1
 PHASES=${PHASES:-regions,toggle,procs}
 if [[ $PHASES == *regions* || $PHASES == *events_only* ]]; then
-SPECS=("km_serial kernel serial off" "rm_off region serial off" "rm_events region serial events" "rm_serialkind region serial serial" "rm_events_overlap region overlap events")
+SPECS=("km_serial kernel serial off" "rm_off region serial off" "rm_events region serial events" "rm_serialkind region serial serial" "rm_events_overlap region overlap events" "rm_events_both region serial events both")
 [[ $PHASES == *events_only* ]] && SPECS=("rm_events region serial events")
 for spec in "${SPECS[@]}"; do
   set -- $spec
   log "$1"
-  METRON_GPU_REGION_KERNELS=$4 METRON_GPU_METRICS=$MET METRON_GPU_COUNTER_MODE=$2 METRON_OUTPUT_PATH=$R/$1 timeout 120 $M mt_graph 10 $3 > $R/$1.log 2>&1; echo "rc=$?" >> $R/$1.log
+  METRON_GPU_API=${5:-runtime} METRON_GPU_REGION_KERNELS=$4 METRON_GPU_METRICS=$MET METRON_GPU_COUNTER_MODE=$2 METRON_OUTPUT_PATH=$R/$1 timeout 120 $M mt_graph 10 $3 > $R/$1.log 2>&1; echo "rc=$?" >> $R/$1.log
   tail -3 $R/$1.log
 done
 fi
