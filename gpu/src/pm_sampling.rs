@@ -3,14 +3,18 @@
 //! tensor-pipe use... sampled at a fixed interval across the whole run, as Perfetto counter
 //! tracks beside the kernel slices and as per-kernel / per-region mean and max.
 //!
-//! **Experimental**: on the H100 (CUDA 13.0) the set-up succeeds but `DecodeData` did not
-//! return once samples were pending, and a decode after `Stop` at exit crashed; no sample has
-//! reached a trace on hardware yet (docs/gpu-validation.md, issue 16).
+//! **Checked on the H100** (CUDA 13.0, docs/gpu-validation.md, issue 16): on `pm_mix` (copy and
+//! FMA kernels with idle gaps) the DRAM tracks are high in the copies and near zero elsewhere,
+//! the SM track the reverse, samples fall inside their kernel slices, and the copies' mean DRAM
+//! bytes/s is within 1 % of bytes moved / kernel time, in every run. CUPTI keeps pointers to the
+//! chip name, the counter-availability image and the config image it is given, so all three live
+//! as long as sampling does (freed after set-up, `DecodeData` failed or crashed).
 //!
 //! - **Set-up** (once, at the first kernel launch, on the launching thread: the context
 //!   exists then): `cuptiProfilerInitialize`, the device's PM-sampling counter availability,
-//!   a profiler host object of type `PM_SAMPLING`, each metric checked on its own (an unknown
-//!   metric is dropped with the reason, the rest go on), the config image (must be one pass),
+//!   a profiler host object of type `PM_SAMPLING` for the whole list (when it is refused or needs
+//!   more than one pass, each metric is checked in turn and an unknown one, or one that would
+//!   need a second pass, is dropped with the reason), the config image (must be one pass),
 //!   `cuptiPmSamplingEnable(device)`, `SetConfig` (interval in ns or in GPU cycles, a
 //!   [`HW_BUFFER_BYTES`] hardware buffer), a counter-data image for [`MAX_SAMPLES`] samples
 //!   (initialized once and kept as a pristine copy), `Start`.
@@ -21,6 +25,11 @@
 //!   reset by copying the pristine copy over it. Decoding repeats at once while CUPTI says the
 //!   image was full. No allocation per sample: the batch of records handed to
 //!   [`metron::gpu::submit`] has its capacity reserved at set-up.
+//! - **End of the run** ([`finish`], from PM sampling's own exit handler, registered at set-up
+//!   and so run before the CUDA libraries' exit handlers, while the context is alive): the
+//!   decode thread returns after the image under way; the finishing thread decodes up to the
+//!   moment the end began, then `Stop`, the rest up to that moment, `Disable`, the host objects'
+//!   deinitialization and `cuptiProfilerDeInitialize` (`finished_cleanly` in `metadata.json`).
 //! - **Clock.** PM samples carry GPU timestamps. At the first sample Metron checks which host
 //!   clock they follow (CUPTI's timestamp callback, `CLOCK_MONOTONIC`, or CUPTI's default
 //!   `CLOCK_REALTIME`) by their distance to both clocks read at that moment, and converts with
@@ -475,8 +484,6 @@ const DECODE_STACK_BYTES: usize = 64 << 20;
 static CONFIG: Mutex<Option<(Config, Cupti, String)>> = Mutex::new(None);
 /// Set-up still to do at the first launch.
 static PENDING: AtomicBool = AtomicBool::new(false);
-/// `cuptiProfilerInitialize` was called (at start, or at set-up).
-static PROFILER_READY: AtomicBool = AtomicBool::new(false);
 static SAMPLER: Mutex<Option<Sampler>> = Mutex::new(None);
 static THREAD: Mutex<Option<std::thread::JoinHandle<()>>> = Mutex::new(None);
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -513,23 +520,6 @@ pub fn configure(cupti: &Cupti, cupti_path: &str, counters_on: bool, pc_on: bool
         note(why.clone());
         *REFUSED.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
         return false;
-    }
-    // The profiler is initialized now, before the application creates a context, as NVIDIA's
-    // sample does (cuInit, cuptiProfilerInitialize, then the context): initialized at the first
-    // launch instead, after the context, DecodeData failed with CUPTI_ERROR_UNKNOWN or crashed
-    // on the H100 while the same calls in the same order otherwise worked.
-    match crate::sys::dlopen(cupti_path, true)
-        .or_else(|_| crate::sys::dlopen("libcupti.so.13", true))
-        .and_then(PmApi::load)
-    {
-        Ok(api) => match profiler_initialize(&api, cupti) {
-            Ok(()) => {
-                PROFILER_READY.store(true, Ordering::Release);
-                debug("cuptiProfilerInitialize at start");
-            }
-            Err(e) => debug(&format!("{e} at start; retried at the first launch")),
-        },
-        Err(e) => debug(&format!("PM sampling API not loaded at start ({e})")),
     }
     *CONFIG.lock().unwrap_or_else(|e| e.into_inner()) = Some((cfg, *cupti, cupti_path.into()));
     PENDING.store(true, Ordering::Release);
@@ -583,12 +573,10 @@ fn setup(n_devices: usize, ctx: usize, push: Option<PushCtx>) {
             ))
         }
     };
-    // cuptiProfilerInitialize, unless `configure` did it before the first context.
-    if !PROFILER_READY.load(Ordering::Acquire) {
-        if let Err(e) = profiler_initialize(&api, &cupti) {
-            return fail(e);
-        }
-        PROFILER_READY.store(true, Ordering::Release);
+    // cuptiProfilerInitialize (called here, after the context exists, it works on the H100;
+    // inside `InitializeInjection`, during cuInit, it failed with CUPTI_ERROR_UNKNOWN).
+    if let Err(e) = profiler_initialize(&api, &cupti) {
+        return fail(e);
     }
     let chip = match profiler_chip(&api, &cupti) {
         Ok(c) => c,

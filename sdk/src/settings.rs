@@ -400,7 +400,7 @@ pub static REGISTRY: &[SettingSpec] = &[
         name: "METRON_GPU_PM_SAMPLING",
         kind: Kind::Text,
         default: "off",
-        description: "NVIDIA: GPU metrics over time (CUPTI PM sampling) as Perfetto counter tracks: off, on (DRAM read/write throughput, SM instruction throughput, tensor pipe %), or a comma-separated list of PM-sampling metrics; per-kernel/region mean and max in gpu_pm_sampling.csv; off beside METRON_GPU_METRICS or METRON_GPU_PC_SAMPLING (experimental: see docs/gpu-validation.md)",
+        description: "NVIDIA: GPU metrics over time (CUPTI PM sampling) as Perfetto counter tracks: off, on (DRAM bytes read and written per second, SM instruction throughput %, tensor pipe %, DRAM throughput % of peak), or a comma-separated list of PM-sampling metrics (`ncu --query-metrics-collection pmsampling`); per-kernel/region mean and max in gpu_pm_sampling.csv; refused beside METRON_GPU_METRICS or METRON_GPU_PC_SAMPLING",
     },
     SettingSpec {
         name: "METRON_GPU_PM_INTERVAL",
