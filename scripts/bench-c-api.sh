@@ -4,7 +4,7 @@
 # (--toggle-collect=loop_<path>), difference of N1 and N2 pairs (cancels every setup cost and
 # the first-use slow paths exactly). Both libmetron.so and libmetron.a.
 #
-# Usage: scripts/bench-c-api.sh [path ...]   (default: id inline name macro computed empty)
+# Usage: scripts/bench-c-api.sh [path ...]   (default: id inline name macro computed long empty)
 # Env:   N1 (100000), N2 (200000), CARGO_TARGET_DIR (default target/release's parent: target),
 #        CC (cc), CFLAGS (-O2).
 # Output: a markdown table on stdout.
@@ -42,7 +42,7 @@ ir() { # $1 binary, $2 path, $3 pairs
 }
 
 paths=("$@")
-[ ${#paths[@]} -gt 0 ] || paths=(id inline name macro computed empty)
+[ ${#paths[@]} -gt 0 ] || paths=(id inline name macro computed long empty)
 echo "| path | instructions per pair, libmetron.so | instructions per pair, libmetron.a |"
 echo "| --- | ---: | ---: |"
 for p in "${paths[@]}"; do

@@ -138,7 +138,7 @@ fn got_target(slot: u64) -> String {
 
 /// The `call` targets in the disassembly of `function` in the shared library: direct calls
 /// by name, calls through the GOT by the symbol the entry points to, calls through a register
-/// as written.
+/// as written; and tail calls (a `jmp` to the start of another function).
 fn calls_of(function: &str) -> Vec<String> {
     let out = Command::new("objdump")
         .args(["-d", "--no-show-raw-insn", "-C"])
@@ -153,7 +153,10 @@ fn calls_of(function: &str) -> Vec<String> {
         "{function} is in the library"
     );
     text.lines()
-        .filter(|l| l.contains("\tcall "))
+        .filter(|l| {
+            l.contains("\tcall ")
+                || (l.contains("\tjmp ") && l.ends_with('>') && !l.contains("+0x"))
+        })
         .map(|l| {
             let slot = l
                 .split("# ")
@@ -170,31 +173,64 @@ fn calls_of(function: &str) -> Vec<String> {
 
 #[test]
 fn the_fast_paths_call_nothing_that_could_unwind_into_c() {
-    for (export, checked) in [
-        ("metron_region_begin", "region_begin_checked"),
-        ("metron_region_end", "region_end_checked"),
-        ("metron_region_begin_id", "region_begin_id_checked"),
-        ("metron_region_end_id", "region_end_id_checked"),
+    // The word-at-a-time string functions behind the name lookups (`c_words`): loads,
+    // compares and arithmetic only.
+    let words = ["hash_fast_after_eight", "is_fast_after_eight"];
+    for function in words {
+        let calls = calls_of(&format!("metron::c_words::{function}"));
+        assert!(calls.is_empty(), "{function} calls nothing: {calls:?}");
+    }
+    for (export, checked, long) in [
+        (
+            "metron_region_begin",
+            "region_begin_checked",
+            Some("region_begin_long"),
+        ),
+        (
+            "metron_region_end",
+            "region_end_checked",
+            Some("region_end_long"),
+        ),
+        ("metron_region_begin_id", "region_begin_id_checked", None),
+        ("metron_region_end_id", "region_end_id_checked", None),
     ] {
         let calls = calls_of(export);
         assert!(
             calls.iter().any(|c| c.contains(checked)),
             "{export} falls back to {checked}: {calls:?}"
         );
-        for call in &calls {
-            // Its checked path (under catch_unwind); the TLS descriptor (`call *(%rax)`); the
-            // content cache (compares and loads, documented in fast_path.rs); and Rust's
-            // abort-on-unwind guard of an `extern "C"` function (reached only if a callee
-            // unwound: none can; it aborts rather than unwind into C).
-            let ok = call.contains(checked)
-                || call.ends_with("*(%rax)")
-                || call.contains("lookup_by_content")
-                || call.contains("panic_cannot_unwind");
+        // A name of eight bytes or more takes the export's out-of-line general fast path,
+        // which falls back to the same checked path.
+        let mut functions = vec![(export.to_string(), calls)];
+        if let Some(long) = long {
+            let name = format!("metron::exports_regions::{long}");
+            let calls = calls_of(&name);
             assert!(
-                ok,
-                "{export} calls {call}: a fast path may call only its checked path, the TLS \
-                 descriptor and the content cache ({calls:?})"
+                calls.iter().any(|c| c.contains(checked)),
+                "{long} falls back to {checked}: {calls:?}"
             );
+            functions.push((name, calls));
+        }
+        for (function, calls) in &functions {
+            for call in calls {
+                // Its checked path (under catch_unwind); its long path (checked the same way
+                // here); the TLS descriptor (`call *(%rax)`); the string words (call nothing,
+                // above); Rust's abort-on-unwind guard of an `extern "C"` function (reached
+                // only if a callee unwound: none can; it aborts rather than unwind into C);
+                // and, in the long path (a Rust function, whose unwinding would reach that
+                // guard), the resumption of an unwind after dropping its state borrow.
+                let ok = call.contains(checked)
+                    || long.is_some_and(|l| call.contains(l))
+                    || call.ends_with("*(%rax)")
+                    || words.iter().any(|w| call.contains(w))
+                    || call.contains("panic_cannot_unwind")
+                    || (*function != export && call.contains("_Unwind_Resume"));
+                assert!(
+                    ok,
+                    "{function} calls {call}: a fast path may call only its checked path, its \
+                     long path, the TLS descriptor and the string words ({calls:?})"
+                );
+            }
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Exports: regions by name and by id, perf markers, push/pop with annotations.
 
 use super::*;
+use fast_path::Fast;
 
 /// Begins region `name` on this thread.
 ///
@@ -9,7 +10,24 @@ use super::*;
 #[no_mangle]
 pub unsafe extern "C" fn metron_region_begin(name: *const c_char) -> Status {
     // SAFETY: forwarded contract.
-    if unsafe { fast_path::begin(name, OpenKind::Region) } {
+    match unsafe { fast_path::begin(name, OpenKind::Region) } {
+        Fast::Done => OK,
+        // SAFETY: forwarded contract.
+        Fast::Long => unsafe { region_begin_long(name) },
+        // SAFETY: forwarded contract.
+        Fast::Checked => unsafe { region_begin_checked(name) },
+    }
+}
+
+/// `metron_region_begin` of a name of eight bytes or more: the general fast path, else the
+/// checked path (out of line, so that short names' path stays small).
+///
+/// # Safety
+/// `name` is a valid NUL-terminated string.
+#[inline(never)]
+unsafe fn region_begin_long(name: *const c_char) -> Status {
+    // SAFETY: forwarded contract.
+    if unsafe { fast_path::begin_long(name, OpenKind::Region) } {
         return OK;
     }
     // SAFETY: forwarded contract.
@@ -33,7 +51,24 @@ unsafe fn region_begin_checked(name: *const c_char) -> Status {
 #[no_mangle]
 pub unsafe extern "C" fn metron_region_end(name: *const c_char) -> Status {
     // SAFETY: forwarded contract.
-    if unsafe { fast_path::end(Some(name), OpenKind::Region) } {
+    match unsafe { fast_path::end(name, OpenKind::Region) } {
+        Fast::Done => OK,
+        // SAFETY: forwarded contract.
+        Fast::Long => unsafe { region_end_long(name) },
+        // SAFETY: forwarded contract.
+        Fast::Checked => unsafe { region_end_checked(name) },
+    }
+}
+
+/// `metron_region_end` when the innermost region's name has eight bytes or more (as
+/// `region_begin_long`).
+///
+/// # Safety
+/// `name` is a valid NUL-terminated string.
+#[inline(never)]
+unsafe fn region_end_long(name: *const c_char) -> Status {
+    // SAFETY: forwarded contract.
+    if unsafe { fast_path::end_long(Some(name), OpenKind::Region) } {
         return OK;
     }
     // SAFETY: forwarded contract.

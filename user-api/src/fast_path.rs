@@ -21,6 +21,7 @@
 //! call nothing but the checked path.
 
 use super::*;
+use crate::c_words::Short;
 use thread_state::meta;
 
 /// [`checked::begin_id`]'s fast path.
@@ -52,12 +53,88 @@ pub(crate) fn end_id(id: u32) -> bool {
         )
 }
 
-/// [`checked::begin`]'s fast path.
+/// What [`begin`] and [`end`] did.
+pub(crate) enum Fast {
+    /// Recorded: the call is done.
+    Done,
+    /// The checked path must run.
+    Checked,
+    /// A name of eight bytes or more: [`begin_long`] / [`end_long`].
+    Long,
+}
+
+/// [`checked::begin`]'s fast path for names of up to seven bytes (a single word: see
+/// [`crate::c_words::Short`]); longer names get [`Fast::Long`].
 ///
 /// # Safety
 /// `name` is NULL or a valid NUL-terminated string.
 #[inline(always)]
-pub(crate) unsafe fn begin(name: *const c_char, kind: OpenKind) -> bool {
+pub(crate) unsafe fn begin(name: *const c_char, kind: OpenKind) -> Fast {
+    if name.is_null() || !by_id::collecting() || metron_gpu::c_region_mode() {
+        return Fast::Checked;
+    }
+    thread_state::with_fast_or(
+        Fast::Checked,
+        #[inline(always)]
+        |st| {
+            // SAFETY: non-NULL and NUL-terminated per the contract.
+            match unsafe { st.lookup_short(name, 0) } {
+                Short::Yes((id, interned))
+                    if st.try_begin(id, meta::of(id, kind, false, false), Some(interned)) =>
+                {
+                    Fast::Done
+                }
+                Short::Long => Fast::Long,
+                _ => Fast::Checked,
+            }
+        },
+    )
+}
+
+/// [`checked::end`]'s fast path for an innermost region of up to seven bytes (as [`begin`]).
+///
+/// # Safety
+/// `name` is NULL or a valid NUL-terminated string.
+#[inline(always)]
+pub(crate) unsafe fn end(name: *const c_char, kind: OpenKind) -> Fast {
+    if name.is_null() || !by_id::collecting() || metron_gpu::c_region_mode() {
+        return Fast::Checked;
+    }
+    let mut long = false;
+    let done = thread_state::with_fast(
+        #[inline(always)]
+        |st| {
+            st.try_end(
+                #[inline(always)]
+                |word, top_name| {
+                    (word >> meta::KIND_SHIFT) as u8 == kind as u8
+                        && word & meta::BY_ID == 0
+                        // SAFETY: non-NULL (checked above) and NUL-terminated per the contract.
+                        && match unsafe { top_name.is_short(name) } {
+                            Short::Yes(()) => true,
+                            Short::No => false,
+                            Short::Long => {
+                                long = true;
+                                false
+                            }
+                        }
+                },
+            )
+        },
+    );
+    match (done, long) {
+        (true, _) => Fast::Done,
+        (false, true) => Fast::Long,
+        (false, false) => Fast::Checked,
+    }
+}
+
+/// [`checked::begin`]'s fast path for names of any length.
+///
+/// # Safety
+/// `name` is NULL or a valid NUL-terminated string.
+#[inline(always)]
+pub(crate) unsafe fn begin_long(name: *const c_char, kind: OpenKind) -> bool {
     !name.is_null()
         && by_id::collecting()
         && !metron_gpu::c_region_mode()
@@ -75,13 +152,13 @@ pub(crate) unsafe fn begin(name: *const c_char, kind: OpenKind) -> bool {
         )
 }
 
-/// [`checked::end`]'s fast path: the innermost region is of `kind`, was begun by name, and
-/// (when `name` is given) has that name.
+/// [`checked::end`]'s fast path for names of any length: the innermost region is of `kind`,
+/// was begun by name, and (when `name` is given) has that name.
 ///
 /// # Safety
 /// `name` is None, NULL or a valid NUL-terminated string.
 #[inline(always)]
-pub(crate) unsafe fn end(name: Option<*const c_char>, kind: OpenKind) -> bool {
+pub(crate) unsafe fn end_long(name: Option<*const c_char>, kind: OpenKind) -> bool {
     !name.is_some_and(|n| n.is_null())
         && by_id::collecting()
         && !metron_gpu::c_region_mode()
@@ -94,7 +171,7 @@ pub(crate) unsafe fn end(name: Option<*const c_char>, kind: OpenKind) -> bool {
                         (word >> meta::KIND_SHIFT) as u8 == kind as u8
                     && word & meta::BY_ID == 0
                     // SAFETY: non-NULL (checked above) and NUL-terminated per the contract.
-                    && name.is_none_or(|n| unsafe { thread_state::same_name(n, top_name) })
+                    && name.is_none_or(|n| unsafe { top_name.is_fast(n) })
                     },
                 )
             },

@@ -23,6 +23,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 mod amd_tools;
 mod boundary;
+mod c_words;
 mod checked;
 mod cuda_injection;
 mod dlclose;

@@ -1,33 +1,24 @@
 //! What the C API keeps per thread: a name → id cache, the stack of open regions, and the last
 //! error message.
 //!
-//! The cache is what keeps the global intern lock off the hot path: C names are usually string
-//! literals, so the name's address is a good key. A hit is confirmed by comparing the bytes of
-//! the name with the interned one (a reused buffer holding another name misses and goes to
-//! the interner, which takes the lock once per distinct name and thread).
+//! The cache is what keeps the global intern lock off the hot path. It is keyed by the name's
+//! content, not its address, so a literal and a name built at run time in a new buffer each
+//! time cost the same: a hash of the bytes read eight at a time ([`crate::c_words`]), then a
+//! compare with the interned name (one word for names under eight bytes). A miss goes to the
+//! interner, which takes the lock once per distinct name and thread. (An address-keyed cache
+//! in front of it was measured: it saved nothing on a hit, since confirming the bytes costs
+//! about what hashing them does, and cost a store on every miss.)
 //!
 //! The stack is how the C API detects an end without a begin and an end that does not match
 //! the innermost open region, before anything reaches the recording layer: such a call returns
 //! an error and records nothing, so the thread's trace stays balanced.
 
+use crate::c_words::{CName, Short};
 use crate::fast_tls::{self, Slot};
 use metron::by_id::ThreadBuffer;
 use metron::CallsiteKind;
 use std::cell::RefCell;
 use std::ffi::{c_char, CStr};
-
-/// Entries of the per-thread name cache (direct-mapped).
-const CACHE_ENTRIES: usize = 64;
-
-#[derive(Clone, Copy)]
-struct Entry {
-    /// The address of the C string last seen with this slot's name; 0 when empty.
-    ptr: usize,
-    kind: u8,
-    id: u32,
-    /// The interned name, for the content check.
-    name: &'static [u8],
-}
 
 /// Entries of the per-thread cache by content (direct-mapped by a hash of the bytes), for
 /// names that come at new addresses (built at run time): found without the interner's lock.
@@ -39,72 +30,35 @@ struct Named {
     kind: u8,
     /// 0 when empty (no name has id 0).
     id: u32,
-    name: &'static [u8],
+    name: CName,
 }
 
 const NO_NAME: Named = Named {
     hash: 0,
     kind: 0,
     id: 0,
-    name: &[],
+    name: CName::EMPTY,
 };
 
-/// Where `name` (of call-site kind `code`) goes in the address cache.
-#[inline(always)]
-fn address_slot(name: *const c_char, code: u8) -> usize {
-    let ptr = name as usize;
-    ((ptr >> 3) ^ (ptr >> 11) ^ code as usize) % CACHE_ENTRIES
-}
-
-/// Where a name of hash `hash` (and call-site kind `code`) goes in the content cache.
+/// Where a name of hash `hash` (and call-site kind `code`) goes in the content cache: the
+/// hash's top byte, the one its last multiplication mixes every bit into (the low bits of a
+/// product depend only on the low bits of its factors: names that differ after their first
+/// byte would share a slot).
 #[inline(always)]
 fn named_slot(hash: u64, code: u8) -> usize {
-    (hash ^ u64::from(code)) as usize % NAMED_ENTRIES
+    ((hash >> 56) ^ u64::from(code)) as usize % NAMED_ENTRIES
 }
 
-/// Equal slices, compared 8 bytes at a time (no call to `memcmp`).
-#[inline(always)]
-fn same_bytes(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    let (mut a8, mut b8) = (a.chunks_exact(8), b.chunks_exact(8));
-    for (x, y) in (&mut a8).zip(&mut b8) {
-        if x != y {
-            return false;
-        }
-    }
-    let (x, y) = (a8.remainder(), b8.remainder());
-    x.iter().zip(y).all(|(p, q)| p == q)
-}
-
-/// A hash of the NUL-terminated string at `name` (FxHash's step per byte) and its length.
+/// A hash of the NUL-terminated string at `name` and its length (eight bytes at a time:
+/// [`crate::c_words`]).
 ///
 /// # Safety
 /// `name` must be a valid NUL-terminated string.
 #[inline]
 unsafe fn hash_name(name: *const c_char) -> (u64, usize) {
-    let ptr = name.cast::<u8>();
-    let mut hash = 0u64;
-    let mut len = 0;
-    loop {
-        // SAFETY: every byte before `len` was not NUL, so the string goes on at least to
-        // `len` (its terminator at the latest).
-        let b = unsafe { *ptr.add(len) };
-        if b == 0 {
-            return (hash, len);
-        }
-        hash = (hash.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-        len += 1;
-    }
+    // SAFETY: forwarded contract.
+    unsafe { crate::c_words::hash_and_len(name) }
 }
-
-const EMPTY: Entry = Entry {
-    ptr: 0,
-    kind: 0,
-    id: 0,
-    name: &[],
-};
 
 /// Which call opened a region; the matching end must be of the same kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -256,13 +210,12 @@ impl FastThread {
 /// Fixed-size, with no destructor: the thread-local needs no lazy registration, and the hot
 /// path never allocates.
 pub(crate) struct ThreadState {
-    cache: [Entry; CACHE_ENTRIES],
     /// Names by content: see [`NAMED_ENTRIES`].
     named: [Named; NAMED_ENTRIES],
     /// The open regions and what the inline path needs.
     fast: FastThread,
     /// The names of the open regions begun by name (by index into `fast.stack`).
-    names: [&'static [u8]; MAX_DEPTH],
+    names: [CName; MAX_DEPTH],
     /// The thread's record buffer, looked up on first use (saves the sdk's thread-local
     /// access on every begin and end).
     buffer: Option<ThreadBuffer>,
@@ -273,10 +226,9 @@ pub(crate) struct ThreadState {
 thread_local! {
     static STATE: RefCell<ThreadState> = const {
         RefCell::new(ThreadState {
-            cache: [EMPTY; CACHE_ENTRIES],
             named: [NO_NAME; NAMED_ENTRIES],
             fast: FastThread::EMPTY,
-            names: [&[]; MAX_DEPTH],
+            names: [CName::EMPTY; MAX_DEPTH],
             buffer: None,
             last_error: [0; ERROR_BYTES],
         })
@@ -309,15 +261,21 @@ pub(crate) fn with<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
 /// `RefCell::try_borrow_mut`.
 #[inline(always)]
 pub(crate) fn with_fast(f: impl FnOnce(&mut ThreadState) -> bool) -> bool {
+    with_fast_or(false, f)
+}
+
+/// [`with_fast`] with another result type: `none` when the state is not at hand.
+#[inline(always)]
+pub(crate) fn with_fast_or<R>(none: R, f: impl FnOnce(&mut ThreadState) -> R) -> R {
     let cached = fast_tls::get(Slot::CApi).cast::<RefCell<ThreadState>>();
     if cached.is_null() {
-        return false;
+        return none;
     }
     // SAFETY: as in `with`.
     let cell = unsafe { &*cached };
     match cell.try_borrow_mut() {
         Ok(mut st) => f(&mut st),
-        Err(_) => false,
+        Err(_) => none,
     }
 }
 
@@ -408,26 +366,15 @@ fn kind_code(kind: CallsiteKind) -> u8 {
     }
 }
 
-/// True when the NUL-terminated string at `ptr` is exactly `name`.
+/// True when the NUL-terminated string at `ptr` is exactly `name` (compared eight bytes at a
+/// time: [`crate::c_words`]).
 ///
 /// # Safety
-/// `ptr` must point to a NUL-terminated string. Bytes are read only up to the first one that
-/// differs from `name` (a shorter string differs at its NUL), so nothing past the terminator
-/// is read.
+/// `ptr` must point to a NUL-terminated string.
 #[inline]
 pub(crate) unsafe fn same_name(ptr: *const c_char, name: &[u8]) -> bool {
-    let ptr = ptr.cast::<u8>();
-    let mut i = 0;
-    while i < name.len() {
-        // SAFETY: every byte before index `i` matched a non-NUL byte of `name`, so the string
-        // is at least `i + 1` bytes long including its terminator.
-        if unsafe { *ptr.add(i) } != name[i] {
-            return false;
-        }
-        i += 1;
-    }
-    // SAFETY: as above, with `i = name.len()`.
-    unsafe { *ptr.add(i) == 0 }
+    // SAFETY: forwarded contract.
+    unsafe { crate::c_words::same_name(ptr, name) }
 }
 
 impl ThreadState {
@@ -440,7 +387,7 @@ impl ThreadState {
         &mut self,
         name: *const c_char,
         kind: CallsiteKind,
-    ) -> (u32, &'static [u8]) {
+    ) -> (u32, CName) {
         let code = kind_code(kind);
         // SAFETY: forwarded contract.
         if let Some(found) = unsafe { self.lookup_cached(name, code) } {
@@ -448,6 +395,7 @@ impl ThreadState {
         }
         // SAFETY: forwarded contract.
         let (id, interned) = unsafe { intern_slow(name, kind) };
+        let interned = CName::new(interned);
         // SAFETY: forwarded contract.
         let (hash, _) = unsafe { hash_name(name) };
         self.named[named_slot(hash, code)] = Named {
@@ -456,19 +404,13 @@ impl ThreadState {
             id,
             name: interned,
         };
-        self.cache[address_slot(name, code)] = Entry {
-            ptr: name as usize,
-            kind: code,
-            id,
-            name: interned,
-        };
         (id, interned)
     }
 
     /// The interned id and name of `name` (a call site of kind `code`) if this thread has
-    /// seen it: at this address (the address cache, confirmed by the bytes) or at another (the
-    /// content cache; the address is then remembered). `None` when it must be interned. Never
-    /// panics, allocates or blocks (the fast path's lookup).
+    /// seen it (the cache by content). `None` when it must be interned, or when the string
+    /// sits where reading it a word at a time would cross a page. Never panics, allocates or
+    /// blocks (the fast path's lookup).
     ///
     /// # Safety
     /// `name` must be a valid NUL-terminated string.
@@ -477,50 +419,50 @@ impl ThreadState {
         &mut self,
         name: *const c_char,
         code: u8,
-    ) -> Option<(u32, &'static [u8])> {
-        let slot = address_slot(name, code);
-        let entry = *self.cache.get(slot)?;
-        let same_site = entry.ptr == name as usize && entry.kind == code;
-        // SAFETY: the caller guarantees `name` is NUL-terminated.
-        if same_site && unsafe { same_name(name, entry.name) } {
-            return Some((entry.id, entry.name));
+    ) -> Option<(u32, CName)> {
+        // SAFETY: forwarded contract.
+        let hashed = unsafe { crate::c_words::hash_fast(name) }?;
+        let named = *self.named.get(named_slot(hashed.hash, code))?;
+        if named.hash != hashed.hash
+            || named.kind != code
+            || named.id == 0
+            // SAFETY: forwarded contract; `hashed` is of `name`.
+            || !unsafe { named.name.is_hashed(name, hashed) }
+        {
+            return None;
         }
-        // SAFETY: as above.
-        unsafe { self.lookup_by_content(name, code, slot) }
+        Some((named.id, named.name))
     }
 
-    /// The content cache's half of [`ThreadState::lookup_cached`] (out of line: names at new
-    /// addresses are the less common case).
+    /// [`ThreadState::lookup_cached`] for names of up to seven bytes (no loop: see
+    /// [`crate::c_words::Short`]).
     ///
     /// # Safety
     /// `name` must be a valid NUL-terminated string.
-    #[inline(never)]
-    unsafe fn lookup_by_content(
+    #[inline(always)]
+    pub(crate) unsafe fn lookup_short(
         &mut self,
         name: *const c_char,
         code: u8,
-        slot: usize,
-    ) -> Option<(u32, &'static [u8])> {
+    ) -> Short<(u32, CName)> {
         // SAFETY: forwarded contract.
-        let (hash, len) = unsafe { hash_name(name) };
-        let named = *self.named.get(named_slot(hash, code))?;
-        if named.id == 0 || named.hash != hash || named.kind != code || named.name.len() != len {
-            return None;
+        let hashed = match unsafe { crate::c_words::hash_short(name) } {
+            Short::Yes(h) => h,
+            Short::No => return Short::No,
+            Short::Long => return Short::Long,
+        };
+        let Some(&named) = self.named.get(named_slot(hashed.hash, code)) else {
+            return Short::No;
+        };
+        if named.hash != hashed.hash
+            || named.kind != code
+            || named.id == 0
+            // SAFETY: forwarded contract; `hashed` is of `name`.
+            || !unsafe { named.name.is_hashed(name, hashed) }
+        {
+            return Short::No;
         }
-        // SAFETY: the string has `len` bytes before its NUL, as many as `named.name`.
-        let bytes = unsafe { std::slice::from_raw_parts(name.cast::<u8>(), len) };
-        if !same_bytes(bytes, named.name) {
-            return None;
-        }
-        if let Some(e) = self.cache.get_mut(slot) {
-            *e = Entry {
-                ptr: name as usize,
-                kind: code,
-                id: named.id,
-                name: named.name,
-            };
-        }
-        Some((named.id, named.name))
+        Short::Yes((named.id, named.name))
     }
 
     /// The fast path's begin, while the run is collecting: records the begin of region `id`
@@ -528,7 +470,7 @@ impl ThreadState {
     /// checked path is needed (too deep, no buffer yet, the record needs the buffer's cold
     /// path). Never panics, allocates or blocks.
     #[inline(always)]
-    pub(crate) fn try_begin(&mut self, id: u32, word: u64, name: Option<&'static [u8]>) -> bool {
+    pub(crate) fn try_begin(&mut self, id: u32, word: u64, name: Option<CName>) -> bool {
         let depth = self.fast.depth;
         let (Some(slot), Some(buffer)) = (self.fast.stack.get_mut(depth), self.buffer) else {
             return false;
@@ -549,7 +491,7 @@ impl ThreadState {
     /// otherwise does nothing and returns false (the checked path reports what is wrong).
     /// Never panics, allocates or blocks.
     #[inline(always)]
-    pub(crate) fn try_end(&mut self, matches: impl FnOnce(u64, &'static [u8]) -> bool) -> bool {
+    pub(crate) fn try_end(&mut self, matches: impl FnOnce(u64, CName) -> bool) -> bool {
         let Some(top) = self.fast.depth.checked_sub(1) else {
             return false;
         };
@@ -586,7 +528,7 @@ impl ThreadState {
             kind: meta::kind(word),
             recorded: word & meta::RECORDED != 0,
             by_id,
-            name: if by_id { &[] } else { self.names[i] },
+            name: if by_id { &[] } else { self.names[i].bytes() },
         })
     }
 
@@ -609,7 +551,7 @@ impl ThreadState {
     /// Opens a region given as its word ([`meta`]) and, when begun by name, its name; false
     /// when [`MAX_DEPTH`] regions are already open.
     #[inline(always)]
-    pub(crate) fn push_word(&mut self, word: u64, name: Option<&'static [u8]>) -> bool {
+    pub(crate) fn push_word(&mut self, word: u64, name: Option<CName>) -> bool {
         let depth = self.fast.depth;
         let gpu = metron_gpu::c_region_mode();
         match self.fast.stack.get_mut(depth) {

@@ -31,6 +31,7 @@
 mod fold;
 mod sys;
 
+use crate::c_words::CName;
 use crate::fast_tls::{self, Slot};
 use crate::ids;
 use metron::by_id::{self, ThreadBuffer};
@@ -121,7 +122,7 @@ struct Entry {
     key: u32,
     id: u32,
     /// The message part of the interned name, for the content check.
-    message: &'static [u8],
+    message: CName,
 }
 
 #[derive(Clone, Copy)]
@@ -146,7 +147,7 @@ struct NvtxThread {
 thread_local! {
     static THREAD: RefCell<NvtxThread> = const {
         RefCell::new(NvtxThread {
-            cache: [Entry { ptr: 0, key: 0, id: 0, message: &[] }; CACHE_ENTRIES],
+            cache: [Entry { ptr: 0, key: 0, id: 0, message: CName::EMPTY }; CACHE_ENTRIES],
             stack: [Open { domain: 0, id: 0, recorded: false }; MAX_DEPTH],
             depth: 0,
             domain_depth: [0; COUNTED_DOMAINS],
@@ -251,7 +252,7 @@ impl NvtxThread {
                 let key = kind as u32 | domain.index << 1;
                 let slot = ((addr >> 3) ^ (addr >> 11) ^ key as usize) % CACHE_ENTRIES;
                 let e = self.cache[slot];
-                if e.ptr == addr && e.key == key && text.is(e.message) {
+                if e.ptr == addr && e.key == key && text.is(e.message.bytes()) {
                     return e.id;
                 }
                 let (id, message) = intern(&text.text(), kind, domain);
@@ -260,7 +261,7 @@ impl NvtxThread {
                     ptr: addr,
                     key,
                     id,
-                    message,
+                    message: CName::new(message),
                 };
                 id
             }
@@ -468,9 +469,9 @@ pub(crate) unsafe fn push_fast(domain: &'static Domain, text: *const c_char) -> 
     let e = *st
         .cache
         .get(((addr >> 3) ^ (addr >> 11) ^ key as usize) % CACHE_ENTRIES)?;
-    // SAFETY: non-NULL and NUL-terminated per the contract.
-    if e.ptr != addr || e.key != key || !unsafe { crate::thread_state::same_name(text, e.message) }
-    {
+    // SAFETY: non-NULL and NUL-terminated per the contract. A string the word compare
+    // cannot tell about (at a page's end) takes `push`, which compares it byte by byte.
+    if e.ptr != addr || e.key != key || !unsafe { e.message.is_fast(text) } {
         return None;
     }
     let buffer = st.buffer?;
