@@ -43,7 +43,8 @@
 //!   under the device's `GPU <n> <name> metrics` track. At the end of the run
 //!   `gpu_pm_sampling.csv` has per kernel name and per region the mean (weighted by the time
 //!   each sample overlaps the kernel) and max of each metric over the GPU time spent there
-//!   ([`aggregate`]); the same rows are in `metadata.json`.
+//!   ([`aggregate`]); the same rows are in `metadata.json`, in `summary.json`
+//!   (`gpu_pm_sampling`) and as a section of `summary.txt`.
 //! - **Not with** Range Profiler counters (`METRON_GPU_METRICS`) or PC sampling
 //!   (`METRON_GPU_PC_SAMPLING`): they program the same performance monitors, so PM sampling is
 //!   refused at start with the reason (stderr once, `metadata.json`).
@@ -1256,6 +1257,7 @@ impl metron::Sink for PmSink {
                        "covered_ns": r.covered_ns, "mean": r.mean, "max": r.max})
             })
             .collect();
+        add_to_summaries(&run.output_dir, &metrics, &rows)?;
         *FINAL.lock().unwrap_or_else(|e| e.into_inner()) = Some(json!({
             "samples_in_trace": self.samples.len() / metrics.len().max(1),
             "kernels": kernels.len(),
@@ -1263,6 +1265,74 @@ impl metron::Sink for PmSink {
         }));
         Ok(vec![path])
     }
+}
+
+/// A metric value for `summary.txt`: large rates in scientific notation, percentages as such.
+fn value_text(v: f64) -> String {
+    if v.abs() >= 1e5 {
+        format!("{v:.3e}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// The `summary.txt` section: per kernel name and per region, each metric's mean / max.
+pub fn summary_text(rows: &[Row]) -> String {
+    let mut s = String::from(
+        "\nGPU metrics over time (PM sampling): mean / max of each metric over the GPU time spent in each kernel and region\n",
+    );
+    let width = rows.iter().map(|r| r.metric.len()).max().unwrap_or(0);
+    let mut last: Option<(&str, &str)> = None;
+    for r in rows {
+        if last != Some((r.scope, r.name.as_str())) {
+            s.push_str(&format!("  {} {}\n", r.scope, r.name));
+            last = Some((r.scope, r.name.as_str()));
+        }
+        s.push_str(&format!(
+            "    {:width$}  {} / {}\n",
+            r.metric,
+            value_text(r.mean),
+            value_text(r.max)
+        ));
+    }
+    s
+}
+
+/// Adds the rows to the `summary.txt` / `summary.json` the summary sink wrote in `dir` before
+/// (it is registered first): a section in the text, `gpu_pm_sampling` (`metrics`, `by_kernel`,
+/// `by_region`) in the JSON.
+fn add_to_summaries(
+    dir: &std::path::Path,
+    metrics: &[String],
+    rows: &[Row],
+) -> std::io::Result<()> {
+    let txt = dir.join("summary.txt");
+    if txt.is_file() && !rows.is_empty() {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new().append(true).open(&txt)?;
+        f.write_all(summary_text(rows).as_bytes())?;
+    }
+    let js = dir.join("summary.json");
+    if let Ok(text) = std::fs::read_to_string(&js) {
+        if let Ok(mut v) = serde_json::from_str::<Value>(&text) {
+            let of = |scope: &str| -> Vec<Value> {
+                rows.iter()
+                    .filter(|r| r.scope == scope)
+                    .map(|r| {
+                        json!({"name": r.name, "metric": r.metric, "launches": r.launches,
+                               "covered_ns": r.covered_ns, "mean": r.mean, "max": r.max})
+                    })
+                    .collect()
+            };
+            v["gpu_pm_sampling"] = json!({
+                "metrics": metrics,
+                "by_kernel": of("kernel"),
+                "by_region": of("region"),
+            });
+            std::fs::write(&js, serde_json::to_string_pretty(&v)? + "\n")?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -1494,6 +1564,11 @@ mod tests {
         assert!((r1.mean - (80.0 * 30.0 + 2.0 * 40.0) / 70.0).abs() < 1e-9);
         let text = csv(&rows);
         assert!(text.starts_with("scope,name,metric,launches,covered_ns,mean,max\n"));
+        let summary = summary_text(&rows);
+        assert!(
+            summary.ends_with("  kernel half\n    dram  40.00 / 80.00\n    sm    2.50 / 5.00\n  region r\n    dram  40.00 / 80.00\n    sm    2.50 / 5.00\n"),
+            "{summary}"
+        );
         assert!(text.contains("kernel,half,dram,1,10,40.0000,80.0000"));
     }
 }

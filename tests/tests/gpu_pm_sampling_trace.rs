@@ -323,6 +323,35 @@ fn recorded_samples_become_counter_tracks_and_per_kernel_means() {
     assert!(mean("region", "compute", sm) > 10.0 * mean("region", "memory", sm));
     let dram_fma = mean("region", "compute", "dram__bytes_read.sum.per_second");
     assert!(dram_fma < 0.01 * dram, "DRAM in FMA kernels {dram_fma:.3e}");
+    // The summary: the same rows in summary.json, a section in summary.txt.
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let section = &summary["gpu_pm_sampling"];
+    assert_eq!(section["metrics"], serde_json::json!(rec.metrics));
+    for (scope, key) in [("kernel", "by_kernel"), ("region", "by_region")] {
+        let list = section[key].as_array().unwrap();
+        assert_eq!(
+            list.len(),
+            rows.keys().filter(|k| k.0 == scope).count(),
+            "{key}"
+        );
+        for r in list {
+            let k = (
+                scope.to_string(),
+                r["name"].as_str().unwrap().to_string(),
+                r["metric"].as_str().unwrap().to_string(),
+            );
+            let (mean, max, covered) = rows[&k];
+            assert!(close(r["mean"].as_f64().unwrap(), mean), "{r}");
+            assert!(close(r["max"].as_f64().unwrap(), max), "{r}");
+            assert_eq!(r["covered_ns"], covered, "{r}");
+        }
+    }
+    let text = std::fs::read_to_string(out.join("summary.txt")).unwrap();
+    assert!(
+        text.contains("GPU metrics over time (PM sampling)") && text.contains("  region memory\n"),
+        "{text}"
+    );
     let meta: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("metadata.json")).unwrap()).unwrap();
     assert_eq!(meta["outputs"]["trace"]["complete"], true);
