@@ -80,9 +80,13 @@ fn list(device: u32) -> Result<Vec<GpuMetric>, String> {
     let chip = p.chip_name(&cupti, device as usize)?;
     let availability =
         driver.with_primary_context(device as i32, |ctx| p.counter_availability(&cupti, ctx))??;
-    let host = p.host_init(&cupti, &chip, &availability)?;
+    // Both outlive the host object (see `Profiler::host_init`).
+    let chip_c =
+        std::ffi::CString::new(chip.as_str()).map_err(|_| "chip name with NUL".to_string())?;
+    let host = p.host_init(&cupti, &chip_c, &availability)?;
     let out = enumerate(&p, &cupti, host);
     let _ = p.host_deinit(&cupti, host);
+    drop((chip_c, availability));
     out.map_err(|e| format!("{chip}: {e}"))
 }
 

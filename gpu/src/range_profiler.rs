@@ -51,7 +51,7 @@ use crate::sys_profiler::{
 };
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::ffi::c_void;
+use std::ffi::{c_void, CString};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
@@ -124,6 +124,9 @@ pub fn decide(requested: Mode, passes: usize) -> (Mode, Option<String>) {
 struct Session {
     profiler: Profiler,
     host: Object,
+    /// The chip name and counter-availability image `host` was made from: CUPTI may keep
+    /// pointers to them for the host object's life.
+    _host_inputs: (CString, Vec<u8>),
     object: Object,
     names: Names,
     config: Vec<u8>,
@@ -330,7 +333,9 @@ fn set_up(state: &mut State, ctx: *mut c_void) -> Result<(), String> {
         .unwrap_or(0);
     let chip = p.chip_name(&cupti, device.max(0) as usize)?;
     let availability = p.counter_availability(&cupti, ctx)?;
-    let host = p.host_init(&cupti, &chip, &availability)?;
+    // Kept in the session as long as the host object (see `Profiler::host_init`).
+    let chip_c = CString::new(chip.as_str()).map_err(|_| "chip name with NUL".to_string())?;
+    let host = p.host_init(&cupti, &chip_c, &availability)?;
     let mut unknown = Vec::new();
     for m in &state.info.metrics {
         if let Err(e) = p.metric_description(&cupti, host, m) {
@@ -384,6 +389,7 @@ fn set_up(state: &mut State, ctx: *mut c_void) -> Result<(), String> {
         Session {
             profiler: p,
             host,
+            _host_inputs: (chip_c, availability),
             object,
             names,
             config,

@@ -829,8 +829,9 @@ impl Profiler {
     }
 
     /// `cuptiProfilerHostInitialize(RANGE_PROFILER, chip, availability)`.
-    pub fn host_init(&self, c: &Cupti, chip: &str, availability: &[u8]) -> Result<Object, String> {
-        let chip = CString::new(chip).map_err(|_| "chip name with NUL".to_string())?;
+    /// `chip` and `availability` must outlive the host object: CUPTI may keep the pointers (as
+    /// PM sampling's host object does, where freeing them made decoding fail on the H100).
+    pub fn host_init(&self, c: &Cupti, chip: &CStr, availability: &[u8]) -> Result<Object, String> {
         let mut p = HostInitializeParams::new();
         p.profiler_type = RANGE_PROFILER;
         p.chip_name = chip.as_ptr();
