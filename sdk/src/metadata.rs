@@ -76,13 +76,14 @@ pub(crate) fn build(rt: &Runtime, run: &RunInfo, pipeline: &Pipeline, errors: &[
     if let Some(died) = crate::crash::died() {
         metadata["died"] = json!(died);
     }
-    // The GPU backend's section, asked of the GPU glue (a registered section of the same name
-    // replaces it).
-    if let Some(gpu) = crate::gpu::metadata() {
-        metadata["gpu"] = gpu;
-    }
     for (name, value) in extra_sections() {
         metadata[name] = value;
+    }
+    // The registered GPU backend's section, asked of the GPU glue. It replaces a `gpu` section
+    // registered by name: the CUDA glue registers one that says why it is off, which the AMD
+    // backend, when it is the one that registered, replaces.
+    if let Some(gpu) = crate::gpu::metadata() {
+        metadata["gpu"] = gpu;
     }
     metadata
 }
