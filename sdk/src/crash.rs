@@ -70,6 +70,11 @@ static CRASH_SITE: AtomicU32 = AtomicU32::new(0);
 pub(crate) use crate::sink::Died;
 
 static DIED: Mutex<Option<Died>> = Mutex::new(None);
+/// Set by the `metron-crash` thread once the crashed run is written (or it gave up).
+static WRITTEN: AtomicBool = AtomicBool::new(false);
+/// How long a thread that exits normally gives a crashing thread, after the run is written,
+/// to hand its signal on (it does so at once; this only bounds a wait that should not end).
+const HAND_ON_MS: u64 = 2_000;
 
 /// How the run died, if it crashed (for metadata and the summary).
 pub(crate) fn died() -> Option<Died> {
@@ -187,7 +192,38 @@ fn wait_for_crash(wake_read: c_int, done_write: c_int) {
             }
         });
     }
+    WRITTEN.store(true, Ordering::Release);
     sys::write_byte(done_write, 1);
+}
+
+/// On the way out of a normal exit (`exit`, a return from `main`), before the run is
+/// finished: when another thread has crashed, waits until the crashed run (with how it died) is
+/// written, then for that thread to hand its signal on, so that the process neither ends under
+/// the writing (nothing on disk) nor writes an ordinary run and exits with 0 instead of dying
+/// by the signal. True when it waited for a written run (the caller must not finish it again);
+/// false at once when nothing crashed or this is the crashing thread itself (a program's own
+/// crash handler that calls `exit`, which Metron runs after writing the run), and false after
+/// [`WAIT_MS`] when the run was never written (the caller then writes what it can).
+pub(crate) fn wait_for_a_crash_elsewhere() -> bool {
+    if SIGNAL.load(Ordering::Acquire) == 0 {
+        return false;
+    }
+    let me = sys::gettid();
+    if me == TID.load(Ordering::Relaxed) || me == THREAD_TID.load(Ordering::Relaxed) {
+        return false;
+    }
+    let start = std::time::Instant::now();
+    let written_by = std::time::Duration::from_millis(WAIT_MS as u64);
+    while !WRITTEN.load(Ordering::Acquire) {
+        if start.elapsed() > written_by {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    // The crashing thread now restores the replaced action and re-raises (or calls the
+    // program's handler): the process ends by it while this thread sleeps.
+    std::thread::sleep(std::time::Duration::from_millis(HAND_ON_MS));
+    true
 }
 
 /// What the handler stored, with the stack unwound and symbolized.

@@ -398,6 +398,12 @@ extern "C" fn finish_at_exit() {
     if !USED.load(Ordering::Relaxed) {
         return;
     }
+    // Another thread that crashed is writing the run with its death: exiting now would end
+    // the process under it (status 0, nothing on disk), and finishing here would write an
+    // ordinary run in its place.
+    if crate::crash::wait_for_a_crash_elsewhere() {
+        return;
+    }
     // A panic must not unwind into libc's exit path.
     let _ = std::panic::catch_unwind(finish);
 }

@@ -123,6 +123,21 @@ fn a_segfault_writes_the_run_with_the_crash_site_and_dies_by_sigsegv() {
 }
 
 #[test]
+fn a_segfault_on_one_thread_while_main_returns_still_writes_the_run_and_dies_by_sigsegv() {
+    // The main thread returns from main (exit status 0) while another thread is in the crash
+    // handler: the exit must wait for the crashed run and let the signal end the process.
+    let dir = temp_dir("crash-segv-exiting");
+    let out = run_in(crash_exe(), &dir, &["segv_while_exiting"], &[]);
+    assert_died_by(out.status, libc::SIGSEGV, &stderr(&out));
+    let metadata = assert_complete_crashed_run(&dir.join("run"), &out, "SIGSEGV");
+    let frames = frames(&metadata["died"]);
+    assert!(
+        frames[0].starts_with("crash_here"),
+        "the crash site is the other thread's: {frames:#?}"
+    );
+}
+
+#[test]
 fn a_segfault_under_metron_run_leaves_a_valid_trace_with_the_slices_ended_at_the_crash() {
     let dir = temp_dir("crash-segv-run");
     let out = std::process::Command::new(artifacts().metron())

@@ -5,7 +5,13 @@
  *   fpe          an integer division by zero (SIGFPE)
  *   abort        abort()
  *   own_handler  the program's own SA_SIGINFO SIGSEGV handler, installed before its first
- *                record, prints "own handler" and _exit(42)s after Metron wrote the run */
+ *                record, prints "own handler" and _exit(42)s after Metron wrote the run
+ *   segv_while_exiting
+ *                another thread stores through NULL, and the main thread returns from main
+ *                (exit status 0) once that thread is inside the crash handler (SIGSEGV shows
+ *                in its blocked signals in /proc) and Metron has begun writing the crashed
+ *                run (summary.json is in METRON_OUTPUT_PATH): the process must still die by
+ *                SIGSEGV with the whole run written, not end with 0 under the writing */
 #include <metron/metron.h>
 
 #include <fcntl.h>
@@ -15,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,6 +63,32 @@ __attribute__((noinline)) static void crash_here(const char* how) {
     }
 }
 
+static volatile pid_t crasher_tid;
+
+static void* crasher(void* arg) {
+    (void)arg;
+    crasher_tid = (pid_t)syscall(SYS_gettid);
+    crash_here("segv");
+    return NULL;
+}
+
+/* True once thread `tid` has SIGSEGV blocked: it is running a SIGSEGV handler (Metron's,
+ * which blocks the signal while it waits for the run to be written). */
+static int in_segv_handler(pid_t tid) {
+    char path[64], line[256];
+    FILE* f;
+    int found = 0;
+    snprintf(path, sizeof path, "/proc/self/task/%d/status", (int)tid);
+    f = fopen(path, "r");
+    if (!f) return 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long mask;
+        if (sscanf(line, "SigBlk: %llx", &mask) == 1) found = (mask >> (SIGSEGV - 1)) & 1;
+    }
+    fclose(f);
+    return found;
+}
+
 static void on_segv(int sig, siginfo_t* info, void* ctx) {
     static const char msg[] = "own handler\n";
     (void)sig;
@@ -84,6 +117,17 @@ int main(int argc, char** argv) {
     metron_region_begin("outer");
     metron_region_begin("inner");
     nap_ms(20);
+    if (strcmp(how, "segv_while_exiting") == 0) {
+        pthread_t c;
+        pthread_create(&c, NULL, crasher, NULL);
+        const char* out = getenv("METRON_OUTPUT_PATH");
+        char summary[4096];
+        int waited;
+        snprintf(summary, sizeof summary, "%s/summary.json", out ? out : ".");
+        while (crasher_tid == 0 || !in_segv_handler(crasher_tid)) nap_ms(1);
+        for (waited = 0; waited < 60000 && access(summary, F_OK) != 0; waited++) nap_ms(1);
+        return 0;
+    }
     crash_here(how);
     fprintf(stderr, "no crash for scenario %s\n", how);
     return 2;
