@@ -29,6 +29,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+pub mod fake_gpu;
 pub mod recording;
 
 /// Set (to `1`) in the child process; a scenario test runs only when it is set.
@@ -355,6 +356,16 @@ pub fn stat(node: &Value, metric: &str, stat: &str) -> f64 {
             node["name"], node["metrics"]
         )
     })
+}
+
+/// A JSON array of numbers as f64s; panics on anything else.
+pub fn f64s(array: &Value) -> Vec<f64> {
+    array
+        .as_array()
+        .unwrap_or_else(|| panic!("not an array: {array}"))
+        .iter()
+        .map(|v| v.as_f64().unwrap_or_else(|| panic!("not a number: {v}")))
+        .collect()
 }
 
 /// Population standard deviation.

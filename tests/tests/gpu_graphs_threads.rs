@@ -6,14 +6,9 @@
 //! region-mode counter values (the `gpu.<metric>` annotations) become the summary's "GPU
 //! counters by region" table and `gpu_counters.by_region`.
 
-use metron::gpu::{GpuDevice, GpuKind, GpuRecord};
+use metron::gpu::{GpuKind, GpuRecord};
 use metron::sinks::kernels_csv;
-
-fn flush(_at_end: bool) {}
-
-fn metadata() -> serde_json::Value {
-    serde_json::json!({"backend": "fake", "enabled": true})
-}
+use metron_tests::fake_gpu;
 
 fn kernel(name: &str, start: u64, corr: u32, device: u32, stream: u32) -> GpuRecord {
     let mut r = GpuRecord::new(GpuKind::Kernel, name.into());
@@ -53,26 +48,12 @@ fn split(line: &str) -> Vec<String> {
 
 #[test]
 fn graphs_threads_devices_and_region_counters_reach_the_outputs() {
-    let dir = std::env::temp_dir().join(format!("metron-gpu-graphs-{}", std::process::id()));
-    metron::set_output_path(&dir.to_string_lossy()).expect("nothing flushed yet");
-    assert!(metron::init());
-    assert!(metron::gpu::set_backend(
-        metron::gpu::Backend {
-            flush,
-            metadata,
-            stream_word: "stream",
-        },
-        vec![
-            GpuDevice {
-                index: 0,
-                name: "Fake GPU A".into()
-            },
-            GpuDevice {
-                index: 1,
-                name: "Fake GPU B".into()
-            },
-        ],
-    ));
+    fake_gpu::start(
+        "metron-gpu-graphs",
+        fake_gpu::no_flush,
+        fake_gpu::metadata,
+        &["Fake GPU A", "Fake GPU B"],
+    );
     kernels_csv::set_counter_metrics(vec!["smsp__inst_executed.sum".into()], Vec::new());
     let key = metron::intern(metron::gpu::LAUNCH_KEY, metron::CallsiteKind::AnnotationKey);
     let inst = metron::intern(

@@ -6,16 +6,11 @@
 //! slice per launch at the kernel slice's times, whose annotations are the summary's numbers
 //! for that kernel (samples, top three stalls and their %, hottest line and its stall).
 
-use metron::gpu::{GpuDevice, GpuKind, GpuRecord};
+use metron::gpu::{GpuKind, GpuRecord};
 use metron_gpu::pc_sampling::{replay, Mode, RecordedBuffer, RecordedPc};
+use metron_tests::fake_gpu;
 use serde_json::Value;
 use std::collections::HashMap;
-
-fn flush(_at_end: bool) {}
-
-fn metadata() -> Value {
-    serde_json::json!({"backend": "fake", "enabled": true})
-}
 
 const CHASE: &str = "_Z5chasePKjPj";
 const FMA: &str = "_Z3fmaPf";
@@ -67,20 +62,12 @@ fn kernel(name: &str, start: u64, end: u64, corr: u32) -> GpuRecord {
 
 #[test]
 fn stall_annotations_match_the_summary() {
-    let dir = std::env::temp_dir().join(format!("metron-pc-trace-{}", std::process::id()));
-    metron::set_output_path(&dir.to_string_lossy()).expect("nothing flushed yet");
-    assert!(metron::init());
-    assert!(metron::gpu::set_backend(
-        metron::gpu::Backend {
-            flush,
-            metadata,
-            stream_word: "stream",
-        },
-        vec![GpuDevice {
-            index: 0,
-            name: "Fake GPU".into()
-        }],
-    ));
+    let dir = fake_gpu::start(
+        "metron-pc-trace",
+        fake_gpu::no_flush,
+        fake_gpu::metadata,
+        &["Fake GPU"],
+    );
     // Two buffers, as two GetData calls would return them.
     let buffer = |total_samples, pcs| RecordedBuffer {
         total_samples,

@@ -4,7 +4,8 @@
 //! totals (per kernel and per launching region), the `gpu` metadata section and GPU stream
 //! tracks with flow arrows in the trace.
 
-use metron::gpu::{GpuDevice, GpuKind, GpuRecord};
+use metron::gpu::{GpuKind, GpuRecord};
+use metron_tests::fake_gpu;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 static FLUSHED_AT_END: AtomicBool = AtomicBool::new(false);
@@ -35,20 +36,7 @@ fn kernel(name: &str, start: u64, end: u64, corr: u32) -> GpuRecord {
 
 #[test]
 fn gpu_records_reach_csv_summary_metadata_and_trace() {
-    let dir = std::env::temp_dir().join(format!("metron-gpu-pipeline-{}", std::process::id()));
-    metron::set_output_path(&dir.to_string_lossy()).expect("nothing flushed yet");
-    assert!(metron::init());
-    assert!(metron::gpu::set_backend(
-        metron::gpu::Backend {
-            flush,
-            metadata,
-            stream_word: "stream",
-        },
-        vec![GpuDevice {
-            index: 0,
-            name: "Fake GPU".into()
-        }],
-    ));
+    let dir = fake_gpu::start("metron-gpu-pipeline", flush, metadata, &["Fake GPU"]);
     let key = metron::intern(metron::gpu::LAUNCH_KEY, metron::CallsiteKind::AnnotationKey);
     let t0 = metron::clock::monotonic_ns();
     {

@@ -10,16 +10,11 @@
 //! bytes/s over the copies within 10 % of bytes moved / kernel time, SM instructions high in the
 //! FMA kernels and low in the copies.
 
-use metron::gpu::{GpuDevice, GpuKind, GpuRecord};
+use metron::gpu::{GpuKind, GpuRecord};
 use metron_gpu::pm_sampling::{replay, RecordedSample};
+use metron_tests::fake_gpu;
 use serde_json::Value;
 use std::collections::HashMap;
-
-fn flush(_at_end: bool) {}
-
-fn metadata() -> Value {
-    serde_json::json!({"backend": "fake", "enabled": true})
-}
 
 const DEVICE: &str = "NVIDIA H100 80GB HBM3";
 
@@ -103,20 +98,12 @@ fn expected(
 fn recorded_samples_become_counter_tracks_and_per_kernel_means() {
     let rec = recording();
     assert_eq!(rec.metrics.len(), 5);
-    let dir = std::env::temp_dir().join(format!("metron-pm-trace-{}", std::process::id()));
-    metron::set_output_path(&dir.to_string_lossy()).expect("nothing flushed yet");
-    assert!(metron::init());
-    assert!(metron::gpu::set_backend(
-        metron::gpu::Backend {
-            flush,
-            metadata,
-            stream_word: "stream",
-        },
-        vec![GpuDevice {
-            index: 0,
-            name: DEVICE.into()
-        }],
-    ));
+    let dir = fake_gpu::start(
+        "metron-pm-trace",
+        fake_gpu::no_flush,
+        fake_gpu::metadata,
+        &[DEVICE],
+    );
     // The recording's clock moved onto this process's: the first sample 1 ms from now.
     let first = rec.samples[0].0;
     let shift = metron::clock::monotonic_ns() + 1_000_000 - first;
@@ -206,12 +193,7 @@ fn recorded_samples_become_counter_tracks_and_per_kernel_means() {
     for (m, name) in rec.metrics.iter().enumerate() {
         let c = counters[name.as_str()];
         assert_eq!(c["count"], rec.samples.len(), "{name}");
-        let got: Vec<f64> = c["values"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_f64().unwrap())
-            .collect();
+        let got = metron_tests::f64s(&c["values"]);
         let want: Vec<f64> = rec.samples.iter().map(|s| s.1[m]).collect();
         assert_eq!(got, want, "{name}: the recorded values, in order");
     }
@@ -259,20 +241,16 @@ fn recorded_samples_become_counter_tracks_and_per_kernel_means() {
             ),
         );
     }
-    let copy = rec
-        .kernels
-        .iter()
-        .find(|k| k.0.contains("copy"))
-        .unwrap()
-        .0
-        .clone();
-    let fma = rec
-        .kernels
-        .iter()
-        .find(|k| k.0.contains("fma"))
-        .unwrap()
-        .0
-        .clone();
+    // The first kernel whose name contains `part`.
+    let named = |part: &str| {
+        rec.kernels
+            .iter()
+            .find(|k| k.0.contains(part))
+            .unwrap()
+            .0
+            .clone()
+    };
+    let (copy, fma) = (named("copy"), named("fma"));
     let close = |a: f64, b: f64| (a - b).abs() <= 1e-4 * b.abs() + 1e-4;
     for (m, metric) in rec.metrics.iter().enumerate() {
         for (scope, name) in [

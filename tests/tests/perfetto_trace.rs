@@ -257,12 +257,7 @@ fn every_thread_has_its_track_with_the_nesting_the_program_did() {
         assert_eq!(progress["min"], 0.0);
         assert_eq!(progress["max"], (ITERATIONS - 1) as f64);
         assert_eq!(progress["last"], (ITERATIONS - 1) as f64);
-        let values: Vec<f64> = progress["values"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_f64().unwrap())
-            .collect();
+        let values = metron_tests::f64s(&progress["values"]);
         assert_eq!(
             values,
             (0..ITERATIONS).map(|i| i as f64).collect::<Vec<_>>()
