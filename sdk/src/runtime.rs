@@ -198,11 +198,11 @@ fn start() -> Runtime {
     }
     // `flamegraph.svg`, `regions.svg`, `report.html`: last, from the files the others wrote.
     if settings.report {
-        sinks.push(Box::new(crate::sinks::pictures::PicturesSink::new()));
+        sinks.push(Box::new(crate::sinks::late_files::LateFilesSink::pictures()));
     }
     // session.atp, session.occupancy, api.log (METRON_EXPORT): from the files the others wrote.
     if !settings.export.is_empty() {
-        sinks.push(Box::new(crate::sinks::export::ExportSink::new(
+        sinks.push(Box::new(crate::sinks::late_files::LateFilesSink::export(
             settings.export.clone(),
         )));
     }

@@ -1,17 +1,16 @@
 //! The built-in sinks.
 
 mod async_ranges;
-pub mod export;
 pub mod folded;
 pub(crate) mod gpu_summary;
 pub mod kernels_csv;
+pub mod late_files;
 pub mod perfetto;
 mod perfetto_async;
 mod perfetto_encode;
 mod perfetto_gpu;
 mod perfetto_samples;
 mod perfetto_session;
-pub mod pictures;
 mod profile;
 pub(crate) mod space;
 mod stats;
