@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 
 pub mod fake_gpu;
 pub mod recording;
+pub mod split;
 
 /// Set (to `1`) in the child process; a scenario test runs only when it is set.
 pub const SCENARIO_ENV: &str = "METRON_TEST_SCENARIO";

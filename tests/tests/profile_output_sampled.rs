@@ -3,6 +3,7 @@
 //! shares in the flat profile and the call tree of `summary.json`, in `stacks.folded`, and as
 //! `PerfSample`s in `trace.pftrace` whose callstacks name the functions.
 
+use metron_tests::split::{thread_cpu_ns, Split};
 use metron_tests::{scenario, Scenario};
 use serde_json::Value;
 use std::hint::black_box;
@@ -27,37 +28,28 @@ fn spin_b(iterations: u64) -> u64 {
     x
 }
 
-/// This thread's CPU time in seconds.
-fn thread_cpu_s() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid out-pointer for the duration of the call.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
-
-/// 3 parts `spin_a` for 1 part `spin_b`, for `seconds` of this thread's CPU time (so a loaded
-/// machine changes the wall time, not the number of samples).
+/// About 3 parts `spin_a` for 1 part `spin_b` (as measured), for `seconds` of this thread's CPU
+/// time (so a loaded machine changes the wall time, not the number of samples).
 #[inline(never)]
-fn workload(seconds: f64) -> u64 {
-    let start = thread_cpu_s();
+fn workload(seconds: f64) -> (u64, Split) {
+    let start = thread_cpu_ns();
     let mut acc = 0;
-    while thread_cpu_s() - start < seconds {
+    let mut split = Split::default();
+    while ((thread_cpu_ns() - start) as f64) < seconds * 1e9 {
         for _ in 0..10 {
-            acc ^= spin_a(30_000);
-            acc ^= spin_b(10_000);
+            acc ^= split.step(spin_a, spin_b);
         }
     }
-    acc
+    (acc, split)
 }
 
 scenario! {
     fn scenario_spin() {
         // The first region starts the runtime, and with it the sampler.
         let _spin = metron::scope!("spin");
-        black_box(workload(0.8));
+        let (acc, split) = workload(0.8);
+        black_box(acc);
+        metron_tests::emit_data(&serde_json::json!({ "a_share": split.first_share() }));
     }
 }
 
@@ -90,9 +82,10 @@ fn sampled_shares_reach_the_summary_the_folded_stacks_and_the_trace() {
     );
     let (a, b) = (inclusive(p, "spin_a"), inclusive(p, "spin_b"));
     let share = a as f64 / (a + b) as f64;
+    let measured = run.data()["a_share"].as_f64().unwrap();
     assert!(
-        (share - 0.75).abs() < 0.07,
-        "spin_a {a}, spin_b {b}: share {share:.3} (expected 0.75)"
+        (share - measured).abs() < 0.07,
+        "spin_a {a}, spin_b {b}: share {share:.3} (measured {measured:.3})"
     );
     assert!(inclusive(p, "workload") >= a + b);
 

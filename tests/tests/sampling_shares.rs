@@ -1,11 +1,13 @@
-//! Sampling finds where the CPU time goes: a workload with known proportions (75 % of its CPU
-//! time in `a`, 25 % in `b`) yields sampled shares within ±5 points, at ≥ 900 samples per
+//! Sampling finds where the CPU time goes: a workload that spends about 75 % of its time in `a`
+//! and 25 % in `b` yields sampled shares within ±5 points of the shares it measured itself
+//! (see `metron_tests::split`), at ≥ 900 samples per
 //! second of CPU time per thread when 1 kHz is asked for, on the main thread and on a thread
 //! started after sampling began. Samples reach the sinks as `Event::Sample` on the thread that
 //! was sampled, and their stacks unwind through the caller.
 
 mod sampling_support;
 
+use metron_tests::split::Split;
 use metron_tests::{emit_data, scenario, Scenario};
 use sampling_support::{function_range, gettid, thread_cpu_ns, SampleLog};
 use serde_json::json;
@@ -29,18 +31,18 @@ fn b(iterations: u64) -> u64 {
     x
 }
 
-/// 3 parts `a` for 1 part `b`, in slices of ~1 ms, for `cpu_s` seconds of this thread's CPU.
+/// About 3 parts `a` for 1 part `b` (as measured), for `cpu_s` seconds of this thread's CPU.
 #[inline(never)]
-fn workload(cpu_s: f64) -> u64 {
+fn workload(cpu_s: f64) -> (u64, Split) {
     let start = thread_cpu_ns();
     let mut acc = 0;
+    let mut split = Split::default();
     while ((thread_cpu_ns() - start) as f64) < cpu_s * 1e9 {
         for _ in 0..20 {
-            acc ^= a(30_000);
-            acc ^= b(10_000);
+            acc ^= split.step(a, b);
         }
     }
-    acc
+    (acc, split)
 }
 
 scenario! {
@@ -48,12 +50,14 @@ scenario! {
         let log = SampleLog::install();
         let main_tid = gettid();
         let cpu0 = thread_cpu_ns();
-        black_box(workload(2.0));
+        let (acc, main_measured) = workload(2.0);
+        black_box(acc);
         let main_cpu = thread_cpu_ns() - cpu0;
-        let (worker_tid, worker_cpu) = std::thread::spawn(|| {
+        let (worker_tid, worker_cpu, worker_measured) = std::thread::spawn(|| {
             let cpu0 = thread_cpu_ns();
-            black_box(workload(2.0));
-            (gettid(), thread_cpu_ns() - cpu0)
+            let (acc, measured) = workload(2.0);
+            black_box(acc);
+            (gettid(), thread_cpu_ns() - cpu0, measured)
         })
         .join()
         .unwrap();
@@ -64,7 +68,10 @@ scenario! {
             function_range(workload as *const () as usize),
         ];
         let mut threads = Vec::new();
-        for (tid, cpu_ns) in [(main_tid, main_cpu), (worker_tid, worker_cpu)] {
+        for (tid, cpu_ns, measured) in [
+            (main_tid, main_cpu, main_measured),
+            (worker_tid, worker_cpu, worker_measured),
+        ] {
             let stacks = log.cpu_stacks(tid);
             let inside = |pc: u64, (lo, hi): (usize, usize)| (lo as u64..hi as u64).contains(&pc);
             let in_a = stacks.iter().filter(|s| inside(s[0], ranges[0])).count();
@@ -81,6 +88,7 @@ scenario! {
                 "in_b": in_b,
                 "unwound": unwound,
                 "cpu_s": cpu_ns as f64 / 1e9,
+                "measured_share_a": measured.first_share(),
                 "max_depth": stacks.iter().map(Vec::len).max().unwrap_or(0),
             }));
         }
@@ -105,14 +113,15 @@ fn sampled_shares_match_the_workload_at_the_asked_rate() {
         let samples = t["samples"].as_f64().unwrap();
         let (in_a, in_b) = (t["in_a"].as_f64().unwrap(), t["in_b"].as_f64().unwrap());
         let share_a = in_a / (in_a + in_b);
+        let expected = t["measured_share_a"].as_f64().unwrap();
         let rate = samples / t["cpu_s"].as_f64().unwrap();
         println!(
-            "thread {}: {samples} samples, {rate:.0}/s of CPU, a {:.1} %, b {:.1} %, unwound to workload {} of {}, deepest {}",
-            t["tid"], 100.0 * share_a, 100.0 * (1.0 - share_a), t["unwound"], in_a + in_b, t["max_depth"]
+            "thread {}: {samples} samples, {rate:.0}/s of CPU, a {:.1} % (measured {:.1} %), b {:.1} %, unwound to workload {} of {}, deepest {}",
+            t["tid"], 100.0 * share_a, 100.0 * expected, 100.0 * (1.0 - share_a), t["unwound"], in_a + in_b, t["max_depth"]
         );
         assert!(
-            (share_a - 0.75).abs() <= 0.05,
-            "share of a = {share_a:.3}, expected 0.75 ± 0.05: {t}"
+            (share_a - expected).abs() <= 0.05,
+            "sampled share of a = {share_a:.3}, measured {expected:.3} (± 0.05 allowed): {t}"
         );
         assert!(
             in_a + in_b >= 0.95 * samples,

@@ -118,16 +118,7 @@ pub fn function_range(addr: usize) -> (usize, usize) {
     panic!("no symbol for address {addr:#x}");
 }
 
-/// This thread's CPU time, ns.
-pub fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+pub use metron_tests::split::thread_cpu_ns;
 
 /// The calling thread's kernel id.
 pub fn gettid() -> u32 {
