@@ -118,6 +118,7 @@ pub fn function_range(addr: usize) -> (usize, usize) {
     panic!("no symbol for address {addr:#x}");
 }
 
+#[allow(unused_imports)] // not every sampling test reads the CPU clock
 pub use metron_tests::split::thread_cpu_ns;
 
 /// The calling thread's kernel id.
