@@ -374,19 +374,25 @@ pub mod by_id {
         ENABLED && run_state::collecting()
     }
 
-    /// Where [`collecting`] reads from: a byte, and its value while the run records (for the C
-    /// header's inline path, which reads it through the address with a relaxed load). Without
-    /// the `enabled` feature, a byte that never has that value.
-    pub fn collecting_flag() -> (*const u8, u8) {
-        #[cfg(feature = "enabled")]
-        {
-            run_state::collecting_flag()
+    /// Where the C header's inline begin looks an id up: the address of a pointer to one byte
+    /// per id below [`INLINE_ID_COUNT`], 1 for a region it may record, which points at a map
+    /// of zeros while the run does not record (so one test answers both). Read with relaxed
+    /// loads. Without the `enabled` feature, a gate that stays closed.
+    pub fn inline_gate() -> *const std::sync::atomic::AtomicPtr<u8> {
+        if ENABLED {
+            run_state::inline_gate()
+        } else {
+            run_state::closed_gate()
         }
-        #[cfg(not(feature = "enabled"))]
-        {
-            static NEVER: u8 = 0;
-            (&NEVER, 1)
-        }
+    }
+
+    /// Ids that [`inline_gate`]'s map covers.
+    pub const INLINE_ID_COUNT: usize = run_state::INLINE_ID_COUNT;
+
+    /// Lets the C header's inline begin record region `id` (an id from [`INLINE_ID_COUNT`] on
+    /// always goes through the library).
+    pub fn accept_inline(id: u32) {
+        run_state::accept_inline(id);
     }
 
     /// The calling thread's record buffer, looked up once: callers that keep their own

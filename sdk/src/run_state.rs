@@ -3,7 +3,7 @@
 //! sampler's handler and the C header's inline path read it, without reaching up into the
 //! runtime.
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
 
 /// Recording is on.
 pub(crate) const ON: u8 = 1;
@@ -23,8 +23,49 @@ pub(crate) fn collecting() -> bool {
     STATE.load(Ordering::Relaxed) == ON
 }
 
-/// The state byte [`collecting`] reads and its value while recording is on: the C header's
-/// inline path reads it through this address.
-pub(crate) fn collecting_flag() -> (*const u8, u8) {
-    (STATE.as_ptr().cast_const(), ON)
+/// Turns recording on or off: the state byte, and with it the C header's [`GATE`].
+pub(crate) fn set(on: bool) {
+    STATE.store(if on { ON } else { OFF }, Ordering::Release);
+    let map = if on {
+        INLINE_IDS.as_ptr()
+    } else {
+        NO_IDS.as_ptr()
+    };
+    GATE.store(map.cast::<u8>().cast_mut(), Ordering::Release);
+}
+
+/// Ids covered by the C header's inline begin (`METRON_FAST_REGION_IDS`).
+pub const INLINE_ID_COUNT: usize = 1 << 16;
+
+/// One byte per id: 1 for a region the C header's inline begin may record.
+static INLINE_IDS: [AtomicU8; INLINE_ID_COUNT] = [const { AtomicU8::new(0) }; INLINE_ID_COUNT];
+
+/// All zero: what [`GATE`] points at while recording is off.
+static NO_IDS: [AtomicU8; INLINE_ID_COUNT] = [const { AtomicU8::new(0) }; INLINE_ID_COUNT];
+
+/// [`INLINE_IDS`] while recording is on, [`NO_IDS`] while it is off: the C header's inline
+/// begin tests `(*gate)[id]`, one test for "a region it may record" and "the run records"
+/// (two loads through pointers where a separate state byte would cost four instructions more).
+/// Both maps are zero pages (`.bss`) until ids are accepted. Starts open, as [`STATE`] does.
+static GATE: AtomicPtr<u8> = AtomicPtr::new(INLINE_IDS.as_ptr().cast::<u8>().cast_mut());
+
+/// Lets the C header's inline begin record region `id` (ids from `INLINE_ID_COUNT` on always
+/// go through the library).
+pub(crate) fn accept_inline(id: u32) {
+    if let Some(byte) = INLINE_IDS.get(id as usize) {
+        byte.store(1, Ordering::Relaxed);
+    }
+}
+
+/// The address of [`GATE`], which the C header's inline begin reads with a relaxed load.
+pub(crate) fn inline_gate() -> *const AtomicPtr<u8> {
+    &GATE
+}
+
+/// A gate that stays closed (instrumentation compiled out).
+static CLOSED: AtomicPtr<u8> = AtomicPtr::new(NO_IDS.as_ptr().cast::<u8>().cast_mut());
+
+/// The address of a gate that never lets the inline begin record.
+pub(crate) fn closed_gate() -> *const AtomicPtr<u8> {
+    &CLOSED
 }

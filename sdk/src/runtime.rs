@@ -27,7 +27,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 // The recording state the hot path reads lives in the hot path layer (`run_state`); the
 // runtime writes it.
 pub(crate) use crate::run_state::collecting;
-use crate::run_state::{OFF, ON, STATE};
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 /// Whether anything used the runtime (see the module documentation); decides whether the exit
 /// handler writes a run folder.
@@ -129,7 +128,7 @@ pub(crate) fn set_collecting(on: bool) {
     if !rt.settings.enabled || rt.finished.load(Ordering::Acquire) {
         return;
     }
-    STATE.store(if on { ON } else { OFF }, Ordering::Release);
+    crate::run_state::set(on);
 }
 
 fn start() -> Runtime {
@@ -300,7 +299,7 @@ fn start() -> Runtime {
             }
         }
     }
-    STATE.store(if enabled && open { ON } else { OFF }, Ordering::Release);
+    crate::run_state::set(enabled && open);
     runtime
 }
 
@@ -431,7 +430,7 @@ pub(crate) fn add_sink(sink: Box<dyn Sink>) {
 /// In a forked child (see `lifecycle`): recording off and the run marked finished, so the
 /// child never flushes or writes the parent's run. Lock-free: one `OnceLock::get`, two stores.
 pub(crate) fn disable_after_fork() {
-    STATE.store(OFF, Ordering::Release);
+    crate::run_state::set(false);
     if let Some(rt) = RUNTIME.get() {
         rt.finished.store(true, Ordering::Release);
     }
@@ -520,7 +519,7 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
     }
     // The GPU backend's last records reach the sinks before they write.
     crate::gpu::flush_backend(true);
-    STATE.store(OFF, Ordering::Release);
+    crate::run_state::set(false);
     rt.service.flush();
     crate::sampling::finish();
     let mut pipeline = rt.pipeline.lock().unwrap_or_else(|e| e.into_inner());

@@ -6,7 +6,7 @@
 //! that names no region (0, a counter's id, a made-up number) is an error, never a record.
 
 use metron::CallsiteKind;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Ids covered by the bitmap (8 KiB); larger ids are checked in the sdk's table every time.
 const CAPACITY: usize = 1 << 16;
@@ -44,27 +44,13 @@ fn is_region_slow(id: u32) -> bool {
     known
 }
 
-/// Ids covered by [`region_bytes`].
-pub(crate) const BYTE_IDS: usize = 1 << 16;
-
-/// The same set as [`REGIONS`], one byte per id: the C header's inline begin reads it with one
-/// load and compare (`METRON_FAST_REGION_IDS`). 64 KiB of zero pages until ids are marked.
-static REGION_BYTES: [AtomicU8; BYTE_IDS] = [const { AtomicU8::new(0) }; BYTE_IDS];
-
-/// The address of the byte map (for `metron_fast_thread`).
-pub(crate) fn region_bytes() -> *const u8 {
-    REGION_BYTES.as_ptr().cast()
-}
-
 /// Remembers that `id` is a region interned by the C API.
 pub(crate) fn mark_region(id: u32) {
     let i = id as usize;
     if let Some(word) = REGIONS.get(i / 64) {
         word.fetch_or(1 << (i % 64), Ordering::Relaxed);
     }
-    if let Some(byte) = REGION_BYTES.get(i) {
-        byte.store(1, Ordering::Relaxed);
-    }
+    metron::by_id::accept_inline(id);
 }
 
 /// The name of region `id`, for messages and for an end by name of a region begun by id.

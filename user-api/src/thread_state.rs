@@ -19,6 +19,7 @@ use metron::by_id::ThreadBuffer;
 use metron::CallsiteKind;
 use std::cell::RefCell;
 use std::ffi::{c_char, CStr};
+use std::sync::atomic::AtomicPtr;
 
 /// Entries of the per-thread cache by content (direct-mapped by a hash of the bytes), for
 /// names that come at new addresses (built at run time): found without the interner's lock.
@@ -144,8 +145,9 @@ pub(crate) mod meta {
 /// `metron_fast_thread_get()` refuses a header with another version or size). The open-region
 /// stack lives here, so the inline path and the library keep one stack.
 ///
-/// The inline begin runs when `depth < open_limit`, the id's byte in `region_ids` is set,
-/// `*collecting == collecting_on` and the producer's cursor is below its limit; it then writes
+/// The inline begin runs when `depth < open_limit`, the id's byte in the map `*ids` points at
+/// is set (the map is all zeros while the run does not record: `metron::by_id::inline_gate`)
+/// and the producer's cursor is below its limit; it then writes
 /// the BEGIN record exactly as the Rust producer does (the slot, then a `Release` store of the
 /// new end) and pushes `id | RECORDED | BY_ID`. The inline end runs when `open[depth]` (with
 /// `open[0]`, `floor`, always 0) is exactly that word and the cursor is below the limit.
@@ -165,24 +167,18 @@ pub struct FastThread {
     pub(crate) depth: usize,
     /// The thread's producer (`RawProducer`: its end-word pointer, then its limit).
     pub(crate) cursor: *const (),
-    /// The runtime's collecting state byte.
-    pub(crate) collecting: *const u8,
-    /// Its value while the run records.
-    pub(crate) collecting_on: u8,
-    /// One byte per id below [`crate::ids::BYTE_IDS`]: 1 for a region `begin_id` accepts.
-    pub(crate) region_ids: *const u8,
+    /// The run's gate: a pointer to one byte per id below `METRON_FAST_REGION_IDS`, 1 for a
+    /// region the inline begin may record (all 0 while the run does not record).
+    pub(crate) ids: *const AtomicPtr<u8>,
     /// `open[0]` in C: always 0 (matches no end), so an end with nothing open needs no test.
     pub(crate) floor: u64,
     /// The open regions, innermost last: see [`meta`].
     pub(crate) stack: [u64; MAX_DEPTH],
 }
 
-/// `METRON_FAST_COLLECTING_ON`: the header compares the state byte with this constant.
-const COLLECTING_ON: u8 = 1;
-
 /// Version of [`FastThread`]'s layout and of the records the inline path writes
 /// (`METRON_FAST_ABI` in `metron.h`).
-pub const FAST_ABI: u32 = 1;
+pub const FAST_ABI: u32 = 2;
 
 /// A thread state that never lets the inline path run (limit 0, nothing open): what
 /// `metron_fast_thread_get()` hands out when the inline path must not be used. Never written.
@@ -199,9 +195,7 @@ impl FastThread {
         open_limit: 0,
         depth: 0,
         cursor: std::ptr::null(),
-        collecting: std::ptr::null(),
-        collecting_on: 0,
-        region_ids: std::ptr::null(),
+        ids: std::ptr::null(),
         floor: 0,
         stack: [0; MAX_DEPTH],
     };
@@ -299,15 +293,9 @@ pub(crate) fn fast_thread(abi: u32, size: u32) -> *mut FastThread {
         return refused;
     };
     let buffer = st.buffer();
-    let (collecting, on) = metron::by_id::collecting_flag();
-    if on != COLLECTING_ON {
-        return refused;
-    }
     let fast = &mut st.fast;
     fast.cursor = buffer.cursor();
-    fast.collecting = collecting;
-    fast.collecting_on = on;
-    fast.region_ids = crate::ids::region_bytes();
+    fast.ids = metron::by_id::inline_gate();
     fast.open_limit = MAX_DEPTH;
     drop(st);
     // SAFETY: `cell` is this thread's state, which lives as long as the thread; the C caller
@@ -329,15 +317,13 @@ fn gpu_region_mode_requested() -> bool {
 /// Byte offsets of [`FastThread`]'s fields, in the order of `metron_fast_thread`'s fields in
 /// `metron.h` (`metron_fast_layout`), then its size: the test that compiles the header
 /// compares them with `offsetof`.
-pub(crate) const FAST_LAYOUT: [usize; 11] = [
+pub(crate) const FAST_LAYOUT: [usize; 9] = [
     std::mem::offset_of!(FastThread, struct_size),
     std::mem::offset_of!(FastThread, abi),
     std::mem::offset_of!(FastThread, open_limit),
     std::mem::offset_of!(FastThread, depth),
     std::mem::offset_of!(FastThread, cursor),
-    std::mem::offset_of!(FastThread, collecting),
-    std::mem::offset_of!(FastThread, collecting_on),
-    std::mem::offset_of!(FastThread, region_ids),
+    std::mem::offset_of!(FastThread, ids),
     std::mem::offset_of!(FastThread, floor),
     std::mem::offset_of!(FastThread, stack),
     std::mem::size_of::<FastThread>(),

@@ -34,8 +34,7 @@ static int layout(void) {
     size_t want[] = {
         offsetof(metron_fast_thread, struct_size), offsetof(metron_fast_thread, abi),
         offsetof(metron_fast_thread, open_limit),  offsetof(metron_fast_thread, depth),
-        offsetof(metron_fast_thread, cursor),      offsetof(metron_fast_thread, collecting),
-        offsetof(metron_fast_thread, collecting_on), offsetof(metron_fast_thread, region_ids),
+        offsetof(metron_fast_thread, cursor),      offsetof(metron_fast_thread, ids),
         offsetof(metron_fast_thread, open),        offsetof(metron_fast_thread, open) + 8,
         sizeof(metron_fast_thread)};
     size_t i;
@@ -61,7 +60,7 @@ static int layout(void) {
     }
     f = metron_fast_thread_get(METRON_FAST_ABI, (uint32_t)sizeof(metron_fast_thread));
     if (f == NULL || f->open_limit != 256 || f->struct_size != sizeof(metron_fast_thread) ||
-        f->abi != METRON_FAST_ABI || f->collecting_on != METRON_FAST_COLLECTING_ON) {
+        f->abi != METRON_FAST_ABI || f->ids == NULL || *f->ids == NULL) {
         fprintf(stderr, "inline_path: this header's state is not set up\n");
         return 1;
     }

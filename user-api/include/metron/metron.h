@@ -224,13 +224,11 @@ metron_status metron_info_iterate(const char* device, metron_info_kind kind, met
 /* Version of metron_fast_thread's layout and of the records the inline path writes. The
  * library refuses a header with another version or size (the inline path then always calls
  * the library), so a header and a library of different versions stay correct. */
-#define METRON_FAST_ABI 1
-/* Ids below this have a byte in region_ids. */
+#define METRON_FAST_ABI 2
+/* Ids below this have a byte in the map *ids points at. */
 #define METRON_FAST_REGION_IDS 65536u
 /* An open region's word: the id, whether its begin was recorded, begun by id. */
 #define METRON_FAST_OPEN_BY_ID ((uint64_t)3 << 40)
-/* The value of *collecting while the run records (the library refuses another). */
-#define METRON_FAST_COLLECTING_ON 1
 /* Record header words of a region's begin and end (id in the low 32 bits). */
 #define METRON_FAST_BEGIN_RECORD ((uint64_t)1 << 32)
 #define METRON_FAST_END_RECORD ((uint64_t)2 << 32)
@@ -250,9 +248,9 @@ typedef struct metron_fast_thread {
     size_t open_limit;                 /* inline begins run while depth < open_limit */
     size_t depth;                      /* regions open on this thread */
     const metron_fast_cursor* cursor;  /* this thread's producer */
-    const uint8_t* collecting;         /* the run's state byte ... */
-    uint8_t collecting_on;             /* ... its value while the run records (METRON_FAST_COLLECTING_ON) */
-    const uint8_t* region_ids;         /* 1 for ids begin_id accepts (< METRON_FAST_REGION_IDS) */
+    /* the run's gate: *ids has a byte per id below METRON_FAST_REGION_IDS, 1 for a region the
+     * inline begin may record; it points at zeros while the run does not record */
+    const uint8_t* const volatile* ids;
     uint64_t open[1 + 256];            /* open[0] is always 0; open[1..depth] the open regions */
 } metron_fast_thread;
 
@@ -293,7 +291,12 @@ static __inline__ int metron_fast_write_(const metron_fast_cursor* c, uint64_t h
     volatile size_t* end = c->end;
     size_t at = *end;
     if (__builtin_expect(at == (size_t)c->limit, 0)) return 0;
-    ((volatile uint64_t*)at)[0] = __builtin_ia32_rdtsc();
+    uint32_t lo, hi;
+    /* The time stamp's halves stored as they come from rdtsc: two stores instead of a shift,
+     * an or and a store (the flusher reads the slot only after the publishing store). */
+    __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+    ((volatile uint32_t*)at)[0] = lo;
+    ((volatile uint32_t*)at)[1] = hi;
     ((volatile uint64_t*)at)[1] = header;
     *end = at + 16;
     return 1;
@@ -308,17 +311,12 @@ static __inline__ int metron_fast_write_(const metron_fast_cursor* c, uint64_t h
                 metron_fast_thread_get(METRON_FAST_ABI, (uint32_t)sizeof(metron_fast_thread)); \
     } while (0)
 
-/* metron_region_begin_id(id), inline when nothing but a record is needed. `known` says that
- * `id` came from metron_region_id() of this library (a call site's own static: the literal
- * macros), so only 0 needs the library; any other id is looked up in region_ids. */
-static __inline__ __attribute__((always_inline)) metron_status metron_fast_begin_(metron_id id,
-                                                                              int known) {
+/* metron_region_begin_id(id), inline when nothing but a record is needed: one lookup in the
+ * run's gate answers "a region id" and "the run records". */
+static __inline__ __attribute__((always_inline)) metron_status metron_fast_begin_id(metron_id id) {
     metron_fast_thread* f = metron_fast_tls_;
     size_t d = f->depth;
-    if (__builtin_expect(d < f->open_limit &&
-                             (known ? id != 0
-                                    : id < METRON_FAST_REGION_IDS && f->region_ids[id]) &&
-                             *(const volatile uint8_t*)f->collecting == METRON_FAST_COLLECTING_ON &&
+    if (__builtin_expect(d < f->open_limit && id < METRON_FAST_REGION_IDS && (*f->ids)[id] &&
                              metron_fast_write_(f->cursor, METRON_FAST_BEGIN_RECORD | id),
                          1)) {
         f->open[d + 1] = METRON_FAST_OPEN_BY_ID | id;
@@ -329,10 +327,8 @@ static __inline__ __attribute__((always_inline)) metron_status metron_fast_begin
     return metron_region_begin_id(id);
 }
 
-/* metron_region_begin_id(id) (any id), inline when nothing but a record is needed. */
-static __inline__ metron_status metron_fast_begin_id(metron_id id) { return metron_fast_begin_(id, 0); }
 /* The same for an id from metron_region_id() (a call site's static). */
-static __inline__ metron_status metron_fast_begin_known_(metron_id id) { return metron_fast_begin_(id, 1); }
+#define metron_fast_begin_known_(id) metron_fast_begin_id(id)
 
 /* metron_region_end_id(id), inline when `id` is the innermost region, begun by id. */
 static __inline__ metron_status metron_fast_end_id(metron_id id) {
