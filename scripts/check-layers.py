@@ -26,12 +26,11 @@ import sys
 LAYERS = [
     (
         "hot path",
-        "record layout, call sites, per-thread buffers, the region API, clock and syscalls, the "
-        "recording state the runtime writes, the ABI between copies of Metron in one process",
+        "record layout, per-thread buffers, the region API, clock and syscalls, the recording "
+        "state the runtime writes, the ABI between copies of Metron in one process",
         [
             "sys",
             "record",
-            "callsite",
             "buffer",
             "thread_buffer",
             "region",
@@ -39,14 +38,16 @@ LAYERS = [
             "shared_runtime::abi",
         ],
     ),
+    # These two are the crate metron-sinks (sinks/), which `metron` re-exports at its root as
+    # `sink` and `sinks`: the compiler keeps them from naming anything above.
     (
         "decoding",
-        "records decoded into `Event`s, the `Sink` trait",
+        "records decoded into `Event`s, the `Sink` trait (crate metron-sinks)",
         ["sink"],
     ),
     (
         "sinks",
-        "outputs that see `Event`s and plain config values",
+        "outputs that see `Event`s and plain config values (crate metron-sinks)",
         ["sinks"],
     ),
     (
@@ -57,8 +58,19 @@ LAYERS = [
     ),
     (
         "runtime",
-        "wires sources to sinks, owns the settings, the run folder, its metadata and the rank",
-        ["settings", "runtime", "pipeline", "metadata", "output_path", "ranks", "shared_runtime"],
+        "wires sources to sinks, owns the settings, the run folder, its metadata and the rank, "
+        "and the call-site table (a `Callsite` registers on first use through the symbol "
+        "metron-sinks calls, so the hot path never names it)",
+        [
+            "settings",
+            "runtime",
+            "pipeline",
+            "metadata",
+            "output_path",
+            "ranks",
+            "shared_runtime",
+            "callsite",
+        ],
     ),
     (
         "lifecycle",
@@ -72,7 +84,6 @@ ROOT = "crate root"
 ALLOWED = {
     # The hot path forwards to the process's owning copy of Metron (one runtime per process):
     # it should reach the owner through a hook the runtime installs, not through the module.
-    ("callsite", "shared_runtime"): "site registration and interning forward to the owner copy",
     ("thread_buffer", "shared_runtime"): "a thread's slots forward to the owner copy",
     # The hot path starts the runtime on a thread's first record, even before any constructor
     # could have installed a hook (a record from another library's constructor that ran first).
@@ -413,6 +424,28 @@ class Graph:
         return len(LAYERS) if key == ROOT else self.layer(key)
 
 
+def below_uses_above(crate):
+    """The crate metron-sinks must not depend on `metron` (cargo would refuse the cycle; this
+    says so plainly) nor name it in code other than comments."""
+    bad = []
+    manifest = os.path.join(crate, "Cargo.toml")
+    with open(manifest, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if re.match(r"\s*metron\s*(\.workspace)?\s*=", line):
+                bad.append(f"{manifest}:{n}: metron-sinks depends on `metron`, the crate above it")
+    for d, _, fs in os.walk(os.path.join(crate, "src")):
+        for name in sorted(fs):
+            if not name.endswith(".rs"):
+                continue
+            path = os.path.join(d, name)
+            with open(path, encoding="utf-8") as f:
+                code = strip(f.read())
+            for n, line in enumerate(code.split("\n"), 1):
+                if re.search(r"(?<![\w:])metron::", line):
+                    bad.append(f"{path}:{n}: metron-sinks names `metron`, the crate above it")
+    return bad
+
+
 def main(argv):
     here = os.path.dirname(os.path.abspath(__file__))
     src = os.path.join(os.path.dirname(here), "sdk", "src")
@@ -438,6 +471,14 @@ def main(argv):
     for f in files:
         if os.path.normpath(f) not in skip:
             g.scan(f)
+
+    sinks_crate = os.path.join(os.path.dirname(os.path.dirname(src)), "sinks")
+    if os.path.isfile(os.path.join(sinks_crate, "Cargo.toml")):
+        bad = below_uses_above(sinks_crate)
+        for line in bad:
+            print(line)
+        if bad:
+            return 1
 
     if g.unplaced:
         for u in sorted(g.unplaced):

@@ -1,5 +1,6 @@
 //! Records the compiler and target this copy of Metron is built with: copies of Metron in one
-//! process share Rust objects only when both match (see `shared_runtime::abi::BUILD`).
+//! process share Rust objects only when both match (see `shared_runtime::abi::BUILD`). Passes
+//! on the name of the call-site registration symbol that metron-sinks calls (`callsite.rs`).
 
 use std::process::Command;
 
@@ -16,4 +17,8 @@ fn main() {
     println!("cargo:rustc-env=METRON_BUILD_RUSTC={version}");
     println!("cargo:rustc-env=METRON_BUILD_TARGET={target}");
     println!("cargo:rerun-if-env-changed=RUSTC");
+    // The symbol metron-sinks calls to register a call site (its build.rs names it).
+    let symbol = std::env::var("DEP_METRON_SINKS_CALLSITE_SYMBOL")
+        .expect("metron-sinks' build script names the call-site registration symbol");
+    println!("cargo:rustc-env=METRON_CALLSITE_SYMBOL={symbol}");
 }

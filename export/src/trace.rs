@@ -2,7 +2,7 @@
 //! generated code): the track descriptors, the slices of every track (begin/end pairs, with
 //! their names and debug annotations), the instants, and the interned call stacks of the
 //! `metron: backtrace` instants. It reads what Metron's trace sink writes
-//! (`sdk/src/sinks/perfetto*.rs`, field numbers of `perfetto_trace.proto`); the service's
+//! (`sinks/src/sinks/perfetto*.rs`, field numbers of `perfetto_trace.proto`); the service's
 //! packets (clock snapshots, trace config, stats) are skipped.
 
 use std::collections::{BTreeMap, HashMap, HashSet};

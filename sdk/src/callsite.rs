@@ -8,100 +8,36 @@
 use crate::record::{header, kind};
 use metron_components::ComponentInfo;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
 
-/// What a call site records.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CallsiteKind {
-    /// A region (scope, profiled function, explicit begin/end).
-    Region,
-    /// An instant mark.
-    Instant,
-    /// A named counter.
-    Counter,
-    /// The key of a region annotation.
-    AnnotationKey,
-}
+pub use metron_sinks::callsite::{Callsite, CallsiteKind};
 
-/// A call site: what, where, and which bundle it measures.
-#[derive(Debug)]
-pub struct Callsite {
-    /// Region, mark, counter or annotation-key name.
-    pub name: &'static str,
-    /// Source file (`file!()`), empty for names created at run time.
-    pub file: &'static str,
-    /// Source line (`line!()`), 0 for names created at run time.
-    pub line: u32,
-    /// Module path (`module_path!()`), empty for names created at run time.
-    pub module: &'static str,
-    /// What it records.
-    pub kind: CallsiteKind,
-    /// The components of its bundle beyond the wall clock of every region (empty: default).
-    pub components: &'static [ComponentInfo],
-    /// 0 until registered; then the record header of this site's main record kind (its id in
-    /// the low 32 bits), so a region begin loads its ready-made header in one instruction.
-    tagged: AtomicU64,
-}
-
-impl Callsite {
-    /// A descriptor for a `static`. Use the macros rather than calling this directly.
-    pub const fn new(
-        name: &'static str,
-        file: &'static str,
-        line: u32,
-        module: &'static str,
-        kind: CallsiteKind,
-        components: &'static [ComponentInfo],
-    ) -> Callsite {
-        Callsite {
-            name,
-            file,
-            line,
-            module,
-            kind,
-            components,
-            tagged: AtomicU64::new(0),
-        }
+/// Registers `site` (its first use): called by [`Callsite::tagged_header`] through the symbol
+/// `metron_sinks::callsite` declares, since the table and the forwarding to another copy of
+/// Metron live here, above the crate that defines the type. The symbol's name carries a
+/// fingerprint of the version, compiler and target (metron-sinks' `build.rs`), so two copies of
+/// Metron built differently in one process never bind to each other's.
+#[export_name = env!("METRON_CALLSITE_SYMBOL")]
+#[cold]
+#[inline(never)]
+pub fn register_callsite(site: &'static Callsite) -> u64 {
+    let mut table = TABLE.write().unwrap_or_else(|e| e.into_inner());
+    // Another thread may have registered it while we waited for the lock.
+    let tagged = site.tagged_word();
+    if tagged != 0 {
+        return tagged;
     }
-
-    /// The interned id (never 0). One relaxed load after the first call.
-    #[inline(always)]
-    pub fn id(&'static self) -> u32 {
-        self.tagged_header() as u32
+    // A copy of Metron that joined another records under the owner's ids (see
+    // `shared_runtime`); the lock above keeps two threads from registering it twice.
+    if let Some(owner) = crate::shared_runtime::owner() {
+        let tagged = crate::shared_runtime::register_site(owner, site);
+        site.set_tagged_word(tagged);
+        return tagged;
     }
-
-    /// The header word of this site's main record (a region's `BEGIN`, a mark's `INSTANT`, ...).
-    #[inline(always)]
-    pub fn tagged_header(&'static self) -> u64 {
-        match self.tagged.load(Ordering::Relaxed) {
-            0 => self.register(),
-            tagged => tagged,
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn register(&'static self) -> u64 {
-        let mut table = TABLE.write().unwrap_or_else(|e| e.into_inner());
-        // Another thread may have registered it while we waited for the lock.
-        let tagged = self.tagged.load(Ordering::Relaxed);
-        if tagged != 0 {
-            return tagged;
-        }
-        // A copy of Metron that joined another records under the owner's ids (see
-        // `shared_runtime`); the lock above keeps two threads from registering it twice.
-        if let Some(owner) = crate::shared_runtime::owner() {
-            let tagged = crate::shared_runtime::register_site(owner, self);
-            self.tagged.store(tagged, Ordering::Relaxed);
-            return tagged;
-        }
-        table.push(self);
-        let tagged = header(table.len() as u32, record_kind_of(self.kind), 0, 0);
-        self.tagged.store(tagged, Ordering::Relaxed);
-        tagged
-    }
+    table.push(site);
+    let tagged = header(table.len() as u32, record_kind_of(site.kind), 0, 0);
+    site.set_tagged_word(tagged);
+    tagged
 }
 
 /// The record kind a call site of `kind` writes first.
@@ -149,8 +85,7 @@ fn resolve_at_owner(
     let components: &'static [ComponentInfo] = if n_components == 0 { &[] } else { &PLACEHOLDER };
     let site: &'static Callsite =
         Box::leak(Box::new(Callsite::new(name, "", 0, "", kind, components)));
-    site.tagged
-        .store(header(id, record_kind_of(kind), 0, 0), Ordering::Relaxed);
+    site.set_tagged_word(header(id, record_kind_of(kind), 0, 0));
     known.insert(id, site);
     Some(site)
 }

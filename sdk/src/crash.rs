@@ -115,14 +115,12 @@ pub(crate) fn start(hooks: CrashHooks) {
 }
 
 /// Installs the handlers once (the run's first use; cold, a few `sigaction` calls).
-pub(crate) fn install_handlers() {
+/// `crash_site` is the id of the instant a crash records (the runtime interns it).
+pub(crate) fn install_handlers(crash_site: u32) {
     if WAKE_WRITE.load(Ordering::Acquire) < 0 || INSTALLED.swap(true, Ordering::AcqRel) {
         return;
     }
-    CRASH_SITE.store(
-        crate::callsite::intern("crash", crate::callsite::CallsiteKind::Instant),
-        Ordering::Relaxed,
-    );
+    CRASH_SITE.store(crash_site, Ordering::Relaxed);
     for (i, (sig, _)) in SIGNALS.iter().enumerate() {
         sys::install(i, *sig, on_crash);
     }

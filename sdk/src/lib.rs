@@ -58,8 +58,6 @@ mod runtime;
 pub mod sampling;
 pub mod settings;
 pub mod shared_runtime;
-mod sink;
-pub mod sinks;
 mod sys;
 mod thread_buffer;
 
@@ -79,6 +77,9 @@ pub use runtime::RunReport;
 pub use sampling::Backtrace;
 pub use shared_runtime::{process_runtime, ProcessRuntime};
 pub use sink::{Event, RunInfo, SampleTrigger, Sink, ThreadInfo};
+// The decoding layer and the outputs live in their own crate, below the runtime.
+use metron_sinks::sink;
+pub use metron_sinks::sinks;
 pub use thread_buffer::{pause_thread, resume_thread, thread_paused};
 
 /// Makes sure the runtime is up (it normally starts before `main`: settings read, clock

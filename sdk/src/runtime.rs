@@ -85,8 +85,13 @@ pub(crate) fn mark_used() {
         }
         // After `main` began, usually: the program's own handlers (and Rust's stack-overflow
         // handler) are in place by then, and Metron's chain to them.
-        crate::crash::install_handlers();
+        crate::crash::install_handlers(crash_site());
     }
+}
+
+/// The id of the instant a crash records.
+fn crash_site() -> u32 {
+    crate::callsite::intern("crash", crate::callsite::CallsiteKind::Instant)
 }
 
 pub(crate) struct Runtime {
@@ -177,6 +182,8 @@ fn start() -> Runtime {
     // `stacks.folded`, written only when the run has call-stack samples.
     sinks.push(Box::new(crate::sinks::folded::FoldedSink::new()));
     if settings.trace {
+        // Its muxer thread must not take a program thread's sampling number.
+        crate::sinks::perfetto::on_library_thread_starting(crate::sys::library_thread_starting);
         let config = PerfettoConfig {
             file_name: settings.trace_file.clone(),
             buffer_bytes: settings.trace_buffer_bytes,
@@ -295,7 +302,7 @@ fn start() -> Runtime {
             });
             // Used before the runtime existed (`init` from a constructor): install now.
             if USED.load(Ordering::Relaxed) {
-                crate::crash::install_handlers();
+                crate::crash::install_handlers(crash_site());
             }
         }
     }

@@ -7,9 +7,9 @@
 //! marked *same build* pass Rust objects (a `Box<dyn Sink>`, a `fn`), and only between copies
 //! whose [`BUILD`] fingerprint (Metron version, rustc, target) is equal.
 
-use crate::callsite::CallsiteKind;
 use crate::record::Slot;
 use metron_components::{ComponentInfo, Field, Unit};
+use metron_sinks::CallsiteKind;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, AtomicU64};
 

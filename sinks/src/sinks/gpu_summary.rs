@@ -39,15 +39,11 @@ static REGION_COUNTERS: Mutex<BTreeMap<String, RegionCounterRow>> = Mutex::new(B
 static REGION_METRICS: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 /// The annotation keys region mode writes: `gpu.<metric>` (a value) and this one (a reason).
-pub(crate) const REGION_ERROR_KEY: &str = "gpu.counters_error";
+pub const REGION_ERROR_KEY: &str = "gpu.counters_error";
 
 /// Keeps a region-mode annotation of `region` (key `gpu.<metric>` with an F64 value, or
 /// [`REGION_ERROR_KEY`] with the reason); other keys are ignored. Returns true when taken.
-pub(crate) fn add_region_annotation(
-    region: &str,
-    key: &str,
-    value: &crate::AnnotationValue<'_>,
-) -> bool {
+pub fn add_region_annotation(region: &str, key: &str, value: &crate::AnnotationValue<'_>) -> bool {
     let Some(metric) = key.strip_prefix("gpu.") else {
         return false;
     };

@@ -173,6 +173,17 @@ extern "C" fn perfetto_log(args: LogArgs) {
     let _ = writeln!(std::io::stderr(), "metron: perfetto: {message}");
 }
 
+/// What the runtime lent to be called before the Perfetto SDK starts its threads (see
+/// [`on_library_thread_starting`]).
+static LIBRARY_THREAD_STARTING: OnceLock<fn()> = OnceLock::new();
+
+/// Lends the call that tells the sampler a library thread is about to start, so that the
+/// Perfetto SDK's muxer thread does not take a program thread's sampling number. The runtime
+/// lends it before it makes the trace sink; only the first call counts.
+pub fn on_library_thread_starting(hook: fn()) {
+    let _ = LIBRARY_THREAD_STARTING.set(hook);
+}
+
 /// Starts the in-process backend and registers the data source, once per process.
 pub(crate) fn data_source() -> Result<&'static MetronDataSource, String> {
     DATA_SOURCE
@@ -185,7 +196,9 @@ pub(crate) fn data_source() -> Result<&'static MetronDataSource, String> {
                 .backends(Backends::IN_PROCESS)
                 .shmem_size_hint_kb(SHMEM_KB);
             // Its muxer thread must not take a program thread's sampling number.
-            crate::sys::library_thread_starting();
+            if let Some(hook) = LIBRARY_THREAD_STARTING.get() {
+                hook();
+            }
             Producer::init(args.build());
             let mut ds = MetronDataSource::new_with_incremental_state_type();
             // Stall (then drop, counted) when the shared memory is full rather than drop at

@@ -2,7 +2,8 @@
 
 mod async_ranges;
 pub mod folded;
-pub(crate) mod gpu_summary;
+#[doc(hidden)]
+pub mod gpu_summary;
 pub mod kernels_csv;
 pub mod late_files;
 pub mod perfetto;
@@ -12,7 +13,8 @@ mod perfetto_gpu;
 mod perfetto_samples;
 mod perfetto_session;
 mod profile;
-pub(crate) mod space;
+#[doc(hidden)]
+pub mod space;
 mod stats;
 pub mod summary;
 

@@ -43,8 +43,8 @@ use super::perfetto_encode::{
 use super::perfetto_session::{
     FillPolicy, PerfettoLoss, SeqState, Session, SessionConfig, FIXED_IID_BASE,
 };
+use crate::annotation::AnnotationValue;
 use crate::callsite::Callsite;
-use crate::region::AnnotationValue;
 use crate::sink::{Event, RunInfo, Sink, ThreadInfo};
 use metron_components::{clock, Component, PageRss};
 use serde_json::{json, Value};
@@ -53,6 +53,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+pub use super::perfetto_session::on_library_thread_starting;
 pub use super::perfetto_session::FillPolicy as TraceFillPolicy;
 pub use super::perfetto_session::PerfettoLoss as TraceLoss;
 
@@ -367,7 +368,7 @@ impl PerfettoSink {
 
     /// The sink naming GPU devices, streams and launch regions, and drawing notes, from `gpu`
     /// (filled by the GPU glue; without it the trace knows none).
-    pub(crate) fn with_gpu_context(mut self, gpu: crate::sink::gpu::GpuContext) -> PerfettoSink {
+    pub fn with_gpu_context(mut self, gpu: crate::sink::gpu::GpuContext) -> PerfettoSink {
         self.gpu.context = gpu;
         self
     }
@@ -1064,7 +1065,8 @@ fn set_cut_note(note: Option<String>) {
 
 /// `; trace cut at N bytes (M records left out; METRON_TRACE_MAX_SIZE=L)` when the size limit
 /// cut the trace, for the run's last stderr line; empty otherwise.
-pub(crate) fn cut_note() -> String {
+#[doc(hidden)]
+pub fn cut_note() -> String {
     CUT_NOTE
         .lock()
         .unwrap_or_else(|e| e.into_inner())

@@ -15,7 +15,7 @@ pub(crate) const RESERVE_BYTES: u64 = 256 << 10;
 const FILE: &str = ".metron-reserve";
 
 /// Creates `dir` and the reserve in it (best effort: whatever fits).
-pub(crate) fn reserve(dir: &Path) {
+pub fn reserve(dir: &Path) {
     if std::fs::create_dir_all(dir).is_err() {
         return;
     }
@@ -38,6 +38,6 @@ pub(crate) fn reserve(dir: &Path) {
 }
 
 /// Gives the reserve back (at the end, before the small outputs are written).
-pub(crate) fn release(dir: &Path) {
+pub fn release(dir: &Path) {
     let _ = std::fs::remove_file(dir.join(FILE));
 }

@@ -1,9 +1,9 @@
 //! What the flusher feeds: decoded events, per thread, in the order the thread recorded them.
 
-pub(crate) mod gpu;
+pub mod gpu;
 
+use crate::annotation::AnnotationValue;
 use crate::callsite::Callsite;
-use crate::region::AnnotationValue;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -148,15 +148,16 @@ pub struct RunInfo {
 }
 
 /// The run's death by a crash signal, as written into `metadata.json` and `summary.txt` (filled
-/// by `crate::crash`, handed to the summary as a value).
+/// by the crash handler of `metron`, handed to the summary as a value).
 #[derive(Clone, Debug, serde::Serialize)]
-pub(crate) struct Died {
+pub struct Died {
     /// `SIGSEGV`, ...
     pub signal: String,
     /// The faulting address (`si_addr`) for faults; 0 for a signal sent by a process.
     pub address: String,
-    /// Kernel id and name of the thread that crashed.
+    /// Kernel id of the thread that crashed.
     pub thread: u32,
+    /// Its name.
     pub thread_name: String,
     /// When, `CLOCK_MONOTONIC` ns.
     pub ts_ns: u64,

@@ -118,13 +118,12 @@ struct ThreadSummary {
 /// The derived metrics (`METRON_METRICS`) of one region from its counter totals: called with
 /// `total(counter)`, the region's total of `perf_counters.<counter>` if counted, it returns each
 /// computable metric and its value.
-pub(crate) type DerivedMetrics =
-    Box<dyn Fn(&dyn Fn(&str) -> Option<f64>) -> Vec<(String, f64)> + Send>;
+pub type DerivedMetrics = Box<dyn Fn(&dyn Fn(&str) -> Option<f64>) -> Vec<(String, f64)> + Send>;
 
 /// What the runtime hands the summary besides the events: plain values and functions it chose,
 /// so that the summary never reads a source's state itself.
 #[derive(Default)]
-pub(crate) struct SummaryConfig {
+pub struct SummaryConfig {
     /// The derived metrics asked for (`None`: none asked for).
     pub derived: Option<DerivedMetrics>,
     /// How the run died, asked at the end of the run (`None`: crash handling off).
@@ -158,7 +157,7 @@ impl SummarySink {
     }
 
     /// An empty summary with the runtime's derived metrics and crash report.
-    pub(crate) fn with_config(config: SummaryConfig) -> SummarySink {
+    pub fn with_config(config: SummaryConfig) -> SummarySink {
         SummarySink {
             gpu: super::gpu_summary::GpuSummary::with_context(config.gpu.clone()),
             config,

@@ -87,7 +87,7 @@ pub struct GpuContext(Arc<Shared>);
 
 impl GpuContext {
     /// Replaces the device list.
-    pub(crate) fn set_devices(&self, devices: Vec<GpuDevice>) {
+    pub fn set_devices(&self, devices: Vec<GpuDevice>) {
         *self.0.devices.lock().unwrap_or_else(|e| e.into_inner()) = devices;
     }
 
@@ -112,7 +112,7 @@ impl GpuContext {
     }
 
     /// Sets what a record's `stream` is called (first call wins).
-    pub(crate) fn set_stream_word(&self, word: &'static str) {
+    pub fn set_stream_word(&self, word: &'static str) {
         let _ = self.0.stream_word.set(word);
     }
 
@@ -122,7 +122,7 @@ impl GpuContext {
     }
 
     /// Joins the launches of `launches` (correlation id, region, launching tid).
-    pub(crate) fn join(&self, launches: impl IntoIterator<Item = (u32, &'static str, u32)>) {
+    pub fn join(&self, launches: impl IntoIterator<Item = (u32, &'static str, u32)>) {
         let mut launches = launches.into_iter().peekable();
         if launches.peek().is_none() {
             return;
@@ -145,7 +145,7 @@ impl GpuContext {
     }
 
     /// Adds notes for the trace.
-    pub(crate) fn add_notes(&self, notes: Vec<GpuNote>) {
+    pub fn add_notes(&self, notes: Vec<GpuNote>) {
         self.0
             .notes
             .lock()
