@@ -2,7 +2,8 @@
 //! `callsite.rs`): it carries a fingerprint of Metron's version, the compiler and the target,
 //! so that two copies of Metron built differently in one process (a static copy inside
 //! another library) never call each other's registration with a `Callsite` of another layout.
-//! `metron`'s build script reads the name from this crate's `links` metadata.
+//! `metron`'s build script reads the name, the compiler and the target from this crate's
+//! `links` metadata.
 
 use std::process::Command;
 
@@ -27,5 +28,8 @@ fn main() {
     let symbol = format!("__metron_register_callsite_{hash:016x}");
     println!("cargo:rustc-env=METRON_CALLSITE_SYMBOL={symbol}");
     println!("cargo:callsite_symbol={symbol}");
+    // For `metron`'s build script (`shared_runtime::abi::BUILD`).
+    println!("cargo:rustc_version={version}");
+    println!("cargo:target={target}");
     println!("cargo:rerun-if-env-changed=RUSTC");
 }
