@@ -80,12 +80,6 @@ scenario! {
     }
 }
 
-fn gpu_flush(_at_end: bool) {}
-
-fn gpu_metadata() -> Value {
-    serde_json::json!({"backend": "fake", "enabled": true})
-}
-
 fn kernel(name: &str, start: u64, end: u64, corr: u32) -> GpuRecord {
     let mut r = GpuRecord::new(GpuKind::Kernel, name.into());
     r.start_ns = start;
@@ -100,7 +94,11 @@ fn kernel(name: &str, start: u64, end: u64, corr: u32) -> GpuRecord {
 scenario! {
     fn scenario_fake_gpu() {
         assert!(metron::gpu::set_backend(
-            metron::gpu::Backend { flush: gpu_flush, metadata: gpu_metadata, stream_word: "stream" },
+            metron::gpu::Backend {
+                flush: metron_tests::fake_gpu::no_flush,
+                metadata: metron_tests::fake_gpu::metadata,
+                stream_word: "stream",
+            },
             vec![GpuDevice { index: 0, name: "Fake GPU".into() }],
         ));
         let key = metron::intern(metron::gpu::LAUNCH_KEY, metron::CallsiteKind::AnnotationKey);
