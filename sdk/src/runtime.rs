@@ -173,6 +173,10 @@ fn start() -> Runtime {
         ));
     }
 
+    // Lent before any sink exists, trace setting or not: a program may add a Perfetto sink of
+    // its own (`add_sink`), and its muxer thread must not take a program thread's sampling
+    // number either.
+    crate::sinks::perfetto::on_library_thread_starting(crate::sys::library_thread_starting);
     let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
     if settings.summary {
         sinks.push(Box::new(SummarySink::with_config(summary_config(
@@ -182,8 +186,6 @@ fn start() -> Runtime {
     // `stacks.folded`, written only when the run has call-stack samples.
     sinks.push(Box::new(crate::sinks::folded::FoldedSink::new()));
     if settings.trace {
-        // Its muxer thread must not take a program thread's sampling number.
-        crate::sinks::perfetto::on_library_thread_starting(crate::sys::library_thread_starting);
         let config = PerfettoConfig {
             file_name: settings.trace_file.clone(),
             buffer_bytes: settings.trace_buffer_bytes,

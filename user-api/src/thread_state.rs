@@ -180,6 +180,11 @@ pub struct FastThread {
 /// (`METRON_FAST_ABI` in `metron.h`).
 pub const FAST_ABI: u32 = 2;
 
+/// `METRON_FAST_REGION_IDS` in `metron.h`: the inline begin indexes the gate's map with any id
+/// below it, so the map must cover exactly that many.
+const FAST_REGION_IDS: usize = 65536;
+const _: () = assert!(metron::by_id::INLINE_ID_COUNT == FAST_REGION_IDS);
+
 /// A thread state that never lets the inline path run (limit 0, nothing open): what
 /// `metron_fast_thread_get()` hands out when the inline path must not be used. Never written.
 struct Refused(FastThread);

@@ -225,7 +225,8 @@ metron_status metron_info_iterate(const char* device, metron_info_kind kind, met
  * library refuses a header with another version or size (the inline path then always calls
  * the library), so a header and a library of different versions stay correct. */
 #define METRON_FAST_ABI 2
-/* Ids below this have a byte in the map *ids points at. */
+/* Ids below this have a byte in the map *ids points at (the library asserts the same size:
+ * FAST_REGION_IDS in user-api/src/thread_state.rs). */
 #define METRON_FAST_REGION_IDS 65536u
 /* An open region's word: the id, whether its begin was recorded, begun by id. */
 #define METRON_FAST_OPEN_BY_ID ((uint64_t)3 << 40)
