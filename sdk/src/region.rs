@@ -271,6 +271,41 @@ pub fn counter(site: &'static Callsite, value: f64) {
 pub mod by_id {
     use super::*;
 
+    /// The header word of a region's begin or end record, for [`ThreadBuffer::try_region`]:
+    /// only these two kinds can be made.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct RegionWord(u64);
+
+    impl RegionWord {
+        /// The begin of region `id`.
+        #[inline(always)]
+        pub const fn begin(id: u32) -> RegionWord {
+            RegionWord(header(id, kind::BEGIN, 0, 0))
+        }
+
+        /// The end of region `id`.
+        #[inline(always)]
+        pub const fn end(id: u32) -> RegionWord {
+            RegionWord(header(id, kind::END, 0, 0))
+        }
+
+        /// The word's bits (the id in the low 32, the kind above).
+        #[inline(always)]
+        pub const fn bits(self) -> u64 {
+            self.0
+        }
+
+        /// The end word whose bits are `bits`, `None` when `bits` are not an end's.
+        #[inline(always)]
+        pub const fn end_from_bits(bits: u64) -> Option<RegionWord> {
+            if bits >> 32 == kind::END as u64 {
+                Some(RegionWord(bits))
+            } else {
+                None
+            }
+        }
+    }
+
     /// Begins region `id` on this thread.
     #[inline]
     pub fn begin(id: u32) -> bool {
@@ -491,6 +526,22 @@ pub mod by_id {
             {
                 let _ = id;
                 true
+            }
+        }
+
+        /// [`ThreadBuffer::try_begin`] or [`ThreadBuffer::try_end`] given the record's header
+        /// word, for a caller that keeps it (the NVTX handlers keep a region's end word as
+        /// its open range). The time stamp is stored as `rdtsc` gives it, in halves.
+        #[inline(always)]
+        pub fn try_region(self, word: RegionWord) -> bool {
+            #[cfg(feature = "enabled")]
+            {
+                self.producer
+                    .push_stamped(metron_components::clock::now_ticks_halves(), word.0)
+            }
+            #[cfg(not(feature = "enabled"))]
+            {
+                word.0 >> 32 == u64::from(kind::END)
             }
         }
 

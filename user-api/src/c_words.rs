@@ -349,6 +349,80 @@ unsafe fn is_fast_after_eight(name: &[u8], p: *const u8) -> bool {
     }
 }
 
+/// A name of up to fifteen bytes as the two words a string equal to it starts with (its bytes,
+/// its terminator) and the masks of the bytes that count: the NVTX handlers' cache confirms a
+/// name with two loads and no loop ([`TwoWords::is_at_ref`]).
+#[derive(Clone, Copy)]
+#[repr(C)]
+pub(crate) struct TwoWords {
+    head: [u64; 2],
+    mask: [u64; 2],
+}
+
+impl TwoWords {
+    /// Matches no string (its head has a byte outside its mask).
+    pub(crate) const NEVER: TwoWords = TwoWords {
+        head: [1, 0],
+        mask: [0, 0],
+    };
+
+    /// `None` for names of sixteen bytes or more; `bytes` has no NUL.
+    pub(crate) fn of(bytes: &[u8]) -> Option<TwoWords> {
+        if bytes.len() >= 16 {
+            return None;
+        }
+        let counted = bytes.len() + 1;
+        let mask_of = |n: usize| match n {
+            0 => 0,
+            8.. => u64::MAX,
+            n => (1u64 << (8 * n)) - 1,
+        };
+        Some(TwoWords {
+            head: [word_of(bytes), word_of(bytes.get(8..).unwrap_or(&[]))],
+            mask: [mask_of(counted), mask_of(counted.saturating_sub(8))],
+        })
+    }
+
+    /// True when sixteen bytes read at `addr` lie on `addr`'s page, which [`TwoWords::is_at_ref`]
+    /// needs: a property of the address, checked once when it is cached.
+    pub(crate) fn readable_at(addr: usize) -> bool {
+        addr % PAGE <= PAGE - 16
+    }
+
+    /// True when the NUL-terminated string at `ptr` is exactly the name of the words at
+    /// `words`, read in place: seven instructions and two registers (the compiler, given the
+    /// loads, keeps all four words in registers).
+    ///
+    /// # Safety
+    /// `ptr` is a valid NUL-terminated string and [`TwoWords::readable_at`] its address;
+    /// `words` is valid for reads.
+    #[inline(always)]
+    pub(crate) unsafe fn is_at_ref(words: *const TwoWords, ptr: *const c_char) -> bool {
+        let differs: u64;
+        // SAFETY: `ptr` is the string's first byte and `ptr + 15` is on its page (the
+        // contract), so both words are mapped (the bytes past the terminator are masked off);
+        // `words` points at a `TwoWords` (`repr(C)`: heads at 0 and 8, masks at 16 and 24).
+        // Plain loads and ALU operations; no stack.
+        unsafe {
+            std::arch::asm!(
+                "mov {a}, qword ptr [{p}]",
+                "and {a}, qword ptr [{w} + 16]",
+                "xor {a}, qword ptr [{w}]",
+                "mov {b}, qword ptr [{p} + 8]",
+                "and {b}, qword ptr [{w} + 24]",
+                "xor {b}, qword ptr [{w} + 8]",
+                "or {a}, {b}",
+                p = in(reg) ptr,
+                w = in(reg) words,
+                a = out(reg) differs,
+                b = out(reg) _,
+                options(nostack, readonly, pure),
+            );
+        }
+        differs == 0
+    }
+}
+
 /// The first bytes of `bytes` (at most eight) as a little-endian word, zero-padded.
 #[inline]
 fn word_of(bytes: &[u8]) -> u64 {
@@ -429,6 +503,47 @@ mod tests {
             // SAFETY: the mapping made in `new`.
             unsafe { libc::munmap(self.base.cast(), 2 * PAGE) };
         }
+    }
+
+    #[test]
+    fn two_words_match_exactly_their_name() {
+        let text = b"nvtx-range/0123456789";
+        for len in 0..text.len() {
+            let s = &text[..len];
+            let Some(words) = TwoWords::of(s) else {
+                assert!(len >= 16, "len {len}");
+                continue;
+            };
+            assert!(len < 16);
+            for offset in 0..8 {
+                // 32 bytes of room after the terminator: both words stay in the buffer.
+                let mut buf = vec![0xAAu8; offset + len + 1 + 32];
+                buf[offset..offset + len].copy_from_slice(s);
+                buf[offset + len] = 0;
+                let p = buf[offset..].as_ptr().cast::<c_char>();
+                // SAFETY: NUL-terminated, and 16 bytes from `p` are inside `buf`.
+                unsafe {
+                    assert!(TwoWords::is_at_ref(&words, p), "len {len} offset {offset}");
+                    if len > 0 {
+                        assert!(!TwoWords::is_at_ref(
+                            &TwoWords::of(&s[..len - 1]).unwrap(),
+                            p
+                        ));
+                        let mut other = s.to_vec();
+                        other[len - 1] ^= 1;
+                        assert!(!TwoWords::is_at_ref(&TwoWords::of(&other).unwrap(), p));
+                    }
+                    let mut longer = s.to_vec();
+                    longer.push(b'x');
+                    if let Some(w) = TwoWords::of(&longer) {
+                        assert!(!TwoWords::is_at_ref(&w, p), "len {len} offset {offset}");
+                    }
+                    assert!(!TwoWords::is_at_ref(&TwoWords::NEVER, p));
+                }
+            }
+        }
+        assert!(TwoWords::readable_at(0x1000) && TwoWords::readable_at(0x1ff0));
+        assert!(!TwoWords::readable_at(0x1ff1) && !TwoWords::readable_at(0x1fff));
     }
 
     #[test]

@@ -110,7 +110,9 @@ pub unsafe extern "C" fn roctxMarkA(message: *const c_char) {
 pub unsafe extern "C" fn roctxRangePushA(message: *const c_char) -> c_int {
     // The fast path cannot panic (see `nvtx::push_fast`); the rest is guarded.
     // SAFETY: NULL or NUL-terminated (contract).
-    let fast = unsafe { nvtx::push_fast(&ROCTX_DOMAIN, message) };
+    let fast = unsafe { nvtx::push_fast(nvtx::ROCTX_INDEX, message) }
+        // SAFETY: as above.
+        .or_else(|| unsafe { nvtx::push_long(nvtx::ROCTX_INDEX, message) });
     guarded(-1, || {
         // SAFETY: NULL or NUL-terminated (contract).
         let level =
@@ -128,7 +130,7 @@ pub unsafe extern "C" fn roctxRangePushA(message: *const c_char) -> c_int {
 #[no_mangle]
 pub extern "C" fn roctxRangePop() -> c_int {
     // The fast path cannot panic (see `nvtx::pop_fast`); the rest is guarded.
-    let fast = nvtx::pop_fast(&ROCTX_DOMAIN);
+    let fast = nvtx::pop_fast(nvtx::ROCTX_INDEX);
     guarded(-1, || {
         let level = fast.unwrap_or_else(|| nvtx::pop(&ROCTX_DOMAIN));
         match next_fn!(NEXT_POP, unsafe extern "C" fn() -> c_int) {

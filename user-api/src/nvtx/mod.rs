@@ -30,20 +30,20 @@
 
 mod fold;
 mod sys;
+mod thread;
 
-use crate::c_words::CName;
-use crate::fast_tls::{self, Slot};
 use crate::ids;
-use metron::by_id::{self, ThreadBuffer};
+use metron::by_id;
 use metron::{AnnotationValue, CallsiteKind};
-use std::cell::RefCell;
 use std::collections::HashMap;
-use std::ffi::{c_char, c_int};
+use std::ffi::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 pub(crate) use sys::CText;
 use sys::{Attributes, WideText};
+pub(crate) use thread::{pop_fast, push_fast, push_long};
+use thread::{with_thread, Slow};
 
 /// Categories per domain whose names are kept (lock-free); larger ones are shown as numbers.
 const NAMED_CATEGORIES: usize = 64;
@@ -72,16 +72,19 @@ impl Domain {
     fn label(&self) -> &'static str {
         match (self.name, self.index) {
             (Some(name), _) => name,
-            (None, 1) => "roctx",
+            (None, ROCTX_INDEX) => "roctx",
             (None, _) => "(default)",
         }
     }
 }
 
-/// The default NVTX domain (a NULL domain handle).
-pub(crate) static DEFAULT_DOMAIN: Domain = Domain::new(0, None);
+/// The index of the default NVTX domain (a NULL domain handle) and of ROCTx's.
+pub(crate) const DEFAULT_INDEX: u32 = 0;
+pub(crate) const ROCTX_INDEX: u32 = 1;
+/// The default NVTX domain.
+pub(crate) static DEFAULT_DOMAIN: Domain = Domain::new(DEFAULT_INDEX, None);
 /// ROCTx ranges: their own stack, names without prefix.
-pub(crate) static ROCTX_DOMAIN: Domain = Domain::new(1, None);
+pub(crate) static ROCTX_DOMAIN: Domain = Domain::new(ROCTX_INDEX, None);
 /// Next domain index.
 static NEXT_DOMAIN: AtomicU32 = AtomicU32::new(2);
 /// Created domains by name (`nvtxDomainCreate` of a known name returns the same handle).
@@ -107,95 +110,6 @@ static NAMES_GENERATION: AtomicU32 = AtomicU32::new(0);
 /// Range ids of start/end ranges: `site id << 32 | RECORDED | sequence`.
 static RANGE_SEQUENCE: AtomicU32 = AtomicU32::new(1);
 const RECORDED: u64 = 1 << 31;
-
-/// Entries of the per-thread name cache (direct-mapped).
-const CACHE_ENTRIES: usize = 256;
-/// Ranges open at once on one thread (all domains together).
-const MAX_DEPTH: usize = 256;
-/// Domains with an O(1) depth counter; others count by scanning the stack.
-const COUNTED_DOMAINS: usize = 64;
-
-#[derive(Clone, Copy)]
-struct Entry {
-    ptr: usize,
-    /// `kind | domain index << 1`.
-    key: u32,
-    id: u32,
-    /// The message part of the interned name, for the content check.
-    message: CName,
-}
-
-#[derive(Clone, Copy)]
-struct Open {
-    domain: u32,
-    id: u32,
-    recorded: bool,
-}
-
-struct NvtxThread {
-    cache: [Entry; CACHE_ENTRIES],
-    stack: [Open; MAX_DEPTH],
-    depth: usize,
-    domain_depth: [u32; COUNTED_DOMAINS],
-    buffer: Option<ThreadBuffer>,
-    tid: u32,
-    names_generation: u32,
-    /// The last name looked up was folded (`METRON_NVTX_FOLD`): its push annotates the raw name.
-    last_folded: bool,
-}
-
-thread_local! {
-    static THREAD: RefCell<NvtxThread> = const {
-        RefCell::new(NvtxThread {
-            cache: [Entry { ptr: 0, key: 0, id: 0, message: CName::EMPTY }; CACHE_ENTRIES],
-            stack: [Open { domain: 0, id: 0, recorded: false }; MAX_DEPTH],
-            depth: 0,
-            domain_depth: [0; COUNTED_DOMAINS],
-            buffer: None,
-            tid: 0,
-            names_generation: 0,
-            last_folded: false,
-        })
-    };
-}
-
-/// Runs `f` with this thread's NVTX state; `None` when it is in use (a signal handler
-/// interrupted an NVTX call) or the thread is exiting.
-///
-/// The state is reached through a TLS descriptor slot ([`crate::fast_tls`]) holding its
-/// address, where the `thread_local!` itself costs a call to `__tls_get_addr`.
-#[inline(always)]
-fn with_thread<R>(f: impl FnOnce(&mut NvtxThread) -> R) -> Option<R> {
-    let cached = fast_tls::get(Slot::Nvtx).cast::<RefCell<NvtxThread>>();
-    let cell = if cached.is_null() {
-        thread_cell()?
-    } else {
-        // SAFETY: the slot holds the address of this thread's `THREAD` (set by `thread_cell`
-        // on this thread); a `const` thread-local with no destructor lives as long as the
-        // thread, and the slot is per thread too.
-        unsafe { &*cached }
-    };
-    let mut st = cell.try_borrow_mut().ok()?;
-    if st.names_generation != NAMES_GENERATION.load(Ordering::Relaxed) && !off_in_child() {
-        st.apply_other_name();
-    }
-    Some(f(&mut st))
-}
-
-/// This thread's NVTX state, found through the `thread_local!` once and remembered in the
-/// fast slot.
-#[cold]
-#[inline(never)]
-fn thread_cell() -> Option<&'static RefCell<NvtxThread>> {
-    THREAD
-        .try_with(|cell| {
-            let ptr: *const RefCell<NvtxThread> = cell;
-            fast_tls::set(Slot::Nvtx, ptr.cast());
-            // SAFETY: as in `with_thread`: valid for the life of this thread, used only on it.
-            unsafe { &*ptr }
-        })
-        .ok()
-}
 
 /// True in a forked child where Metron is off (`METRON_FORK=disable`): NVTX keeps its return
 /// values there, but nothing is interned (a lock another parent thread may have held at the
@@ -237,69 +151,44 @@ pub(crate) enum Message {
     Missing,
 }
 
-impl NvtxThread {
-    #[inline(always)]
-    fn buffer(&mut self) -> ThreadBuffer {
-        *self.buffer.get_or_insert_with(ThreadBuffer::current)
-    }
-
-    /// The interned id of `message` in `domain`.
-    #[inline(always)]
-    fn id(&mut self, message: Message, kind: Kind, domain: &'static Domain) -> u32 {
-        match message {
-            Message::Ascii(text) => {
-                let addr = text.addr();
-                let key = kind as u32 | domain.index << 1;
-                let slot = ((addr >> 3) ^ (addr >> 11) ^ key as usize) % CACHE_ENTRIES;
-                let e = self.cache[slot];
-                if e.ptr == addr && e.key == key && text.is(e.message.bytes()) {
-                    return e.id;
-                }
-                let (id, message) = intern(&text.text(), kind, domain);
-                self.last_folded = std::ptr::eq(message, FOLDED_MARK);
-                self.cache[slot] = Entry {
-                    ptr: addr,
-                    key,
-                    id,
-                    message: CName::new(message),
-                };
-                id
+/// The interned id of `message` as `kind` in `domain`, from this thread's cache when it is
+/// there.
+fn id_of(st: &mut Slow<'_>, message: Message, kind: Kind, domain: &'static Domain) -> u32 {
+    st.cold.last_folded = false;
+    match message {
+        Message::Ascii(text) => {
+            // SAFETY: `CText` is a valid NUL-terminated string.
+            if let Some(id) = unsafe { st.cached_id(text.ptr(), kind, domain.index) } {
+                return id;
             }
-            Message::Wide(text) => intern(&text.text(), kind, domain).0,
-            Message::Registered(r) => match kind {
-                Kind::Region => r.region,
-                Kind::Mark => r.mark,
-            },
-            Message::Missing => intern("(no message)", kind, domain).0,
+            let (id, interned) = intern(&text.text(), kind, domain);
+            let folded = std::ptr::eq(interned, FOLDED_MARK);
+            st.cold.last_folded = folded;
+            st.cache(
+                text.addr(),
+                kind,
+                domain.index,
+                id,
+                (!folded).then_some(interned),
+            );
+            id
         }
+        Message::Wide(text) => intern(&text.text(), kind, domain).0,
+        Message::Registered(r) => match kind {
+            Kind::Region => r.region,
+            Kind::Mark => r.mark,
+        },
+        Message::Missing => intern("(no message)", kind, domain).0,
     }
+}
 
-    fn domain_depth(&self, domain: &Domain) -> u32 {
-        match self.domain_depth.get(domain.index as usize) {
-            Some(d) => *d,
-            None => self.stack[..self.depth]
-                .iter()
-                .filter(|o| o.domain == domain.index)
-                .count() as u32,
-        }
-    }
-
-    /// Applies a name another thread gave this one (`nvtxNameOsThread` with its tid).
-    #[cold]
-    fn apply_other_name(&mut self) {
-        self.names_generation = NAMES_GENERATION.load(Ordering::Relaxed);
-        if self.tid == 0 {
-            self.tid = sys::gettid();
-        }
-        let name = OTHER_NAMES
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_mut()
-            .and_then(|m| m.remove(&self.tid));
-        if let Some(name) = name {
-            by_id::thread_name(&name);
-        }
-    }
+/// Takes the name another thread gave thread `tid`, if any.
+fn take_other_name(tid: u32) -> Option<String> {
+    OTHER_NAMES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_mut()
+        .and_then(|m| m.remove(&tid))
 }
 
 /// Interns `text` in `domain` (`domain::text`); returns the id and the `text` part of the
@@ -395,37 +284,27 @@ fn annotate(a: &Attributes, domain: &Domain) {
 // The operations, shared by the NVTX handlers and the ROCTx exports.
 
 /// Pushes a range of `domain`; returns its 0-based level, or -1 when too many are open.
-#[inline(always)]
 pub(crate) fn push(domain: &'static Domain, message: Message, attrs: Option<&Attributes>) -> c_int {
     let level = with_thread(|st| {
-        if st.depth == MAX_DEPTH {
+        if st.depth() == thread::MAX_DEPTH {
             TOO_DEEP.fetch_add(1, Ordering::Relaxed);
             return -1;
         }
-        let level = st.domain_depth(domain) as c_int;
+        let level = st.domain_depth(domain.index) as c_int;
         let off = off_in_child();
         let id = if off {
             0
         } else {
-            st.id(message, Kind::Region, domain)
+            id_of(st, message, Kind::Region, domain)
         };
         let recorded = !off && st.buffer().begin(id);
-        if recorded && st.last_folded {
-            st.last_folded = false;
+        if recorded && st.cold.last_folded {
             if let Message::Ascii(raw) = message {
                 let k = key(&RAW_NAME_KEY, "nvtx.name");
                 by_id::annotate(k, AnnotationValue::Str(&raw.text()));
             }
         }
-        st.stack[st.depth] = Open {
-            domain: domain.index,
-            id,
-            recorded,
-        };
-        st.depth += 1;
-        if let Some(d) = st.domain_depth.get_mut(domain.index as usize) {
-            *d += 1;
-        }
+        st.push_open(id, domain.index, recorded);
         if recorded {
             if let Some(a) = attrs {
                 if a.payload.is_some() || a.color.is_some() || a.category != 0 {
@@ -438,123 +317,18 @@ pub(crate) fn push(domain: &'static Domain, message: Message, attrs: Option<&Att
     level.unwrap_or(-1)
 }
 
-/// The fast path of [`push`] for an ASCII message with no attributes: the range's level, or
-/// `None` having done nothing when [`push`] is needed (NULL or new message, too deep, not
-/// collecting, a thread name to apply, the thread's first call, a full segment, a reentrant
-/// call). Never panics (so the handlers call it outside `catch_unwind`): compares,
-/// `slice::get`, relaxed loads, the TLS slot, `RefCell::try_borrow_mut`, the byte compare and
-/// `ThreadBuffer::try_begin`.
-///
-/// # Safety
-/// `text` is NULL or a valid NUL-terminated string.
-#[inline(always)]
-pub(crate) unsafe fn push_fast(domain: &'static Domain, text: *const c_char) -> Option<c_int> {
-    if text.is_null() || !by_id::collecting() {
-        return None;
-    }
-    let st = fast_tls::get(Slot::Nvtx).cast::<RefCell<NvtxThread>>();
-    if st.is_null() {
-        return None;
-    }
-    // SAFETY: as in `with_thread`.
-    let mut st = unsafe { &*st }.try_borrow_mut().ok()?;
-    if st.names_generation != NAMES_GENERATION.load(Ordering::Relaxed) || st.last_folded {
-        return None;
-    }
-    let depth = st.depth;
-    let index = domain.index as usize;
-    let level = *st.domain_depth.get(index)?;
-    let addr = text as usize;
-    let key = Kind::Region as u32 | domain.index << 1;
-    let e = *st
-        .cache
-        .get(((addr >> 3) ^ (addr >> 11) ^ key as usize) % CACHE_ENTRIES)?;
-    // SAFETY: non-NULL and NUL-terminated per the contract. A string the word compare
-    // cannot tell about (at a page's end) takes `push`, which compares it byte by byte.
-    if e.ptr != addr || e.key != key || !unsafe { e.message.is_fast(text) } {
-        return None;
-    }
-    let buffer = st.buffer?;
-    if depth >= MAX_DEPTH || !buffer.try_begin(e.id) {
-        return None;
-    }
-    let st = &mut *st;
-    if let (Some(slot), Some(d)) = (st.stack.get_mut(depth), st.domain_depth.get_mut(index)) {
-        *slot = Open {
-            domain: domain.index,
-            id: e.id,
-            recorded: true,
-        };
-        *d = level + 1;
-    }
-    st.depth = depth + 1;
-    Some(level as c_int)
-}
-
-/// The fast path of [`pop`]: the innermost range of this thread is of `domain`. `None`
-/// having done nothing otherwise (as [`push_fast`]).
-#[inline(always)]
-pub(crate) fn pop_fast(domain: &'static Domain) -> Option<c_int> {
-    if !by_id::collecting() {
-        return None;
-    }
-    let st = fast_tls::get(Slot::Nvtx).cast::<RefCell<NvtxThread>>();
-    if st.is_null() {
-        return None;
-    }
-    // SAFETY: as in `with_thread`.
-    let mut st = unsafe { &*st }.try_borrow_mut().ok()?;
-    if st.names_generation != NAMES_GENERATION.load(Ordering::Relaxed) {
-        return None;
-    }
-    let top = st.depth.checked_sub(1)?;
-    let open = *st.stack.get(top)?;
-    let index = domain.index as usize;
-    let level = st.domain_depth.get(index)?.checked_sub(1)?;
-    if open.domain != domain.index {
-        return None;
-    }
-    if open.recorded {
-        let buffer = st.buffer?;
-        if !buffer.try_end(open.id) {
-            return None;
-        }
-    }
-    let st = &mut *st;
-    if let Some(d) = st.domain_depth.get_mut(index) {
-        *d = level;
-    }
-    st.depth = top;
-    Some(level as c_int)
-}
-
 /// Pops the innermost range of `domain` on this thread; returns the level it was pushed at,
 /// or -1 when `domain` has no open range here (counted and reported).
-#[inline(always)]
 pub(crate) fn pop(domain: &'static Domain) -> c_int {
     let level = with_thread(|st| {
-        let Some(at) = st.stack[..st.depth]
-            .iter()
-            .rposition(|o| o.domain == domain.index)
-        else {
-            return -1;
-        };
-        let open = st.stack[at];
-        if at + 1 != st.depth {
-            // Another domain's ranges are open inside this one: close this one, keep them.
-            st.stack.copy_within(at + 1..st.depth, at);
+        let (id, recorded) = st.pop_open(domain.index)?;
+        if recorded && !off_in_child() {
+            st.buffer().end(id);
         }
-        st.depth -= 1;
-        if let Some(d) = st.domain_depth.get_mut(domain.index as usize) {
-            *d -= 1;
-        }
-        if open.recorded && !off_in_child() {
-            st.buffer().end(open.id);
-        }
-        st.domain_depth(domain) as c_int
+        Some(st.domain_depth(domain.index) as c_int)
     });
     match level {
-        Some(level) if level >= 0 => level,
+        Some(Some(level)) => level,
         _ => {
             unbalanced_pop(domain);
             -1
@@ -586,7 +360,7 @@ pub(crate) fn mark(domain: &'static Domain, message: Message) {
         return;
     }
     with_thread(|st| {
-        let id = st.id(message, Kind::Mark, domain);
+        let id = id_of(st, message, Kind::Mark, domain);
         by_id::mark(id);
     });
 }
@@ -599,7 +373,7 @@ pub(crate) fn start(domain: &'static Domain, message: Message) -> u64 {
         return seq;
     }
     with_thread(|st| {
-        let id = st.id(message, Kind::Region, domain);
+        let id = id_of(st, message, Kind::Region, domain);
         let range = u64::from(id) << 32 | seq;
         if by_id::async_begin(id, range | RECORDED) {
             range | RECORDED

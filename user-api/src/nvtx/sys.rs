@@ -197,12 +197,10 @@ impl CText {
         self.0.as_ptr() as usize
     }
 
-    /// True when the string is exactly `name`.
+    /// The string.
     #[inline(always)]
-    pub(crate) fn is(self, name: &[u8]) -> bool {
-        // SAFETY: the string is NUL-terminated (constructor's contract); `same_name` reads no
-        // byte past the first one that differs from `name`.
-        unsafe { crate::thread_state::same_name(self.0.as_ptr(), name) }
+    pub(crate) fn ptr(self) -> *const c_char {
+        self.0.as_ptr()
     }
 
     /// The text (lossy UTF-8).
@@ -408,9 +406,20 @@ unsafe extern "C" fn range_push_ex(attr: *const EventAttributes) -> c_int {
 }
 
 unsafe extern "C" fn range_push_a(text: *const c_char) -> c_int {
-    // The fast path cannot panic (see `push_fast`); everything else is guarded.
+    // The fast path cannot panic (see `push_fast`); everything else is guarded, out of line
+    // so that the fast path needs no stack frame.
     // SAFETY: NULL or NUL-terminated (NVTX's contract).
-    if let Some(level) = unsafe { super::push_fast(&DEFAULT_DOMAIN, text) } {
+    match unsafe { super::push_fast(super::DEFAULT_INDEX, text) } {
+        Some(level) => level,
+        // SAFETY: as above.
+        None => unsafe { range_push_a_slow(text) },
+    }
+}
+
+#[inline(never)]
+unsafe fn range_push_a_slow(text: *const c_char) -> c_int {
+    // SAFETY: NULL or NUL-terminated (NVTX's contract).
+    if let Some(level) = unsafe { super::push_long(super::DEFAULT_INDEX, text) } {
         return level;
     }
     // SAFETY: as in `mark_a`.
@@ -423,10 +432,16 @@ unsafe extern "C" fn range_push_w(text: *const i32) -> c_int {
 }
 
 unsafe extern "C" fn range_pop() -> c_int {
-    // The fast path cannot panic (see `pop_fast`); everything else is guarded.
-    if let Some(level) = super::pop_fast(&DEFAULT_DOMAIN) {
-        return level;
+    // The fast path cannot panic (see `pop_fast`); everything else is guarded, out of line.
+    match super::pop_fast(super::DEFAULT_INDEX) {
+        Some(level) => level,
+        None => range_pop_slow(),
     }
+}
+
+#[cold]
+#[inline(never)]
+fn range_pop_slow() -> c_int {
     guarded(-1, || pop(&DEFAULT_DOMAIN))
 }
 

@@ -1,0 +1,551 @@
+//! One thread's NVTX state, and the fast paths of push and pop that use nothing else.
+//!
+//! # Layout
+//! Everything the fast paths touch is a `Cell` of [`Hot`], reached through a shared reference
+//! from the TLS descriptor slot ([`crate::fast_tls`]): the depth, the open ranges (one word
+//! each), the per-domain depths and the name cache. The rest ([`Cold`]) is behind a `RefCell`
+//! that only the slow path borrows.
+//!
+//! # A signal handler that calls NVTX
+//! The slow path marks the state busy by storing [`BUSY`] as the depth (restored when it
+//! returns, even on a panic), and both fast paths give up on that depth: a handler that
+//! interrupts the slow path takes the slow path, which refuses it (push and pop return -1 and
+//! nothing is recorded). The fast paths store [`BUSY`] too, from just before their record write
+//! until they store the new depth (one store more than they need): a handler that interrupts
+//! that write would write its records at the same place and lose them, so it is refused
+//! instead. A handler that interrupts a fast path before that finds a consistent state: its
+//! balanced push and pop leave the depth as they found it. A cache entry is written key last
+//! (emptied first), so a handler never sees a key with another name's words.
+//!
+//! # Name cache
+//! Direct-mapped, keyed by the string's address with the kind and domain above bit 48. A hit
+//! is confirmed by content, because the same address can hold another string later: names of
+//! up to fifteen bytes by two word loads and masks ([`TwoWords`]), cached only at addresses
+//! where sixteen bytes stay on the string's page; others (longer names, and the few addresses
+//! near a page's end) carry [`LONG`] in their key and are compared byte by byte.
+
+use super::{Kind, NAMES_GENERATION};
+use crate::c_words::TwoWords;
+use crate::fast_tls::{self, Slot};
+use metron::by_id::{self, RegionWord, ThreadBuffer};
+use std::cell::{Cell, RefCell};
+use std::ffi::{c_char, c_int};
+use std::sync::atomic::Ordering;
+
+/// Entries of the per-thread name cache (direct-mapped).
+const CACHE_ENTRIES: usize = 256;
+/// Ranges open at once on one thread (all domains together).
+pub(super) const MAX_DEPTH: usize = 256;
+/// Domains with an O(1) depth counter; others count by scanning the stack.
+const COUNTED_DOMAINS: usize = 64;
+/// The depth while the slow path runs.
+const BUSY: u32 = u32::MAX;
+/// In a cache key: the name is compared byte by byte.
+const LONG: usize = 1 << 63;
+/// The key of an empty entry (no string's: user addresses are below 2^47).
+const EMPTY_KEY: usize = usize::MAX;
+/// Domains whose names are cached (their index fits the key's bits 49..62).
+const CACHED_DOMAINS: u32 = 1 << 14;
+/// In an open range's word: its begin was not recorded.
+const OPEN_UNRECORDED: u64 = 1 << 63;
+/// Where an open range's word keeps its domain's index (bits 40..62, above the end word).
+const OPEN_DOMAIN_SHIFT: u32 = 40;
+const OPEN_DOMAIN_MASK: u64 = (1 << 23) - 1;
+
+/// The cache key of a string at `addr`: the address itself for a range of the default domain
+/// (one compare on the fast path; NULL is no entry's address).
+#[inline(always)]
+fn key_of(addr: usize, kind: Kind, domain: u32) -> usize {
+    addr | ((kind as usize) | (domain as usize) << 1) << 48
+}
+
+/// An open range's word: its end record's header word (so that the fast pop writes the word it
+/// reads), with its domain's index above and whether its begin went unrecorded at the top.
+/// Domain indices stay far below 2^23 (one per distinct `nvtxDomainCreate` name).
+#[inline(always)]
+fn open_word(id: u32, domain: u32, recorded: bool) -> u64 {
+    RegionWord::end(id).bits()
+        | (u64::from(domain) & OPEN_DOMAIN_MASK) << OPEN_DOMAIN_SHIFT
+        | if recorded { 0 } else { OPEN_UNRECORDED }
+}
+
+/// The domain of an open range's word.
+#[inline(always)]
+fn open_domain(word: u64) -> u32 {
+    (word >> OPEN_DOMAIN_SHIFT & OPEN_DOMAIN_MASK) as u32
+}
+
+/// One cached name (64 bytes: a cache line, and an index the fast path scales by a shift).
+#[repr(C, align(64))]
+struct Entry {
+    /// [`key_of`] the string's address (with [`LONG`] for a byte-by-byte compare), or
+    /// [`EMPTY_KEY`].
+    key: Cell<usize>,
+    words: Cell<TwoWords>,
+    /// The begin record's header word of a push of this name.
+    begin: Cell<RegionWord>,
+    /// The open range's word of a recorded push ([`open_word`]); its low 32 bits are the id.
+    open: Cell<u64>,
+}
+
+impl Entry {
+    const fn empty() -> Entry {
+        Entry {
+            key: Cell::new(EMPTY_KEY),
+            words: Cell::new(TwoWords::NEVER),
+            begin: Cell::new(RegionWord::begin(0)),
+            open: Cell::new(0),
+        }
+    }
+}
+
+/// What the fast paths read and write.
+pub(super) struct Hot {
+    /// Ranges open on this thread (all domains); [`BUSY`] while the slow path runs.
+    depth: Cell<u32>,
+    /// [`NAMES_GENERATION`] when this thread last looked for a name given to it.
+    names_generation: Cell<u32>,
+    /// This thread's record buffer, from its first recorded range on.
+    buffer: Cell<Option<ThreadBuffer>>,
+    domain_depth: [Cell<u32>; COUNTED_DOMAINS],
+    /// `open[0..depth]`: the open ranges ([`open_word`]), innermost last.
+    open: [Cell<u64>; MAX_DEPTH],
+    cache: [Entry; CACHE_ENTRIES],
+    /// The names of the entries keyed [`LONG`] as interned (after the domain's prefix), for
+    /// the byte-by-byte compare.
+    names: [Cell<&'static [u8]>; CACHE_ENTRIES],
+}
+
+/// What only the slow path uses.
+pub(super) struct Cold {
+    pub(super) tid: u32,
+    /// The last name looked up was folded (`METRON_NVTX_FOLD`): its push annotates the raw name.
+    pub(super) last_folded: bool,
+}
+
+struct NvtxThread {
+    hot: Hot,
+    cold: RefCell<Cold>,
+}
+
+thread_local! {
+    static THREAD: NvtxThread = const {
+        NvtxThread {
+            hot: Hot {
+                depth: Cell::new(0),
+                names_generation: Cell::new(0),
+                buffer: Cell::new(None),
+                domain_depth: [const { Cell::new(0) }; COUNTED_DOMAINS],
+                open: [const { Cell::new(0) }; MAX_DEPTH],
+                cache: [const { Entry::empty() }; CACHE_ENTRIES],
+                names: [const { Cell::new(&[]) }; CACHE_ENTRIES],
+            },
+            cold: RefCell::new(Cold { tid: 0, last_folded: false }),
+        }
+    };
+}
+
+/// This thread's state from the fast slot (`None` before the thread's first slow call).
+#[inline(always)]
+fn cached() -> Option<&'static NvtxThread> {
+    let ptr = fast_tls::get(Slot::Nvtx).cast::<NvtxThread>();
+    // SAFETY: the slot is null or holds the address of this thread's `THREAD` (set by
+    // `thread_state` on this thread); a `const` thread-local with no destructor lives as long
+    // as the thread, and the slot is per thread too. Only shared references are made.
+    unsafe { ptr.as_ref() }
+}
+
+/// This thread's state, found through the `thread_local!` once and remembered in the fast slot.
+#[cold]
+#[inline(never)]
+fn thread_state() -> Option<&'static NvtxThread> {
+    THREAD
+        .try_with(|t| {
+            let ptr: *const NvtxThread = t;
+            fast_tls::set(Slot::Nvtx, ptr.cast());
+            // SAFETY: as in `cached`: valid for the life of this thread, used only on it.
+            unsafe { &*ptr }
+        })
+        .ok()
+}
+
+/// The cache entry of a string at `addr`.
+#[inline(always)]
+fn slot_of(addr: usize) -> usize {
+    (addr >> 3) % CACHE_ENTRIES
+}
+
+/// Why [`Hot::matches_short`] could not tell.
+enum Miss {
+    /// The entry is keyed for the byte-by-byte compare.
+    Long,
+}
+
+impl Hot {
+    /// True when entry `slot` holds the string at `text` under `key`.
+    ///
+    /// # Safety
+    /// `text` is NULL or a valid NUL-terminated string.
+    #[inline(always)]
+    unsafe fn matches(&self, slot: usize, text: *const c_char, key: usize) -> bool {
+        // SAFETY: forwarded contract.
+        match unsafe { self.matches_short(slot, text, key) } {
+            Ok(hit) => hit,
+            // SAFETY: forwarded contract (a LONG key has a non-NULL address).
+            Err(Miss::Long) => unsafe { self.long_matches(slot, text) },
+        }
+    }
+
+    /// [`Hot::matches`] without the byte-by-byte compare: `Err(Miss::Long)` when it is needed.
+    ///
+    /// # Safety
+    /// As [`Hot::matches`].
+    #[inline(always)]
+    unsafe fn matches_short(
+        &self,
+        slot: usize,
+        text: *const c_char,
+        key: usize,
+    ) -> Result<bool, Miss> {
+        let e = &self.cache[slot];
+        let k = e.key.get();
+        if k == key {
+            // SAFETY: cached with this key only where `TwoWords::readable_at(addr)` (so not
+            // NULL); `text` is valid and NUL-terminated (the contract); the words are the
+            // entry's.
+            Ok(unsafe { TwoWords::is_at_ref(e.words.as_ptr(), text) })
+        } else if k == key | LONG {
+            Err(Miss::Long)
+        } else {
+            Ok(false)
+        }
+    }
+
+    /// Marks the state busy while a fast path writes its record (the caller then stores the
+    /// new depth): a signal handler that interrupts the write is refused, where it would
+    /// otherwise write its own records at the same place of the buffer and lose them.
+    #[inline(always)]
+    fn set_busy(&self) {
+        self.depth.set(BUSY);
+        // Keeps the record's stores after this one (a handler runs on this thread: no CPU
+        // fence is needed, only the compiler's order).
+        std::sync::atomic::compiler_fence(Ordering::SeqCst);
+    }
+
+    /// The byte-by-byte compare of a [`LONG`] entry (out of line).
+    ///
+    /// # Safety
+    /// `text` is a valid NUL-terminated string.
+    #[inline(never)]
+    unsafe fn long_matches(&self, slot: usize, text: *const c_char) -> bool {
+        // SAFETY: forwarded contract; `same_name` reads no byte past the first that differs.
+        unsafe { crate::thread_state::same_name(text, self.names[slot].get()) }
+    }
+}
+
+/// The slow path's view of the thread: the hot state, the cold one borrowed, the depth (the
+/// hot one reads [`BUSY`] meanwhile).
+pub(super) struct Slow<'a> {
+    hot: &'a Hot,
+    pub(super) cold: &'a mut Cold,
+    depth: u32,
+}
+
+impl Drop for Slow<'_> {
+    fn drop(&mut self) {
+        self.hot.depth.set(self.depth);
+    }
+}
+
+/// Runs `f` with this thread's NVTX state; `None` when it is in use (a signal handler
+/// interrupted the slow path) or the thread is exiting.
+pub(super) fn with_thread<R>(f: impl FnOnce(&mut Slow<'_>) -> R) -> Option<R> {
+    let t = match cached() {
+        Some(t) => t,
+        None => thread_state()?,
+    };
+    let mut cold = t.cold.try_borrow_mut().ok()?;
+    let depth = t.hot.depth.replace(BUSY);
+    if depth == BUSY {
+        // A signal handler interrupted a fast path's record write.
+        return None;
+    }
+    let mut slow = Slow {
+        hot: &t.hot,
+        cold: &mut cold,
+        depth,
+    };
+    if slow.hot.names_generation.get() != NAMES_GENERATION.load(Ordering::Relaxed)
+        && !super::off_in_child()
+    {
+        slow.apply_other_name();
+    }
+    Some(f(&mut slow))
+}
+
+impl Slow<'_> {
+    /// This thread's record buffer.
+    pub(super) fn buffer(&self) -> ThreadBuffer {
+        match self.hot.buffer.get() {
+            Some(b) => b,
+            None => {
+                let b = ThreadBuffer::current();
+                self.hot.buffer.set(Some(b));
+                b
+            }
+        }
+    }
+
+    pub(super) fn depth(&self) -> usize {
+        self.depth as usize
+    }
+
+    /// The cached id of the string at `text` as `kind` in `domain`.
+    ///
+    /// # Safety
+    /// `text` is a valid NUL-terminated string.
+    pub(super) unsafe fn cached_id(
+        &self,
+        text: *const c_char,
+        kind: Kind,
+        domain: u32,
+    ) -> Option<u32> {
+        let slot = slot_of(text as usize);
+        // SAFETY: forwarded contract.
+        let hit = unsafe {
+            self.hot
+                .matches(slot, text, key_of(text as usize, kind, domain))
+        };
+        hit.then(|| self.hot.cache[slot].open.get() as u32)
+    }
+
+    /// Caches `id` for the string at `addr` (as `kind` in `domain`): `name` is the interned
+    /// name after the domain's prefix; `None` for a name never to be cached as confirmed
+    /// (folded), which is then looked up again each time.
+    pub(super) fn cache(
+        &self,
+        addr: usize,
+        kind: Kind,
+        domain: u32,
+        id: u32,
+        name: Option<&'static [u8]>,
+    ) {
+        if domain >= CACHED_DOMAINS {
+            return;
+        }
+        let slot = slot_of(addr);
+        let e = &self.hot.cache[slot];
+        let mut key = key_of(addr, kind, domain);
+        let (words, name) = match name {
+            Some(n) => match TwoWords::of(n) {
+                Some(w) if TwoWords::readable_at(addr) => (w, n),
+                _ => {
+                    key |= LONG;
+                    (TwoWords::NEVER, n)
+                }
+            },
+            None => (TwoWords::NEVER, &[][..]),
+        };
+        // Key last: a signal handler that interrupts this sees an empty entry or a whole one.
+        e.key.set(EMPTY_KEY);
+        std::sync::atomic::compiler_fence(Ordering::SeqCst);
+        e.words.set(words);
+        e.begin.set(RegionWord::begin(id));
+        e.open.set(open_word(id, domain, true));
+        self.hot.names[slot].set(name);
+        std::sync::atomic::compiler_fence(Ordering::SeqCst);
+        e.key.set(key);
+    }
+
+    /// Open ranges of `domain` on this thread.
+    pub(super) fn domain_depth(&self, domain: u32) -> u32 {
+        match self.hot.domain_depth.get(domain as usize) {
+            Some(d) => d.get(),
+            None => self.hot.open[..self.depth()]
+                .iter()
+                .filter(|o| open_domain(o.get()) == domain)
+                .count() as u32,
+        }
+    }
+
+    /// Pushes a range (the caller checked the depth).
+    pub(super) fn push_open(&mut self, id: u32, domain: u32, recorded: bool) {
+        self.hot.open[self.depth()].set(open_word(id, domain, recorded));
+        self.depth += 1;
+        if let Some(d) = self.hot.domain_depth.get(domain as usize) {
+            d.set(d.get() + 1);
+        }
+    }
+
+    /// Removes the innermost open range of `domain` (ranges of other domains opened inside it
+    /// stay open); its id and whether it was recorded, `None` when `domain` has none open.
+    pub(super) fn pop_open(&mut self, domain: u32) -> Option<(u32, bool)> {
+        let open = &self.hot.open[..self.depth()];
+        let at = open.iter().rposition(|o| open_domain(o.get()) == domain)?;
+        let word = open[at].get();
+        for i in at + 1..open.len() {
+            open[i - 1].set(open[i].get());
+        }
+        self.depth -= 1;
+        if let Some(d) = self.hot.domain_depth.get(domain as usize) {
+            d.set(d.get() - 1);
+        }
+        Some((word as u32, word & OPEN_UNRECORDED == 0))
+    }
+
+    /// Applies a name another thread gave this one (`nvtxNameOsThread` with its tid).
+    #[cold]
+    fn apply_other_name(&mut self) {
+        self.hot
+            .names_generation
+            .set(NAMES_GENERATION.load(Ordering::Relaxed));
+        if self.cold.tid == 0 {
+            self.cold.tid = super::sys::gettid();
+        }
+        if let Some(name) = super::take_other_name(self.cold.tid) {
+            by_id::thread_name(&name);
+        }
+    }
+}
+
+/// The fast path of [`super::push`] for an ASCII message with no attributes in the domain of
+/// index `domain`: the range's level, or `None` having done nothing (NULL or new message, a name
+/// that needs the byte-by-byte compare, too deep, not collecting, a thread name to apply, the
+/// thread's first call or first record, a full segment, the slow path interrupted). Never
+/// panics (so the handlers call it outside `catch_unwind`): compares, `Cell` loads and stores,
+/// relaxed loads, the TLS slot, the word compare and `ThreadBuffer::try_region`. It calls
+/// nothing, so that it needs no stack frame; on `None` the handler tries [`push_long`] before
+/// the slow path.
+///
+/// # Safety
+/// `text` is NULL or a valid NUL-terminated string.
+#[inline(always)]
+pub(crate) unsafe fn push_fast(domain: u32, text: *const c_char) -> Option<c_int> {
+    // SAFETY: forwarded contract.
+    unsafe { push_cached::<false>(domain, text) }
+}
+
+/// [`push_fast`] with the byte-by-byte compare of names of sixteen bytes or more (and of
+/// strings that end near a page's end), out of line.
+///
+/// # Safety
+/// As [`push_fast`].
+#[inline(never)]
+pub(crate) unsafe fn push_long(domain: u32, text: *const c_char) -> Option<c_int> {
+    // SAFETY: forwarded contract.
+    unsafe { push_cached::<true>(domain, text) }
+}
+
+/// [`push_fast`] (`LONG_NAMES` false) and [`push_long`].
+///
+/// # Safety
+/// As [`push_fast`].
+#[inline(always)]
+unsafe fn push_cached<const LONG_NAMES: bool>(domain: u32, text: *const c_char) -> Option<c_int> {
+    let hot = &cached()?.hot;
+    let depth = hot.depth.get();
+    if depth as usize >= MAX_DEPTH
+        || hot.names_generation.get() != NAMES_GENERATION.load(Ordering::Relaxed)
+    {
+        return None;
+    }
+    let slot = slot_of(text as usize);
+    let key = key_of(text as usize, Kind::Region, domain);
+    // SAFETY: forwarded contract. A NULL `text` matches no key (no entry has address 0).
+    let hit = match unsafe { hot.matches_short(slot, text, key) } {
+        Ok(hit) => hit,
+        // SAFETY: forwarded contract (a LONG key has a non-NULL address).
+        Err(Miss::Long) => LONG_NAMES && unsafe { hot.long_matches(slot, text) },
+    };
+    let e = &hot.cache[slot];
+    if !hit || !by_id::collecting() {
+        return None;
+    }
+    let buffer = hot.buffer.get()?;
+    hot.set_busy();
+    if !buffer.try_region(e.begin.get()) {
+        hot.depth.set(depth);
+        return None;
+    }
+    if let (Some(open), Some(d)) = (
+        hot.open.get(depth as usize),
+        hot.domain_depth.get(domain as usize),
+    ) {
+        open.set(e.open.get());
+        hot.depth.set(depth + 1);
+        let level = d.get();
+        d.set(level + 1);
+        return Some(level as c_int);
+    }
+    hot.depth.set(depth);
+    None
+}
+
+/// The fast path of [`super::pop`]: the innermost range of this thread is of the domain of
+/// index `domain` and was recorded. `None` having done nothing otherwise (as [`push_fast`]).
+/// The end is recorded whether or not the run still collects, as the C header's inline end.
+#[inline(always)]
+pub(crate) fn pop_fast(domain: u32) -> Option<c_int> {
+    let hot = &cached()?.hot;
+    // No range open, or BUSY: out of range.
+    let top = hot.depth.get().wrapping_sub(1);
+    let word = hot.open.get(top as usize)?.get();
+    // The end word itself when the range is of this domain and was recorded.
+    let end =
+        RegionWord::end_from_bits(word ^ open_word(0, domain, true) ^ RegionWord::end(0).bits())?;
+    let d = hot.domain_depth.get(domain as usize)?;
+    let buffer = hot.buffer.get()?;
+    hot.set_busy();
+    if !buffer.try_region(end) {
+        hot.depth.set(top.wrapping_add(1));
+        return None;
+    }
+    hot.depth.set(top);
+    let level = d.get().wrapping_sub(1);
+    d.set(level);
+    Some(level as c_int)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_is_a_cache_line() {
+        assert_eq!(std::mem::size_of::<Entry>(), 64);
+    }
+
+    #[test]
+    fn open_words_keep_id_domain_and_recorded() {
+        let w = open_word(0xdead_beef, 5, true);
+        assert_eq!(w as u32, 0xdead_beef);
+        assert_eq!(open_domain(w), 5);
+        assert_eq!(w & OPEN_UNRECORDED, 0);
+        assert_eq!(
+            open_domain(open_word(7, CACHED_DOMAINS * 4, false)),
+            CACHED_DOMAINS * 4
+        );
+        assert_ne!(open_word(1, 0, false) & OPEN_UNRECORDED, 0);
+        // A recorded range of the default domain is its end record's word.
+        assert_eq!(open_word(42, 0, true), RegionWord::end(42).bits());
+        assert_eq!(RegionWord::end_from_bits(open_word(42, 0, false)), None);
+        assert_eq!(RegionWord::end_from_bits(open_word(42, 1, true)), None);
+    }
+
+    #[test]
+    fn keys_never_collide_with_empty_or_other_kinds() {
+        assert_ne!(
+            key_of(0x7fff_ffff_ffff, Kind::Region, CACHED_DOMAINS - 1) | LONG,
+            EMPTY_KEY
+        );
+        let k = key_of(0x7fff_ffff_f000, Kind::Region, 0);
+        assert_eq!(k, 0x7fff_ffff_f000);
+        assert_ne!(k, key_of(0x7fff_ffff_f000, Kind::Mark, 0));
+        assert_ne!(k, key_of(0x7fff_ffff_f000, Kind::Region, 1));
+        assert_ne!(
+            key_of(0x1000, Kind::Region, CACHED_DOMAINS - 1),
+            key_of(0x1000, Kind::Region, CACHED_DOMAINS - 2)
+        );
+        assert_eq!(key_of(0x1000, Kind::Region, CACHED_DOMAINS - 1) & LONG, 0);
+    }
+}
