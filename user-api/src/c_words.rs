@@ -389,6 +389,44 @@ impl TwoWords {
         addr % PAGE <= PAGE - 16
     }
 
+    /// [`TwoWords::is_at_ref`] of the words at `base + 8 * index8 + OFFSET` (an entry of a
+    /// table of 64-byte entries, `index8` eight times the entry's index): the address is
+    /// folded into the loads, so the caller computes none.
+    ///
+    /// # Safety
+    /// As [`TwoWords::is_at_ref`], for the words at that address.
+    #[inline(always)]
+    pub(crate) unsafe fn is_at_in<const OFFSET: usize>(
+        base: *const u8,
+        index8: usize,
+        ptr: *const c_char,
+    ) -> bool {
+        let differs: u64;
+        // SAFETY: as in `is_at_ref`; the caller guarantees a `TwoWords` at the address.
+        unsafe {
+            std::arch::asm!(
+                "mov {a}, qword ptr [{p}]",
+                "and {a}, qword ptr [{base} + {i} * 8 + {mask0}]",
+                "xor {a}, qword ptr [{base} + {i} * 8 + {head0}]",
+                "mov {b}, qword ptr [{p} + 8]",
+                "and {b}, qword ptr [{base} + {i} * 8 + {mask1}]",
+                "xor {b}, qword ptr [{base} + {i} * 8 + {head1}]",
+                "or {a}, {b}",
+                p = in(reg) ptr,
+                base = in(reg) base,
+                i = in(reg) index8,
+                head0 = const OFFSET,
+                head1 = const OFFSET + 8,
+                mask0 = const OFFSET + 16,
+                mask1 = const OFFSET + 24,
+                a = out(reg) differs,
+                b = out(reg) _,
+                options(nostack, readonly, pure),
+            );
+        }
+        differs == 0
+    }
+
     /// True when the NUL-terminated string at `ptr` is exactly the name of the words at
     /// `words`, read in place: seven instructions and two registers (the compiler, given the
     /// loads, keeps all four words in registers).

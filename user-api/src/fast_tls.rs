@@ -14,7 +14,9 @@
 //!
 //! The slots hold only pointers (16 bytes): the C API's and NVTX's per-thread state stay in
 //! their `thread_local!`s, whose addresses are stable for the life of the thread; a slot
-//! caches that address on the thread's first call.
+//! caches that address on the thread's first call. Before that, the C API's slot is null and
+//! NVTX's holds the address of [`NVTX_IDLE`], a depth its fast paths refuse, so that they need
+//! no null check.
 //!
 //! The symbol is hidden: one set of slots per copy of the library (the shared and the static
 //! library in one process each have theirs), reached from every object file of this crate.
@@ -34,17 +36,24 @@ pub(crate) enum Slot {
     Nvtx = 1,
 }
 
+/// What NVTX's slot points at before the thread's first NVTX call: a depth (the first field of
+/// NVTX's per-thread state, `nvtx::thread`) that its fast paths refuse, sending the call to the
+/// slow path, which finds the thread's state. Never written.
+pub(crate) static NVTX_IDLE: u32 = u32::MAX;
+
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 std::arch::global_asm!(
-    ".pushsection .tbss,\"awT\",@nobits",
+    ".pushsection .tdata,\"awT\",@progbits",
     ".p2align 3",
     ".globl metron_c_fast_tls_slots",
     ".hidden metron_c_fast_tls_slots",
     ".type metron_c_fast_tls_slots,@object",
     ".size metron_c_fast_tls_slots,16",
     "metron_c_fast_tls_slots:",
-    ".zero 16",
+    ".quad 0",
+    ".quad {idle}",
     ".popsection",
+    idle = sym NVTX_IDLE,
 );
 
 /// The address of this thread's slots.
@@ -84,7 +93,8 @@ fn slots() -> *mut *const u8 {
     tp.wrapping_add(offset) as *mut *const u8
 }
 
-/// The pointer in `slot` of the calling thread (null until [`set`]).
+/// The pointer in `slot` of the calling thread (until [`set`]: null for [`Slot::CApi`], the
+/// address of [`NVTX_IDLE`] for [`Slot::Nvtx`]).
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 #[inline(always)]
 pub(crate) fn get(slot: Slot) -> *const u8 {
@@ -101,11 +111,15 @@ pub(crate) fn set(slot: Slot, ptr: *const u8) {
 
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
 thread_local! {
-    static SLOTS: [Cell<*const u8>; 2] =
-        const { [Cell::new(std::ptr::null()), Cell::new(std::ptr::null())] };
+    static SLOTS: [Cell<*const u8>; 2] = const {
+        [
+            Cell::new(std::ptr::null()),
+            Cell::new(std::ptr::addr_of!(NVTX_IDLE).cast()),
+        ]
+    };
 }
 
-/// The pointer in `slot` of the calling thread (null until [`set`]).
+/// The pointer in `slot` of the calling thread (as the x86-64 [`get`]).
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
 #[inline(always)]
 pub(crate) fn get(slot: Slot) -> *const u8 {
@@ -125,18 +139,18 @@ mod tests {
     #[test]
     fn each_thread_has_its_own_slots() {
         let a = 0x1000 as *const u8;
+        let idle = std::ptr::addr_of!(NVTX_IDLE) as usize;
         set(Slot::CApi, a);
         assert_eq!(get(Slot::CApi), a);
-        assert!(get(Slot::Nvtx).is_null());
-        std::thread::spawn(|| {
+        std::thread::spawn(move || {
             assert!(get(Slot::CApi).is_null());
+            assert_eq!(get(Slot::Nvtx) as usize, idle, "NVTX's slot starts at the idle depth");
             set(Slot::Nvtx, 0x2000 as *const u8);
             assert_eq!(get(Slot::Nvtx), 0x2000 as *const u8);
         })
         .join()
         .unwrap();
         assert_eq!(get(Slot::CApi), a);
-        assert!(get(Slot::Nvtx).is_null());
         set(Slot::CApi, std::ptr::null());
     }
 }

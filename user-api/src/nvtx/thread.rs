@@ -99,14 +99,22 @@ impl Entry {
     }
 }
 
-/// What the fast paths read and write.
+/// What the fast paths read and write. `depth` comes first: the fast paths read it through
+/// the TLS slot before they know whether the slot points at a thread's state or at
+/// [`fast_tls::NVTX_IDLE`].
+#[repr(C)]
 pub(super) struct Hot {
-    /// Ranges open on this thread (all domains); [`BUSY`] while the slow path runs.
+    /// Ranges open on this thread (all domains); [`BUSY`] while a record is written or the
+    /// slow path runs.
     depth: Cell<u32>,
+    /// Open ranges of other domains than the default one (whose level is `depth - others`).
+    others: Cell<u32>,
     /// [`NAMES_GENERATION`] when this thread last looked for a name given to it.
     names_generation: Cell<u32>,
-    /// This thread's record buffer, from its first recorded range on.
+    /// This thread's record buffer: set before the first cache entry is made, so a cache hit
+    /// (and a recorded open range) finds it set.
     buffer: Cell<Option<ThreadBuffer>>,
+    /// Open ranges per domain (index 0, the default domain's, is not kept: `depth - others`).
     domain_depth: [Cell<u32>; COUNTED_DOMAINS],
     /// `open[0..depth]`: the open ranges ([`open_word`]), innermost last.
     open: [Cell<u64>; MAX_DEPTH],
@@ -123,16 +131,20 @@ pub(super) struct Cold {
     pub(super) last_folded: bool,
 }
 
+#[repr(C)]
 struct NvtxThread {
     hot: Hot,
     cold: RefCell<Cold>,
 }
+
+const _: () = assert!(BUSY == u32::MAX && std::mem::offset_of!(NvtxThread, hot) == 0);
 
 thread_local! {
     static THREAD: NvtxThread = const {
         NvtxThread {
             hot: Hot {
                 depth: Cell::new(0),
+                others: Cell::new(0),
                 names_generation: Cell::new(0),
                 buffer: Cell::new(None),
                 domain_depth: [const { Cell::new(0) }; COUNTED_DOMAINS],
@@ -146,13 +158,35 @@ thread_local! {
 }
 
 /// This thread's state from the fast slot (`None` before the thread's first slow call).
-#[inline(always)]
 fn cached() -> Option<&'static NvtxThread> {
-    let ptr = fast_tls::get(Slot::Nvtx).cast::<NvtxThread>();
-    // SAFETY: the slot is null or holds the address of this thread's `THREAD` (set by
-    // `thread_state` on this thread); a `const` thread-local with no destructor lives as long
-    // as the thread, and the slot is per thread too. Only shared references are made.
-    unsafe { ptr.as_ref() }
+    let ptr = fast_tls::get(Slot::Nvtx);
+    if ptr == std::ptr::addr_of!(fast_tls::NVTX_IDLE).cast() {
+        return None;
+    }
+    // SAFETY: the slot holds the idle depth's address (above) or this thread's `THREAD`'s
+    // (set by `thread_state` on this thread); a `const` thread-local with no destructor lives
+    // as long as the thread, and the slot is per thread too. Only shared references are made.
+    unsafe { ptr.cast::<NvtxThread>().as_ref() }
+}
+
+/// The fast paths' view of the slot: its pointer and the depth it points at (the idle one,
+/// [`BUSY`], before the thread's first slow call).
+#[inline(always)]
+fn fast_depth() -> (*const NvtxThread, u32) {
+    let ptr = fast_tls::get(Slot::Nvtx);
+    // SAFETY: the slot holds `NVTX_IDLE`'s address or this thread's `THREAD`'s (as in
+    // `cached`); both start with a `u32` depth (`Hot` is `repr(C)`, first in `NvtxThread`).
+    // The read is a plain load of a `Cell`'s value; nothing else runs on this thread meanwhile.
+    (ptr.cast(), unsafe { ptr.cast::<u32>().read() })
+}
+
+/// The state behind a depth that [`fast_depth`] read and a fast path accepted (below
+/// [`MAX_DEPTH`] for a push, from 1 to it for a pop: never the idle depth).
+#[inline(always)]
+fn accepted(ptr: *const NvtxThread) -> &'static Hot {
+    // SAFETY: a depth other than `BUSY` means the slot holds this thread's `THREAD` (see
+    // `cached`).
+    unsafe { &(*ptr).hot }
 }
 
 /// This thread's state, found through the `thread_local!` once and remembered in the fast slot.
@@ -169,10 +203,11 @@ fn thread_state() -> Option<&'static NvtxThread> {
         .ok()
 }
 
-/// The cache entry of a string at `addr`.
+/// Where the cache entry of a string at `addr` is: eight times its index (the address's bits
+/// 3..10, kept in place), so that the entry's address is `cache + 8 * slot` with no shifts.
 #[inline(always)]
 fn slot_of(addr: usize) -> usize {
-    (addr >> 3) % CACHE_ENTRIES
+    addr & ((CACHE_ENTRIES - 1) << 3)
 }
 
 /// Why [`Hot::matches_short`] could not tell.
@@ -207,18 +242,49 @@ impl Hot {
         text: *const c_char,
         key: usize,
     ) -> Result<bool, Miss> {
-        let e = &self.cache[slot];
+        let e = &self.cache[slot / 8];
         let k = e.key.get();
         if k == key {
+            const WORDS: usize =
+                std::mem::offset_of!(Hot, cache) + std::mem::offset_of!(Entry, words);
+            let base: *const Hot = self;
             // SAFETY: cached with this key only where `TwoWords::readable_at(addr)` (so not
-            // NULL); `text` is valid and NUL-terminated (the contract); the words are the
-            // entry's.
-            Ok(unsafe { TwoWords::is_at_ref(e.words.as_ptr(), text) })
+            // NULL); `text` is valid and NUL-terminated (the contract); entry `slot`'s words
+            // are at `base + 8 * slot + WORDS` (64-byte entries, tested).
+            Ok(unsafe { TwoWords::is_at_in::<WORDS>(base.cast(), slot, text) })
         } else if k == key | LONG {
             Err(Miss::Long)
         } else {
             Ok(false)
         }
+    }
+
+    /// A range of `domain` (below [`COUNTED_DOMAINS`]: the fast paths check) opened at `depth`
+    /// (all domains): its level in `domain`.
+    #[inline(always)]
+    fn domain_enter(&self, domain: u32, depth: u32) -> u32 {
+        if domain == super::DEFAULT_INDEX {
+            return depth.wrapping_sub(self.others.get());
+        }
+        self.others.set(self.others.get().wrapping_add(1));
+        let d = &self.domain_depth[domain as usize % COUNTED_DOMAINS];
+        let level = d.get();
+        d.set(level.wrapping_add(1));
+        level
+    }
+
+    /// The innermost range, of `domain`, closed (`top` ranges stay open): its level in
+    /// `domain`.
+    #[inline(always)]
+    fn domain_leave(&self, domain: u32, top: u32) -> u32 {
+        if domain == super::DEFAULT_INDEX {
+            return top.wrapping_sub(self.others.get());
+        }
+        self.others.set(self.others.get().wrapping_sub(1));
+        let d = &self.domain_depth[domain as usize % COUNTED_DOMAINS];
+        let level = d.get().wrapping_sub(1);
+        d.set(level);
+        level
     }
 
     /// Marks the state busy while a fast path writes its record (the caller then stores the
@@ -239,7 +305,7 @@ impl Hot {
     #[inline(never)]
     unsafe fn long_matches(&self, slot: usize, text: *const c_char) -> bool {
         // SAFETY: forwarded contract; `same_name` reads no byte past the first that differs.
-        unsafe { crate::thread_state::same_name(text, self.names[slot].get()) }
+        unsafe { crate::thread_state::same_name(text, self.names[slot / 8].get()) }
     }
 }
 
@@ -316,7 +382,7 @@ impl Slow<'_> {
             self.hot
                 .matches(slot, text, key_of(text as usize, kind, domain))
         };
-        hit.then(|| self.hot.cache[slot].open.get() as u32)
+        hit.then(|| self.hot.cache[slot / 8].open.get() as u32)
     }
 
     /// Caches `id` for the string at `addr` (as `kind` in `domain`): `name` is the interned
@@ -333,8 +399,10 @@ impl Slow<'_> {
         if domain >= CACHED_DOMAINS {
             return;
         }
+        // Before any entry: a cache hit finds the buffer set (see `Hot::buffer`).
+        self.buffer();
         let slot = slot_of(addr);
-        let e = &self.hot.cache[slot];
+        let e = &self.hot.cache[slot / 8];
         let mut key = key_of(addr, kind, domain);
         let (words, name) = match name {
             Some(n) => match TwoWords::of(n) {
@@ -352,13 +420,16 @@ impl Slow<'_> {
         e.words.set(words);
         e.begin.set(RegionWord::begin(id));
         e.open.set(open_word(id, domain, true));
-        self.hot.names[slot].set(name);
+        self.hot.names[slot / 8].set(name);
         std::sync::atomic::compiler_fence(Ordering::SeqCst);
         e.key.set(key);
     }
 
     /// Open ranges of `domain` on this thread.
     pub(super) fn domain_depth(&self, domain: u32) -> u32 {
+        if domain == super::DEFAULT_INDEX {
+            return self.depth - self.hot.others.get();
+        }
         match self.hot.domain_depth.get(domain as usize) {
             Some(d) => d.get(),
             None => self.hot.open[..self.depth()]
@@ -372,8 +443,11 @@ impl Slow<'_> {
     pub(super) fn push_open(&mut self, id: u32, domain: u32, recorded: bool) {
         self.hot.open[self.depth()].set(open_word(id, domain, recorded));
         self.depth += 1;
-        if let Some(d) = self.hot.domain_depth.get(domain as usize) {
-            d.set(d.get() + 1);
+        if domain != super::DEFAULT_INDEX {
+            self.hot.others.set(self.hot.others.get() + 1);
+            if let Some(d) = self.hot.domain_depth.get(domain as usize) {
+                d.set(d.get() + 1);
+            }
         }
     }
 
@@ -387,8 +461,11 @@ impl Slow<'_> {
             open[i - 1].set(open[i].get());
         }
         self.depth -= 1;
-        if let Some(d) = self.hot.domain_depth.get(domain as usize) {
-            d.set(d.get() - 1);
+        if domain != super::DEFAULT_INDEX {
+            self.hot.others.set(self.hot.others.get() - 1);
+            if let Some(d) = self.hot.domain_depth.get(domain as usize) {
+                d.set(d.get() - 1);
+            }
         }
         Some((word as u32, word & OPEN_UNRECORDED == 0))
     }
@@ -442,11 +519,12 @@ pub(crate) unsafe fn push_long(domain: u32, text: *const c_char) -> Option<c_int
 /// As [`push_fast`].
 #[inline(always)]
 unsafe fn push_cached<const LONG_NAMES: bool>(domain: u32, text: *const c_char) -> Option<c_int> {
-    let hot = &cached()?.hot;
-    let depth = hot.depth.get();
-    if depth as usize >= MAX_DEPTH
-        || hot.names_generation.get() != NAMES_GENERATION.load(Ordering::Relaxed)
-    {
+    let (ptr, depth) = fast_depth();
+    if depth as usize >= MAX_DEPTH || domain as usize >= COUNTED_DOMAINS {
+        return None;
+    }
+    let hot = accepted(ptr);
+    if hot.names_generation.get() != NAMES_GENERATION.load(Ordering::Relaxed) {
         return None;
     }
     let slot = slot_of(text as usize);
@@ -457,28 +535,21 @@ unsafe fn push_cached<const LONG_NAMES: bool>(domain: u32, text: *const c_char) 
         // SAFETY: forwarded contract (a LONG key has a non-NULL address).
         Err(Miss::Long) => LONG_NAMES && unsafe { hot.long_matches(slot, text) },
     };
-    let e = &hot.cache[slot];
     if !hit || !by_id::collecting() {
         return None;
     }
-    let buffer = hot.buffer.get()?;
+    let (e, open) = (&hot.cache[slot / 8], hot.open.get(depth as usize)?);
+    // SAFETY: set before the entry was made (`Slow::cache`).
+    let buffer = unsafe { hot.buffer.get().unwrap_unchecked() };
     hot.set_busy();
     if !buffer.try_region(e.begin.get()) {
         hot.depth.set(depth);
         return None;
     }
-    if let (Some(open), Some(d)) = (
-        hot.open.get(depth as usize),
-        hot.domain_depth.get(domain as usize),
-    ) {
-        open.set(e.open.get());
-        hot.depth.set(depth + 1);
-        let level = d.get();
-        d.set(level + 1);
-        return Some(level as c_int);
-    }
-    hot.depth.set(depth);
-    None
+    open.set(e.open.get());
+    let level = hot.domain_enter(domain, depth);
+    hot.depth.set(depth + 1);
+    Some(level as c_int)
 }
 
 /// The fast path of [`super::pop`]: the innermost range of this thread is of the domain of
@@ -486,23 +557,25 @@ unsafe fn push_cached<const LONG_NAMES: bool>(domain: u32, text: *const c_char) 
 /// The end is recorded whether or not the run still collects, as the C header's inline end.
 #[inline(always)]
 pub(crate) fn pop_fast(domain: u32) -> Option<c_int> {
-    let hot = &cached()?.hot;
-    // No range open, or BUSY: out of range.
-    let top = hot.depth.get().wrapping_sub(1);
-    let word = hot.open.get(top as usize)?.get();
-    // The end word itself when the range is of this domain and was recorded.
-    let end =
-        RegionWord::end_from_bits(word ^ open_word(0, domain, true) ^ RegionWord::end(0).bits())?;
-    let d = hot.domain_depth.get(domain as usize)?;
-    let buffer = hot.buffer.get()?;
-    hot.set_busy();
-    if !buffer.try_region(end) {
-        hot.depth.set(top.wrapping_add(1));
+    let (ptr, depth) = fast_depth();
+    // No range open, or BUSY (also the idle depth): out of range.
+    let top = depth.wrapping_sub(1);
+    if top as usize >= MAX_DEPTH || domain as usize >= COUNTED_DOMAINS {
         return None;
     }
+    let hot = accepted(ptr);
+    let word = hot.open.get(top as usize)?.get();
+    // The end word itself when the range is of this domain and was recorded.
+    let end = RegionWord::end_from_bits(word ^ open_word(0, domain, true) ^ RegionWord::end(0).bits())?;
+    // SAFETY: the range was recorded, so its push found the buffer set.
+    let buffer = unsafe { hot.buffer.get().unwrap_unchecked() };
+    hot.set_busy();
+    if !buffer.try_region(end) {
+        hot.depth.set(depth);
+        return None;
+    }
+    let level = hot.domain_leave(domain, top);
     hot.depth.set(top);
-    let level = d.get().wrapping_sub(1);
-    d.set(level);
     Some(level as c_int)
 }
 
