@@ -80,8 +80,9 @@ static RECORDED: AtomicU64 = AtomicU64::new(0);
 static READER: Mutex<()> = Mutex::new(());
 
 thread_local! {
-    /// This thread's log and the chunk it writes into.
-    static CURRENT: RefCell<Option<(Arc<ThreadLog>, Arc<Chunk>)>> = const { RefCell::new(None) };
+    /// This thread's log and the chunk it writes into (boxed: `libmetron.so` keeps its
+    /// thread-local block small, see `user-api/src/thread_block.rs`).
+    static CURRENT: RefCell<Option<Box<Current>>> = const { RefCell::new(None) };
 }
 
 /// Allocates the first chunks (at start, off the hot path).
@@ -136,7 +137,7 @@ pub fn record(call: &ApiCall) {
     let ok = CURRENT.try_with(|cur| {
         let mut cur = cur.borrow_mut();
         loop {
-            if let Some((_, chunk)) = cur.as_ref() {
+            if let Some((_, chunk)) = cur.as_deref() {
                 let i = chunk.len.load(Ordering::Relaxed);
                 if i < CHUNK_RECORDS {
                     for (slot, w) in chunk.slots[i].iter().zip(words) {
@@ -159,12 +160,15 @@ pub fn record(call: &ApiCall) {
     }
 }
 
+/// A thread's log and the chunk it writes into.
+type Current = (Arc<ThreadLog>, Arc<Chunk>);
+
 #[cold]
-fn next_chunk(cur: &mut Option<(Arc<ThreadLog>, Arc<Chunk>)>) -> bool {
+fn next_chunk(cur: &mut Option<Box<Current>>) -> bool {
     let Some(chunk) = take_chunk() else {
         return false;
     };
-    let log = match cur.take() {
+    let log = match cur.take().map(|c| *c) {
         Some((log, _full)) => log,
         None => {
             let log = Arc::new(ThreadLog::default());
@@ -179,7 +183,7 @@ fn next_chunk(cur: &mut Option<(Arc<ThreadLog>, Arc<Chunk>)>) -> bool {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .push(chunk.clone());
-    *cur = Some((log, chunk));
+    *cur = Some(Box::new((log, chunk)));
     true
 }
 

@@ -221,10 +221,14 @@ static STATE: Mutex<Option<State>> = Mutex::new(None);
 static CUPTI: Mutex<Option<(Cupti, Profiler)>> = Mutex::new(None);
 
 thread_local! {
-    /// The gate this thread holds between a launch's enter and exit: (context, gate).
-    static HELD: std::cell::RefCell<Option<(usize, Arc<Gate>)>> =
+    /// The gate this thread holds between a launch's enter and exit: (context, gate); boxed
+    /// (`libmetron.so` keeps its thread-local block small, see `user-api/src/thread_block.rs`).
+    static HELD: std::cell::RefCell<Option<Box<HeldGate>>> =
         const { std::cell::RefCell::new(None) };
 }
+
+/// A launch's context and the gate its thread holds.
+type HeldGate = (usize, Arc<Gate>);
 
 /// Counters are on (metrics were asked for and the profiler could be loaded).
 pub fn active() -> bool {
@@ -505,7 +509,7 @@ pub fn before_launch(ctx: *mut c_void, correlation: u32, now: u64, graph: bool) 
         gate.release();
         return;
     }
-    let _ = HELD.try_with(|h| *h.borrow_mut() = Some((ctx as usize, gate)));
+    let _ = HELD.try_with(|h| *h.borrow_mut() = Some(Box::new((ctx as usize, gate))));
     LAUNCHES
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -519,7 +523,12 @@ type Ranges = Vec<(String, Vec<f64>)>;
 /// Launch exit: `Stop`, `DecodeData`, the values of the launch's ranges (one per kernel:
 /// a graph launch gives one per kernel node), then the gate is released.
 pub fn after_launch(correlation: u32, now: u64) {
-    let Some((ctx, gate)) = HELD.try_with(|h| h.borrow_mut().take()).ok().flatten() else {
+    let Some((ctx, gate)) = HELD
+        .try_with(|h| h.borrow_mut().take())
+        .ok()
+        .flatten()
+        .map(|held| *held)
+    else {
         return;
     };
     if let Some(span) = LAUNCHES

@@ -466,7 +466,7 @@ pub(crate) fn on_enter(domain: i32, cbid: u32, data: &CallbackData, now: u64) {
         params.stream
     };
     // The exit callback records the end event on the same stream.
-    PENDING_STREAM.with(|s| s.set((data.correlation_id, stream, ctx as usize)));
+    PENDING_STREAM.with(|s| s.set((data.correlation_id, stream)));
     {
         let _own = OwnCall::new();
         // SAFETY: valid out-pointers and the launch's context and stream.
@@ -511,7 +511,7 @@ pub(crate) fn on_enter(domain: i32, cbid: u32, data: &CallbackData, now: u64) {
 }
 
 thread_local! {
-    static PENDING_STREAM: Cell<(u32, usize, usize)> = const { Cell::new((0, 0, 0)) };
+    static PENDING_STREAM: Cell<(u32, usize)> = const { Cell::new((0, 0)) };
 }
 
 fn push(launch: Launch) {
@@ -528,11 +528,11 @@ pub(crate) fn on_exit(correlation: u32, now: u64) {
     if !ON.load(Ordering::Relaxed) {
         return;
     }
-    let (corr, stream, _) = PENDING_STREAM.with(Cell::get);
+    let (corr, stream) = PENDING_STREAM.with(Cell::get);
     if corr != correlation {
         return;
     }
-    PENDING_STREAM.with(|s| s.set((0, 0, 0)));
+    PENDING_STREAM.with(|s| s.set((0, 0)));
     let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
     let Some(state) = guard.as_mut() else { return };
     let Some(l) = state

@@ -6,8 +6,10 @@
  *  - 8 threads nesting short and long literal names 3 deep, 20,000 times each;
  *  - a SIGPROF handler that pushes and pops while its thread pushes and pops (refused, -1,
  *    when it interrupts a record write of the thread; recorded otherwise).
+ *  - 10^5 pairs of a short and a long name after the first ones, counting this thread's
+ *    allocations (malloc & co. are interposed).
  * Prints `key=value` lines: the levels push returned where they were not the expected ones
- * (`bad_levels`), and how many ranges the signal handler opened. */
+ * (`bad_levels`), how many ranges the signal handler opened, the allocations counted. */
 #define _GNU_SOURCE
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
@@ -20,6 +22,40 @@
 
 #define THREADS 8
 #define ROUNDS 20000
+
+/* ---- allocation counting (this thread only, while `counting`) ---------------------------- */
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void *__libc_memalign(size_t, size_t);
+static __thread long allocations;
+static __thread int counting;
+
+void *malloc(size_t n) {
+    if (counting) allocations++;
+    return __libc_malloc(n);
+}
+void *calloc(size_t n, size_t k) {
+    if (counting) allocations++;
+    return __libc_calloc(n, k);
+}
+void *realloc(void *p, size_t n) {
+    if (counting) allocations++;
+    return __libc_realloc(p, n);
+}
+int posix_memalign(void **out, size_t align, size_t n) {
+    if (counting) allocations++;
+    *out = __libc_memalign(align, n);
+    return *out ? 0 : 12;
+}
+void *aligned_alloc(size_t align, size_t n) {
+    if (counting) allocations++;
+    return __libc_memalign(align, n);
+}
+void *memalign(size_t align, size_t n) {
+    if (counting) allocations++;
+    return __libc_memalign(align, n);
+}
 
 static int bad_levels;
 static volatile sig_atomic_t handler_ranges;
@@ -92,6 +128,21 @@ int main(void) {
     setitimer(ITIMER_PROF, &off, NULL);
     signal(SIGPROF, SIG_IGN);
 
+    /* No allocation per pair once the names are known. */
+    nvtxRangePushA("counted-short");
+    nvtxRangePushA("a-counted-name-longer-than-15-bytes");
+    nvtxRangePop();
+    nvtxRangePop();
+    counting = 1;
+    for (int i = 0; i < 100000; i++) {
+        expect_level(nvtxRangePushA("counted-short"), 0);
+        expect_level(nvtxRangePushA("a-counted-name-longer-than-15-bytes"), 1);
+        expect_level(nvtxRangePop(), 1);
+        expect_level(nvtxRangePop(), 0);
+    }
+    counting = 0;
+
+    printf("allocations=%ld\n", allocations);
     printf("bad_levels=%d\n", bad_levels);
     printf("handler_ranges=%d\n", (int)handler_ranges);
     return 0;

@@ -1,8 +1,9 @@
 //! The NVTX handlers' fast path and name cache with the shapes that break caches
 //! (`tests/nvtx/nvtx_cache.c`): a buffer reused for other names, names that end at a page's
 //! last byte, 8 threads nesting short and long names, a signal handler calling NVTX in the
-//! middle of the thread's own calls. Checked in the summary: every range under its own name,
-//! with its count; and in what the program printed: the levels NVTX returned.
+//! middle of the thread's own calls, no allocation per pair of known names. Checked in the
+//! summary: every range under its own name, with its count; and in what the program printed:
+//! the levels NVTX returned and the allocations counted.
 mod c_api_support;
 mod nvtx_support;
 
@@ -18,7 +19,16 @@ fn reused_buffers_page_ends_threads_and_signal_handlers_keep_every_name_and_leve
     let exe = dir.join("nvtx_cache");
     cc(&[source("nvtx_cache.c")], &exe, Some(&include), false, &[]);
     let lib = artifacts().lib().display().to_string();
-    let out = run_traced(&exe, &dir, &[("NVTX_INJECTION64_PATH", &lib)]);
+    // A buffer large enough for every record: no segment hand-over (the buffer's cold path) in
+    // the counted window, as in hot_path_allocations.rs.
+    let out = run_traced(
+        &exe,
+        &dir,
+        &[
+            ("NVTX_INJECTION64_PATH", &lib),
+            ("METRON_BUFFER_SIZE", "64M"),
+        ],
+    );
     assert_success(&out, "nvtx_cache");
     let printed = printed(&out);
     assert_eq!(
@@ -58,6 +68,8 @@ fn reused_buffers_page_ends_threads_and_signal_handlers_keep_every_name_and_leve
                 rounds
             ),
             ("interrupted", 3_000_000),
+            ("counted-short", 100_001),
+            ("counted-short/a-counted-name-longer-than-15-bytes", 100_001),
         ])
     );
     let metadata = read_json(&dir.join("run"), "metadata.json");

@@ -351,7 +351,7 @@ unsafe fn is_fast_after_eight(name: &[u8], p: *const u8) -> bool {
 
 /// A name of up to fifteen bytes as the two words a string equal to it starts with (its bytes,
 /// its terminator) and the masks of the bytes that count: the NVTX handlers' cache confirms a
-/// name with two loads and no loop ([`TwoWords::is_at_ref`]).
+/// name with two loads and no loop ([`TwoWords::is_at_in`]).
 #[derive(Clone, Copy)]
 #[repr(C)]
 pub(crate) struct TwoWords {
@@ -383,18 +383,20 @@ impl TwoWords {
         })
     }
 
-    /// True when sixteen bytes read at `addr` lie on `addr`'s page, which [`TwoWords::is_at_ref`]
+    /// True when sixteen bytes read at `addr` lie on `addr`'s page, which [`TwoWords::is_at_in`]
     /// needs: a property of the address, checked once when it is cached.
     pub(crate) fn readable_at(addr: usize) -> bool {
         addr % PAGE <= PAGE - 16
     }
 
-    /// [`TwoWords::is_at_ref`] of the words at `base + 8 * index8 + OFFSET` (an entry of a
-    /// table of 64-byte entries, `index8` eight times the entry's index): the address is
-    /// folded into the loads, so the caller computes none.
+    /// True when the NUL-terminated string at `ptr` is exactly the name of the words at
+    /// `base + 8 * index8 + OFFSET` (an entry of a table of 64-byte entries, `index8` eight
+    /// times the entry's index), read in place: seven instructions and two registers, the
+    /// address folded into the loads.
     ///
     /// # Safety
-    /// As [`TwoWords::is_at_ref`], for the words at that address.
+    /// `ptr` is a valid NUL-terminated string and [`TwoWords::readable_at`] its address; a
+    /// `TwoWords` is at that address.
     #[inline(always)]
     pub(crate) unsafe fn is_at_in<const OFFSET: usize>(
         base: *const u8,
@@ -402,7 +404,10 @@ impl TwoWords {
         ptr: *const c_char,
     ) -> bool {
         let differs: u64;
-        // SAFETY: as in `is_at_ref`; the caller guarantees a `TwoWords` at the address.
+        // SAFETY: `ptr` is the string's first byte and `ptr + 15` is on its page (the
+        // contract), so both words are mapped (the bytes past the terminator are masked off);
+        // the caller guarantees a `TwoWords` (`repr(C)`: heads at 0 and 8, masks at 16 and 24)
+        // at the address. Plain loads and ALU operations; no stack.
         unsafe {
             std::arch::asm!(
                 "mov {a}, qword ptr [{p}]",
@@ -426,38 +431,61 @@ impl TwoWords {
         }
         differs == 0
     }
+}
 
-    /// True when the NUL-terminated string at `ptr` is exactly the name of the words at
-    /// `words`, read in place: seven instructions and two registers (the compiler, given the
-    /// loads, keeps all four words in registers).
+/// A name of any length as the words a string equal to it starts with (its bytes, its
+/// terminator, zero-padded), and the mask of the bytes of the last word that count: the NVTX
+/// handlers' cache confirms a long name with a word compare per eight bytes and no page check
+/// (the address was checked once, [`NameWords::readable_at`]). The words are leaked: one copy
+/// per distinct name, kept by the caller.
+#[derive(Clone, Copy)]
+pub(crate) struct NameWords {
+    words: &'static [u64],
+    last_mask: u64,
+}
+
+impl NameWords {
+    /// The words of `bytes` (which has no NUL), leaked.
+    pub(crate) fn leak(bytes: &[u8]) -> NameWords {
+        let counted = bytes.len() + 1;
+        let mut words = vec![0u64; counted.div_ceil(8)];
+        for (i, b) in bytes.iter().enumerate() {
+            words[i / 8] |= u64::from(*b) << (8 * (i % 8));
+        }
+        let tail = counted % 8;
+        NameWords {
+            words: Box::leak(words.into_boxed_slice()),
+            last_mask: if tail == 0 {
+                u64::MAX
+            } else {
+                (1u64 << (8 * tail)) - 1
+            },
+        }
+    }
+
+    /// True when the words [`NameWords::is_at`] reads at `addr` all lie on `addr`'s page.
+    pub(crate) fn readable_at(self, addr: usize) -> bool {
+        addr % PAGE + 8 * self.words.len() <= PAGE
+    }
+
+    /// True when the NUL-terminated string at `ptr` is exactly this name.
     ///
     /// # Safety
-    /// `ptr` is a valid NUL-terminated string and [`TwoWords::readable_at`] its address;
-    /// `words` is valid for reads.
-    #[inline(always)]
-    pub(crate) unsafe fn is_at_ref(words: *const TwoWords, ptr: *const c_char) -> bool {
-        let differs: u64;
-        // SAFETY: `ptr` is the string's first byte and `ptr + 15` is on its page (the
-        // contract), so both words are mapped (the bytes past the terminator are masked off);
-        // `words` points at a `TwoWords` (`repr(C)`: heads at 0 and 8, masks at 16 and 24).
-        // Plain loads and ALU operations; no stack.
-        unsafe {
-            std::arch::asm!(
-                "mov {a}, qword ptr [{p}]",
-                "and {a}, qword ptr [{w} + 16]",
-                "xor {a}, qword ptr [{w}]",
-                "mov {b}, qword ptr [{p} + 8]",
-                "and {b}, qword ptr [{w} + 24]",
-                "xor {b}, qword ptr [{w} + 8]",
-                "or {a}, {b}",
-                p = in(reg) ptr,
-                w = in(reg) words,
-                a = out(reg) differs,
-                b = out(reg) _,
-                options(nostack, readonly, pure),
-            );
+    /// `ptr` is a valid NUL-terminated string and [`NameWords::readable_at`] its address.
+    #[inline]
+    pub(crate) unsafe fn is_at(self, ptr: *const c_char) -> bool {
+        let p = ptr.cast::<u8>();
+        let Some((last, full)) = self.words.split_last() else {
+            return false;
+        };
+        for (i, w) in full.iter().enumerate() {
+            // SAFETY: `p + 8 * i + 7` is on `p`'s page (the contract), which is mapped.
+            if unsafe { load_word(p.add(8 * i)) } != *w {
+                return false;
+            }
         }
-        differs == 0
+        // SAFETY: as above, for the last word; the bytes past the terminator are masked off.
+        unsafe { load_word(p.add(8 * full.len())) & self.last_mask == *last }
     }
 }
 
@@ -543,6 +571,49 @@ mod tests {
         }
     }
 
+    /// [`TwoWords::is_at_in`] of one value.
+    unsafe fn is_at(words: &TwoWords, p: *const c_char) -> bool {
+        let base: *const TwoWords = words;
+        // SAFETY: forwarded contract; the words are at `base`.
+        unsafe { TwoWords::is_at_in::<0>(base.cast(), 0, p) }
+    }
+
+    #[test]
+    fn name_words_match_exactly_their_name() {
+        let text = b"a-longer-range-name/with-more-than-sixteen-bytes";
+        for len in 0..text.len() {
+            let s = &text[..len];
+            let words = NameWords::leak(s);
+            for offset in 0..8 {
+                let mut buf = vec![0xAAu8; offset + len + 1 + 16];
+                buf[offset..offset + len].copy_from_slice(s);
+                buf[offset + len] = 0;
+                let p = buf[offset..].as_ptr().cast::<c_char>();
+                if !words.readable_at(p as usize) {
+                    continue;
+                }
+                // SAFETY: NUL-terminated; the words read stay on the string's page (checked).
+                unsafe {
+                    assert!(words.is_at(p), "len {len} offset {offset}");
+                    if len > 0 {
+                        assert!(!NameWords::leak(&s[..len - 1]).is_at(p));
+                        let mut other = s.to_vec();
+                        other[len - 1] ^= 1;
+                        assert!(!NameWords::leak(&other).is_at(p));
+                    }
+                    let mut longer = s.to_vec();
+                    longer.push(b'x');
+                    if NameWords::leak(&longer).readable_at(p as usize) {
+                        assert!(!NameWords::leak(&longer).is_at(p));
+                    }
+                }
+            }
+        }
+        let w = NameWords::leak(b"0123456789abcdefghij");
+        assert!(w.readable_at(0x1000) && w.readable_at(0x1fe8));
+        assert!(!w.readable_at(0x1fe9));
+    }
+
     #[test]
     fn two_words_match_exactly_their_name() {
         let text = b"nvtx-range/0123456789";
@@ -561,22 +632,19 @@ mod tests {
                 let p = buf[offset..].as_ptr().cast::<c_char>();
                 // SAFETY: NUL-terminated, and 16 bytes from `p` are inside `buf`.
                 unsafe {
-                    assert!(TwoWords::is_at_ref(&words, p), "len {len} offset {offset}");
+                    assert!(is_at(&words, p), "len {len} offset {offset}");
                     if len > 0 {
-                        assert!(!TwoWords::is_at_ref(
-                            &TwoWords::of(&s[..len - 1]).unwrap(),
-                            p
-                        ));
+                        assert!(!is_at(&TwoWords::of(&s[..len - 1]).unwrap(), p));
                         let mut other = s.to_vec();
                         other[len - 1] ^= 1;
-                        assert!(!TwoWords::is_at_ref(&TwoWords::of(&other).unwrap(), p));
+                        assert!(!is_at(&TwoWords::of(&other).unwrap(), p));
                     }
                     let mut longer = s.to_vec();
                     longer.push(b'x');
                     if let Some(w) = TwoWords::of(&longer) {
-                        assert!(!TwoWords::is_at_ref(&w, p), "len {len} offset {offset}");
+                        assert!(!is_at(&w, p), "len {len} offset {offset}");
                     }
-                    assert!(!TwoWords::is_at_ref(&TwoWords::NEVER, p));
+                    assert!(!is_at(&TwoWords::NEVER, p));
                 }
             }
         }

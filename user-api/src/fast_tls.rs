@@ -144,7 +144,11 @@ mod tests {
         assert_eq!(get(Slot::CApi), a);
         std::thread::spawn(move || {
             assert!(get(Slot::CApi).is_null());
-            assert_eq!(get(Slot::Nvtx) as usize, idle, "NVTX's slot starts at the idle depth");
+            assert_eq!(
+                get(Slot::Nvtx) as usize,
+                idle,
+                "NVTX's slot starts at the idle depth"
+            );
             set(Slot::Nvtx, 0x2000 as *const u8);
             assert_eq!(get(Slot::Nvtx), 0x2000 as *const u8);
         })

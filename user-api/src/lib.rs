@@ -41,6 +41,8 @@ mod nvtx;
 mod preload;
 mod quick_exit;
 mod roctx;
+mod sys;
+mod thread_block;
 mod thread_state;
 
 use boundary::*;

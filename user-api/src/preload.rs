@@ -76,7 +76,7 @@ fn start_program_region() {
             <ProgramCounters as metron::Bundle>::COMPONENTS,
         )));
         let region = metron::Region::<ProgramCounters>::begin_bundle(site);
-        PROGRAM_COUNTED.with(|open| *open.region.borrow_mut() = Some(region));
+        PROGRAM_COUNTED.with(|open| *open.region.borrow_mut() = Some(Box::new(region)));
         return;
     }
     let id = metron::intern(&name, metron::CallsiteKind::Region);
@@ -123,8 +123,10 @@ fn counters_asked() -> bool {
         .any(|v| std::env::var(v).is_ok_and(|v| !v.trim().is_empty()))
 }
 
+/// Boxed: the region holds the counter group's values, which would add about 300 bytes to the
+/// library's thread-local block (kept small: `thread_block`).
 struct ProgramCounted {
-    region: std::cell::RefCell<Option<metron::Region<ProgramCounters>>>,
+    region: std::cell::RefCell<Option<Box<metron::Region<ProgramCounters>>>>,
 }
 
 impl Drop for ProgramCounted {

@@ -15,6 +15,7 @@
 
 use crate::c_words::{CName, Short};
 use crate::fast_tls::{self, Slot};
+use crate::thread_block::{Block, Held, Pool};
 use metron::by_id::ThreadBuffer;
 use metron::CallsiteKind;
 use std::cell::RefCell;
@@ -206,8 +207,7 @@ impl FastThread {
     };
 }
 
-/// Fixed-size, with no destructor: the thread-local needs no lazy registration, and the hot
-/// path never allocates.
+/// Fixed-size, made once per thread (its first C API call): the hot path never allocates.
 pub(crate) struct ThreadState {
     /// Names by content: see [`NAMED_ENTRIES`].
     named: [Named; NAMED_ENTRIES],
@@ -222,16 +222,37 @@ pub(crate) struct ThreadState {
     last_error: [u8; ERROR_BYTES],
 }
 
+/// A thread's state, in a `RefCell` (a signal handler that interrupts a Metron call finds it
+/// borrowed).
+pub(crate) struct StateCell(RefCell<ThreadState>);
+
+impl Block for StateCell {
+    fn pool() -> &'static Pool<StateCell> {
+        &POOL
+    }
+
+    fn fresh() -> Box<StateCell> {
+        Box::new(
+            const {
+                StateCell(RefCell::new(ThreadState {
+                    named: [NO_NAME; NAMED_ENTRIES],
+                    fast: FastThread::EMPTY,
+                    names: [CName::EMPTY; MAX_DEPTH],
+                    buffer: None,
+                    last_error: [0; ERROR_BYTES],
+                }))
+            },
+        )
+    }
+}
+
+/// The threads' states: on the heap (about 19 KB each), which keeps the library's
+/// thread-local block small ([`crate::thread_block`]); a state outlives its holder until its
+/// thread is gone, as the C header's inline path keeps its address.
+static POOL: Pool<StateCell> = Pool::new();
+
 thread_local! {
-    static STATE: RefCell<ThreadState> = const {
-        RefCell::new(ThreadState {
-            named: [NO_NAME; NAMED_ENTRIES],
-            fast: FastThread::EMPTY,
-            names: [CName::EMPTY; MAX_DEPTH],
-            buffer: None,
-            last_error: [0; ERROR_BYTES],
-        })
-    };
+    static STATE: Held<StateCell> = const { Held::new() };
 }
 
 /// Runs `f` with this thread's state; `None` when the state is already in use (a signal
@@ -246,9 +267,9 @@ pub(crate) fn with<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
     let cell = if cached.is_null() {
         state_cell()?
     } else {
-        // SAFETY: the slot holds the address of this thread's `STATE` (set by `state_cell`
-        // on this thread); a `const` thread-local with no destructor lives as long as the
-        // thread, and the slot is per thread too.
+        // SAFETY: the slot holds the address of this thread's state (set by `state_cell` on
+        // this thread), valid for the rest of the thread's life, even after its holder is
+        // destroyed (`thread_block`); the slot is per thread too.
         unsafe { &*cached }
     };
     cell.try_borrow_mut().ok().map(|mut st| f(&mut st))
@@ -339,11 +360,11 @@ pub(crate) const FAST_LAYOUT: [usize; 9] = [
 #[inline(never)]
 fn state_cell() -> Option<&'static RefCell<ThreadState>> {
     STATE
-        .try_with(|cell| {
+        .try_with(|held| {
+            let cell = &held.get().0;
             let ptr: *const RefCell<ThreadState> = cell;
             fast_tls::set(Slot::CApi, ptr.cast());
-            // SAFETY: as in `with`: valid for the life of this thread, used only on it.
-            unsafe { &*ptr }
+            cell
         })
         .ok()
 }

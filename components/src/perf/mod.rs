@@ -322,7 +322,10 @@ impl Drop for ThreadGroups {
 }
 
 thread_local! {
-    static GROUPS: ThreadGroups = const { ThreadGroups::new() };
+    /// Boxed on the thread's first read (a perf syscall follows anyway): kept out of the
+    /// thread-local block, which `libmetron.so` keeps small enough for static TLS when it is
+    /// `dlopen`ed (`user-api/src/thread_block.rs`).
+    static GROUPS: std::cell::OnceCell<Box<ThreadGroups>> = const { std::cell::OnceCell::new() };
 }
 
 /// One read of the thread's groups: per configured event, its count and its group's times.
@@ -336,7 +339,8 @@ struct Reading {
 }
 
 fn read_groups(out: &mut Reading) {
-    if GROUPS.try_with(|g| g.read(out)).is_err() {
+    let read = GROUPS.try_with(|g| g.get_or_init(|| Box::new(ThreadGroups::new())).read(out));
+    if read.is_err() {
         out.mask = 0;
     }
 }

@@ -182,6 +182,18 @@ fn id_of(st: &mut Slow<'_>, message: Message, kind: Kind, domain: &'static Domai
     }
 }
 
+/// The words of interned name `id`'s message part `text`, made (and leaked) once per id for
+/// every thread's cache.
+fn name_words(id: u32, text: &[u8]) -> crate::c_words::NameWords {
+    static WORDS: Mutex<Option<HashMap<u32, crate::c_words::NameWords>>> = Mutex::new(None);
+    *WORDS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(HashMap::new)
+        .entry(id)
+        .or_insert_with(|| crate::c_words::NameWords::leak(text))
+}
+
 /// Takes the name another thread gave thread `tid`, if any.
 fn take_other_name(tid: u32) -> Option<String> {
     OTHER_NAMES

@@ -412,16 +412,25 @@ unsafe extern "C" fn range_push_a(text: *const c_char) -> c_int {
     match unsafe { super::push_fast(super::DEFAULT_INDEX, text) } {
         Some(level) => level,
         // SAFETY: as above.
+        None => unsafe { range_push_a_long(text) },
+    }
+}
+
+/// A cached name that needs the longer compare, else the slow path (no `catch_unwind` here,
+/// so the long names' path needs only a small frame: `push_long` cannot panic either).
+#[inline(never)]
+unsafe fn range_push_a_long(text: *const c_char) -> c_int {
+    // SAFETY: NULL or NUL-terminated (NVTX's contract).
+    match unsafe { super::push_long(super::DEFAULT_INDEX, text) } {
+        Some(level) => level,
+        // SAFETY: as above.
         None => unsafe { range_push_a_slow(text) },
     }
 }
 
+#[cold]
 #[inline(never)]
 unsafe fn range_push_a_slow(text: *const c_char) -> c_int {
-    // SAFETY: NULL or NUL-terminated (NVTX's contract).
-    if let Some(level) = unsafe { super::push_long(super::DEFAULT_INDEX, text) } {
-        return level;
-    }
     // SAFETY: as in `mark_a`.
     guarded(-1, || push(&DEFAULT_DOMAIN, unsafe { ascii(text) }, None))
 }

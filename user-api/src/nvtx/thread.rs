@@ -25,8 +25,9 @@
 //! near a page's end) carry [`LONG`] in their key and are compared byte by byte.
 
 use super::{Kind, NAMES_GENERATION};
-use crate::c_words::TwoWords;
+use crate::c_words::{CName, NameWords, TwoWords};
 use crate::fast_tls::{self, Slot};
+use crate::thread_block::{Block, Held, Pool};
 use metron::by_id::{self, RegionWord, ThreadBuffer};
 use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_int};
@@ -120,8 +121,17 @@ pub(super) struct Hot {
     open: [Cell<u64>; MAX_DEPTH],
     cache: [Entry; CACHE_ENTRIES],
     /// The names of the entries keyed [`LONG`] as interned (after the domain's prefix), for
-    /// the byte-by-byte compare.
-    names: [Cell<&'static [u8]>; CACHE_ENTRIES],
+    /// their compare.
+    names: [Cell<LongName>; CACHE_ENTRIES],
+}
+
+/// How an entry keyed [`LONG`] is compared.
+#[derive(Clone, Copy)]
+enum LongName {
+    /// A word per eight bytes, no page check (the words lie on the string's page).
+    Words(NameWords),
+    /// Byte by byte near a page's end.
+    Bytes(CName),
 }
 
 /// What only the slow path uses.
@@ -139,22 +149,41 @@ struct NvtxThread {
 
 const _: () = assert!(BUSY == u32::MAX && std::mem::offset_of!(NvtxThread, hot) == 0);
 
-thread_local! {
-    static THREAD: NvtxThread = const {
-        NvtxThread {
-            hot: Hot {
-                depth: Cell::new(0),
-                others: Cell::new(0),
-                names_generation: Cell::new(0),
-                buffer: Cell::new(None),
-                domain_depth: [const { Cell::new(0) }; COUNTED_DOMAINS],
-                open: [const { Cell::new(0) }; MAX_DEPTH],
-                cache: [const { Entry::empty() }; CACHE_ENTRIES],
-                names: [const { Cell::new(&[]) }; CACHE_ENTRIES],
+impl Block for NvtxThread {
+    fn pool() -> &'static Pool<NvtxThread> {
+        &POOL
+    }
+
+    fn fresh() -> Box<NvtxThread> {
+        Box::new(
+            const {
+                NvtxThread {
+                    hot: Hot {
+                        depth: Cell::new(0),
+                        others: Cell::new(0),
+                        names_generation: Cell::new(0),
+                        buffer: Cell::new(None),
+                        domain_depth: [const { Cell::new(0) }; COUNTED_DOMAINS],
+                        open: [const { Cell::new(0) }; MAX_DEPTH],
+                        cache: [const { Entry::empty() }; CACHE_ENTRIES],
+                        names: [const { Cell::new(LongName::Bytes(CName::EMPTY)) }; CACHE_ENTRIES],
+                    },
+                    cold: RefCell::new(Cold {
+                        tid: 0,
+                        last_folded: false,
+                    }),
+                }
             },
-            cold: RefCell::new(Cold { tid: 0, last_folded: false }),
-        }
-    };
+        )
+    }
+}
+
+/// The threads' states: on the heap (about 23 KB each), which keeps the library's
+/// thread-local block small ([`crate::thread_block`]).
+static POOL: Pool<NvtxThread> = Pool::new();
+
+thread_local! {
+    static THREAD: Held<NvtxThread> = const { Held::new() };
 }
 
 /// This thread's state from the fast slot (`None` before the thread's first slow call).
@@ -163,9 +192,10 @@ fn cached() -> Option<&'static NvtxThread> {
     if ptr == std::ptr::addr_of!(fast_tls::NVTX_IDLE).cast() {
         return None;
     }
-    // SAFETY: the slot holds the idle depth's address (above) or this thread's `THREAD`'s
-    // (set by `thread_state` on this thread); a `const` thread-local with no destructor lives
-    // as long as the thread, and the slot is per thread too. Only shared references are made.
+    // SAFETY: the slot holds the idle depth's address (above) or this thread's block (set by
+    // `thread_state` on this thread), valid for the rest of the thread's life (even after its
+    // holder is destroyed: `thread_block`); the slot is per thread too. Only shared
+    // references are made.
     unsafe { ptr.cast::<NvtxThread>().as_ref() }
 }
 
@@ -194,11 +224,11 @@ fn accepted(ptr: *const NvtxThread) -> &'static Hot {
 #[inline(never)]
 fn thread_state() -> Option<&'static NvtxThread> {
     THREAD
-        .try_with(|t| {
+        .try_with(|held| {
+            let t = held.get();
             let ptr: *const NvtxThread = t;
             fast_tls::set(Slot::Nvtx, ptr.cast());
-            // SAFETY: as in `cached`: valid for the life of this thread, used only on it.
-            unsafe { &*ptr }
+            t
         })
         .ok()
 }
@@ -304,8 +334,17 @@ impl Hot {
     /// `text` is a valid NUL-terminated string.
     #[inline(never)]
     unsafe fn long_matches(&self, slot: usize, text: *const c_char) -> bool {
-        // SAFETY: forwarded contract; `same_name` reads no byte past the first that differs.
-        unsafe { crate::thread_state::same_name(text, self.names[slot / 8].get()) }
+        match self.names[slot / 8].get() {
+            // SAFETY: forwarded contract; cached as `Words` only where they are readable at
+            // the string's address.
+            LongName::Words(words) => unsafe { words.is_at(text) },
+            // SAFETY: forwarded contract. `is_fast` reads words only within the pages of the
+            // string's bytes and gives up (false) where a word would cross a page;
+            // `same_name` then compares exactly, reading no byte past the first that differs.
+            LongName::Bytes(name) => unsafe {
+                name.is_fast(text) || crate::thread_state::same_name(text, name.bytes())
+            },
+        }
     }
 }
 
@@ -404,15 +443,21 @@ impl Slow<'_> {
         let slot = slot_of(addr);
         let e = &self.hot.cache[slot / 8];
         let mut key = key_of(addr, kind, domain);
-        let (words, name) = match name {
+        let (words, long) = match name {
             Some(n) => match TwoWords::of(n) {
-                Some(w) if TwoWords::readable_at(addr) => (w, n),
+                Some(w) if TwoWords::readable_at(addr) => (w, LongName::Bytes(CName::EMPTY)),
                 _ => {
                     key |= LONG;
-                    (TwoWords::NEVER, n)
+                    let words = super::name_words(id, n);
+                    let long = if words.readable_at(addr) {
+                        LongName::Words(words)
+                    } else {
+                        LongName::Bytes(CName::new(n))
+                    };
+                    (TwoWords::NEVER, long)
                 }
             },
-            None => (TwoWords::NEVER, &[][..]),
+            None => (TwoWords::NEVER, LongName::Bytes(CName::EMPTY)),
         };
         // Key last: a signal handler that interrupts this sees an empty entry or a whole one.
         e.key.set(EMPTY_KEY);
@@ -420,7 +465,7 @@ impl Slow<'_> {
         e.words.set(words);
         e.begin.set(RegionWord::begin(id));
         e.open.set(open_word(id, domain, true));
-        self.hot.names[slot / 8].set(name);
+        self.hot.names[slot / 8].set(long);
         std::sync::atomic::compiler_fence(Ordering::SeqCst);
         e.key.set(key);
     }
@@ -502,12 +547,12 @@ pub(crate) unsafe fn push_fast(domain: u32, text: *const c_char) -> Option<c_int
     unsafe { push_cached::<false>(domain, text) }
 }
 
-/// [`push_fast`] with the byte-by-byte compare of names of sixteen bytes or more (and of
-/// strings that end near a page's end), out of line.
+/// [`push_fast`] with the compare of names of sixteen bytes or more (a word per eight bytes,
+/// or byte by byte for strings near a page's end), for a handler's out-of-line path.
 ///
 /// # Safety
 /// As [`push_fast`].
-#[inline(never)]
+#[inline(always)]
 pub(crate) unsafe fn push_long(domain: u32, text: *const c_char) -> Option<c_int> {
     // SAFETY: forwarded contract.
     unsafe { push_cached::<true>(domain, text) }
@@ -566,7 +611,8 @@ pub(crate) fn pop_fast(domain: u32) -> Option<c_int> {
     let hot = accepted(ptr);
     let word = hot.open.get(top as usize)?.get();
     // The end word itself when the range is of this domain and was recorded.
-    let end = RegionWord::end_from_bits(word ^ open_word(0, domain, true) ^ RegionWord::end(0).bits())?;
+    let end =
+        RegionWord::end_from_bits(word ^ open_word(0, domain, true) ^ RegionWord::end(0).bits())?;
     // SAFETY: the range was recorded, so its push found the buffer set.
     let buffer = unsafe { hot.buffer.get().unwrap_unchecked() };
     hot.set_busy();
