@@ -58,3 +58,36 @@ fn a_dlopened_libmetron_gets_static_tls() {
         "glibc gave the dlopen'ed libmetron.so dynamic TLS: {stdout}"
     );
 }
+
+/// The per-thread states moved to the heap must outlive Metron's thread-local destructors: a
+/// pthread key destructor runs after them and may still call Metron (the header's inline path
+/// keeps the state's address in the program's own thread-local). Run under valgrind's memcheck
+/// when it is installed: no read or write of freed memory.
+#[test]
+fn calls_from_a_threads_last_moments_touch_no_freed_state() {
+    let dir = temp_dir("late-calls");
+    let exe = compile(&program("late_calls.c"), &dir, &["-O1"]);
+    let out = run_in(&exe, &dir, &[], &[]);
+    assert_success(&out, "late_calls");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("ok_in_body=256"),
+        "every call in the threads' bodies succeeds: {stdout}"
+    );
+    if Command::new("valgrind").arg("--version").output().is_err() {
+        eprintln!("SKIPPED the valgrind half: valgrind is not installed");
+        return;
+    }
+    let out = Command::new("valgrind")
+        .args(["--tool=memcheck", "--error-exitcode=99", "--leak-check=no"])
+        .arg(&exe)
+        .env("METRON_OUTPUT_PATH", dir.join("run-valgrind"))
+        .env("METRON_TRACE", "false")
+        .output()
+        .expect("run valgrind");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stderr.contains("ERROR SUMMARY: 0 errors"),
+        "memcheck found errors:\n{stderr}"
+    );
+}
