@@ -23,39 +23,7 @@
 #define THREADS 8
 #define ROUNDS 20000
 
-/* ---- allocation counting (this thread only, while `counting`) ---------------------------- */
-extern void *__libc_malloc(size_t);
-extern void *__libc_calloc(size_t, size_t);
-extern void *__libc_realloc(void *, size_t);
-extern void *__libc_memalign(size_t, size_t);
-static __thread long allocations;
-static __thread int counting;
-
-void *malloc(size_t n) {
-    if (counting) allocations++;
-    return __libc_malloc(n);
-}
-void *calloc(size_t n, size_t k) {
-    if (counting) allocations++;
-    return __libc_calloc(n, k);
-}
-void *realloc(void *p, size_t n) {
-    if (counting) allocations++;
-    return __libc_realloc(p, n);
-}
-int posix_memalign(void **out, size_t align, size_t n) {
-    if (counting) allocations++;
-    *out = __libc_memalign(align, n);
-    return *out ? 0 : 12;
-}
-void *aligned_alloc(size_t align, size_t n) {
-    if (counting) allocations++;
-    return __libc_memalign(align, n);
-}
-void *memalign(size_t align, size_t n) {
-    if (counting) allocations++;
-    return __libc_memalign(align, n);
-}
+#include "../tests/c_api_programs/count_allocations.h"
 
 static int bad_levels;
 static volatile sig_atomic_t handler_ranges;

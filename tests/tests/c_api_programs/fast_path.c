@@ -19,39 +19,7 @@
 #define BUFFERS 64
 #define SHARED_SITE_PAIRS 1000
 
-/* ---- allocation counting (this thread only) ---------------------------------------------- */
-extern void* __libc_malloc(size_t);
-extern void* __libc_calloc(size_t, size_t);
-extern void* __libc_realloc(void*, size_t);
-extern void* __libc_memalign(size_t, size_t);
-static __thread long allocations;
-static __thread int counting;
-
-void* malloc(size_t n) {
-    if (counting) allocations++;
-    return __libc_malloc(n);
-}
-void* calloc(size_t n, size_t k) {
-    if (counting) allocations++;
-    return __libc_calloc(n, k);
-}
-void* realloc(void* p, size_t n) {
-    if (counting) allocations++;
-    return __libc_realloc(p, n);
-}
-int posix_memalign(void** out, size_t align, size_t n) {
-    if (counting) allocations++;
-    *out = __libc_memalign(align, n);
-    return *out ? 0 : 12;
-}
-void* aligned_alloc(size_t align, size_t n) {
-    if (counting) allocations++;
-    return __libc_memalign(align, n);
-}
-void* memalign(size_t align, size_t n) {
-    if (counting) allocations++;
-    return __libc_memalign(align, n);
-}
+#include "count_allocations.h"
 
 static char* buffers[BUFFERS];
 static long pairs;
