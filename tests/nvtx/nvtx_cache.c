@@ -18,6 +18,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/time.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #define THREADS 8
@@ -53,7 +55,41 @@ static void on_prof(int sig) {
     }
 }
 
-int main(void) {
+/* `nvtx_cache attrs`: the attribute, domain and registered-string pushes repeated, so that they
+ * take their fast paths: 1000 rounds of, in domain "cache-domain", a registered string with a
+ * payload (the round) and an ASCII name with a colour nested in it, inside a default-domain
+ * range that is popped while the domain's ranges are open. */
+static int attrs_part(void) {
+    nvtxDomainHandle_t domain = nvtxDomainCreateA("cache-domain");
+    nvtxStringHandle_t reg = nvtxDomainRegisterStringA(domain, "reg");
+    nvtxEventAttributes_t with_payload, with_colour;
+    memset(&with_payload, 0, sizeof with_payload);
+    with_payload.version = NVTX_VERSION;
+    with_payload.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+    with_payload.payloadType = NVTX_PAYLOAD_TYPE_UNSIGNED_INT64;
+    with_payload.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+    with_payload.message.registered = reg;
+    with_colour = with_payload;
+    with_colour.payloadType = 0;
+    with_colour.colorType = NVTX_COLOR_ARGB;
+    with_colour.color = 0xFF112233u;
+    with_colour.messageType = NVTX_MESSAGE_TYPE_ASCII;
+    with_colour.message.ascii = "dom-ascii";
+    for (int i = 0; i < 1000; i++) {
+        expect_level(nvtxRangePushA("default-outer"), 0);
+        with_payload.payload.ullValue = (uint64_t)i;
+        expect_level(nvtxDomainRangePushEx(domain, &with_payload), 0);
+        expect_level(nvtxDomainRangePushEx(domain, &with_colour), 1);
+        expect_level(nvtxRangePop(), 0); /* the default range, under the domain's two */
+        expect_level(nvtxDomainRangePop(domain), 1);
+        expect_level(nvtxDomainRangePop(domain), 0);
+    }
+    printf("bad_levels=%d\n", bad_levels);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "attrs") == 0) return attrs_part();
     /* The same address, other contents. */
     static char buffer[64];
     const char *names[] = {"short", "fifteen-bytes!!", "sixteen-bytes!!!", "short2", "s"};

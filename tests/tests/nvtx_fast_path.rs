@@ -79,3 +79,47 @@ fn reused_buffers_page_ends_threads_and_signal_handlers_keep_every_name_and_leve
         metadata["nvtx"]
     );
 }
+
+#[test]
+fn repeated_domain_registered_and_attribute_pushes_keep_their_names_payloads_and_colours() {
+    let Some(include) = nvtx_include_or_skip("nvtx fast path, attributes") else {
+        return;
+    };
+    let dir = temp_dir("nvtx-attrs");
+    let exe = dir.join("nvtx_cache");
+    cc(&[source("nvtx_cache.c")], &exe, Some(&include), false, &[]);
+    let lib = artifacts().lib().display().to_string();
+    let env = [
+        ("NVTX_INJECTION64_PATH", lib.as_str()),
+        ("METRON_TRACE", "true"),
+    ];
+    let out = run_in(&exe, &dir, &["attrs"], &env);
+    assert_success(&out, "nvtx_cache attrs");
+    assert_eq!(printed(&out)["bad_levels"], 0, "levels NVTX returned");
+
+    let run = dir.join("run");
+    let metadata = read_json(&run, "metadata.json");
+    assert_eq!(
+        metadata["nvtx"]["unbalanced_pops"], 0,
+        "{}",
+        metadata["nvtx"]
+    );
+    let trace = decoded_trace(&run.join("trace.pftrace"));
+    let all = slices(&trace);
+    let count = |name: &str| all.iter().filter(|s| s.name == name).count();
+    assert_eq!(count("default-outer"), 1000);
+    assert_eq!(count("cache-domain::reg"), 1000);
+    assert_eq!(count("cache-domain::dom-ascii"), 1000);
+    // Every round's payload on its registered range, every colour on its ASCII one.
+    let mut payloads: Vec<u64> = all
+        .iter()
+        .filter(|s| s.name == "cache-domain::reg")
+        .map(|s| s.args["payload"].as_u64().expect("a payload"))
+        .collect();
+    payloads.sort_unstable();
+    assert_eq!(payloads, (0..1000).collect::<Vec<u64>>());
+    assert!(all
+        .iter()
+        .filter(|s| s.name == "cache-domain::dom-ascii")
+        .all(|s| s.args["color"] == "#FF112233" && s.args.get("payload").is_none()));
+}

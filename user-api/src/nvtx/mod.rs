@@ -42,7 +42,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 pub(crate) use sys::CText;
 use sys::{Attributes, WideText};
-pub(crate) use thread::{pop_fast, push_fast, push_long};
+pub(crate) use thread::{pop_fast, push_fast, push_id_fast, push_long};
 use thread::{with_thread, Slow};
 
 /// Categories per domain whose names are kept (lock-free); larger ones are shown as numbers.
@@ -276,7 +276,8 @@ fn annotate(a: &Attributes, domain: &Domain) {
         for (i, b) in text[1..].iter_mut().enumerate() {
             *b = b"0123456789ABCDEF"[(argb >> (28 - 4 * i) & 0xF) as usize];
         }
-        let text = std::str::from_utf8(&text).unwrap_or("#");
+        // SAFETY: every byte is '#' or an ASCII hex digit: valid UTF-8.
+        let text = unsafe { std::str::from_utf8_unchecked(&text) };
         by_id::annotate(key(&KEY_COLOR, "color"), AnnotationValue::Str(text));
     }
     if a.category != 0 {
@@ -327,6 +328,41 @@ pub(crate) fn push(domain: &'static Domain, message: Message, attrs: Option<&Att
         level
     });
     level.unwrap_or(-1)
+}
+
+/// [`push`] with attributes (`nvtxRangePushEx`, `nvtxDomainRangePushEx`): the fast path for a
+/// cached ASCII message or a registered string, then the annotations; else [`push`]. Guarded:
+/// a panic (a bug in Metron) returns -1.
+///
+/// # Safety
+/// `a`'s message is what its type says (NVTX's contract).
+pub(crate) unsafe fn push_with(domain: &'static Domain, a: &Attributes) -> c_int {
+    let fast = match a.message_type {
+        // SAFETY: an ASCII message is NULL or NUL-terminated (NVTX's contract).
+        sys::MESSAGE_ASCII => unsafe {
+            push_fast(domain.index, a.message.cast())
+                .or_else(|| push_long(domain.index, a.message.cast()))
+        },
+        sys::MESSAGE_REGISTERED if !a.message.is_null() => {
+            // SAFETY: registered-string handles are leaked `Registered`s returned by
+            // `register_string`, valid for the life of the process.
+            push_id_fast(
+                domain.index,
+                unsafe { &*a.message.cast::<Registered>() }.region,
+            )
+        }
+        _ => None,
+    };
+    guarded(-1, || match fast {
+        Some(level) => {
+            if a.payload.is_some() || a.color.is_some() || a.category != 0 {
+                annotate(a, domain);
+            }
+            level
+        }
+        // SAFETY: forwarded contract.
+        None => push(domain, unsafe { sys::message(a) }, Some(a)),
+    })
 }
 
 /// Pops the innermost range of `domain` on this thread; returns the level it was pushed at,

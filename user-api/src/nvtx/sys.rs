@@ -258,7 +258,7 @@ unsafe fn wide(ptr: *const i32) -> Message {
 /// The attributes come from NVTX (their message is what `message_type` says, valid during
 /// the call; a registered string is a handle this library returned).
 #[inline(always)]
-unsafe fn message(a: &Attributes) -> Message {
+pub(crate) unsafe fn message(a: &Attributes) -> Message {
     match a.message_type {
         // SAFETY: forwarded contract.
         MESSAGE_ASCII => unsafe { ascii(a.message.cast()) },
@@ -395,14 +395,12 @@ unsafe extern "C" fn range_end(range: u64) {
 }
 
 unsafe extern "C" fn range_push_ex(attr: *const EventAttributes) -> c_int {
-    guarded(-1, || {
-        // SAFETY: as in `mark_ex`.
-        match unsafe { attributes(attr) } {
-            // SAFETY: as in `mark_ex`.
-            Some(a) => push(&DEFAULT_DOMAIN, unsafe { message(&a) }, Some(&a)),
-            None => -1,
-        }
-    })
+    // SAFETY: as in `mark_ex` (`attributes` only reads).
+    match unsafe { attributes(attr) } {
+        // SAFETY: as in `mark_ex`; `push_with` guards what can panic.
+        Some(a) => unsafe { super::push_with(&DEFAULT_DOMAIN, &a) },
+        None => -1,
+    }
 }
 
 unsafe extern "C" fn range_push_a(text: *const c_char) -> c_int {
@@ -523,19 +521,22 @@ unsafe extern "C" fn domain_range_push_ex(
     domain: *const c_void,
     attr: *const EventAttributes,
 ) -> c_int {
-    guarded(-1, || {
-        // SAFETY: as in `mark_ex`.
-        match unsafe { attributes(attr) } {
-            // SAFETY: as in `domain_mark_ex`.
-            Some(a) => unsafe { push(domain_of(domain), message(&a), Some(&a)) },
-            None => -1,
-        }
-    })
+    // SAFETY: as in `mark_ex` (`attributes` only reads).
+    match unsafe { attributes(attr) } {
+        // SAFETY: as in `domain_mark_ex`; `push_with` guards what can panic.
+        Some(a) => unsafe { super::push_with(domain_of(domain), &a) },
+        None => -1,
+    }
 }
 
 unsafe extern "C" fn domain_range_pop(domain: *const c_void) -> c_int {
     // SAFETY: a domain handle this library returned, or NULL.
-    guarded(-1, || pop(unsafe { domain_of(domain) }))
+    let domain = unsafe { domain_of(domain) };
+    // The fast path cannot panic (see `pop_fast`); the rest is guarded.
+    match super::pop_fast(domain.index) {
+        Some(level) => level,
+        None => guarded(-1, || pop(domain)),
+    }
 }
 
 unsafe extern "C" fn domain_name_category_a(

@@ -597,6 +597,32 @@ unsafe fn push_cached<const LONG_NAMES: bool>(domain: u32, text: *const c_char) 
     Some(level as c_int)
 }
 
+/// The fast path of [`super::push`] for a registered string (its interned `id`) in the domain
+/// of index `domain`: as [`push_fast`], with no name to look up.
+#[inline(always)]
+pub(crate) fn push_id_fast(domain: u32, id: u32) -> Option<c_int> {
+    let (ptr, depth) = fast_depth();
+    if depth as usize >= MAX_DEPTH || domain as usize >= COUNTED_DOMAINS {
+        return None;
+    }
+    let hot = accepted(ptr);
+    if hot.names_generation.get() != NAMES_GENERATION.load(Ordering::Relaxed)
+        || !by_id::collecting()
+    {
+        return None;
+    }
+    let (buffer, open) = (hot.buffer.get()?, hot.open.get(depth as usize)?);
+    hot.set_busy();
+    if !buffer.try_region(RegionWord::begin(id)) {
+        hot.depth.set(depth);
+        return None;
+    }
+    open.set(open_word(id, domain, true));
+    let level = hot.domain_enter(domain, depth);
+    hot.depth.set(depth + 1);
+    Some(level as c_int)
+}
+
 /// The fast path of [`super::pop`]: the innermost range of this thread is of the domain of
 /// index `domain` and was recorded. `None` having done nothing otherwise (as [`push_fast`]).
 /// The end is recorded whether or not the run still collects, as the C header's inline end.
