@@ -22,7 +22,14 @@
 //! is confirmed by content, because the same address can hold another string later: names of
 //! up to fifteen bytes by two word loads and masks ([`TwoWords`]), cached only at addresses
 //! where sixteen bytes stay on the string's page; others (longer names, and the few addresses
-//! near a page's end) carry [`LONG`] in their key and are compared byte by byte.
+//! near a page's end) carry [`LONG`] in their key and are compared on a second, out-of-line
+//! lookup ([`push_long`]): a word per eight bytes ([`NameWords`]), or byte by byte where those
+//! words would leave the string's page.
+//!
+//! # Lifetime
+//! A thread's state is on the heap ([`crate::thread_block`]: about 23 KB, made at its first
+//! NVTX call, freed once the thread is gone), which keeps the library's thread-local block
+//! small enough for static TLS when NVTX `dlopen`s it.
 
 use super::{Kind, NAMES_GENERATION};
 use crate::c_words::{CName, NameWords, TwoWords};
@@ -39,9 +46,9 @@ const CACHE_ENTRIES: usize = 256;
 pub(super) const MAX_DEPTH: usize = 256;
 /// Domains with an O(1) depth counter; others count by scanning the stack.
 const COUNTED_DOMAINS: usize = 64;
-/// The depth while the slow path runs.
+/// The depth while the slow path runs or a fast path writes its record (and the idle one).
 const BUSY: u32 = u32::MAX;
-/// In a cache key: the name is compared byte by byte.
+/// In a cache key: the name is compared on the second lookup ([`push_long`]).
 const LONG: usize = 1 << 63;
 /// The key of an empty entry (no string's: user addresses are below 2^47).
 const EMPTY_KEY: usize = usize::MAX;
