@@ -154,7 +154,12 @@ pub(crate) fn start(
     crate::thread_buffer::on_attach(on_thread_attach);
     ARMED.store(true, Ordering::Release);
     // The starting thread at once; the manager finds the others.
-    sampler::lock().add(plan, sys::gettid(), sys::own_stack_range());
+    sampler::lock().add(
+        plan,
+        sys::gettid(),
+        sys::own_stack_range(),
+        sampler::Found::Itself,
+    );
     let spawned = spawn_own_thread("metron-sampler", move || sampler::run(plan));
     if let Err(e) = spawned {
         eprintln!(
@@ -192,7 +197,12 @@ pub(crate) fn on_thread_attach() {
         return;
     }
     if let Some(plan) = PLAN.get() {
-        sampler::lock().add(plan, sys::gettid(), sys::own_stack_range());
+        sampler::lock().add(
+            plan,
+            sys::gettid(),
+            sys::own_stack_range(),
+            sampler::Found::Itself,
+        );
     }
 }
 

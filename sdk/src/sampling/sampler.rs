@@ -113,9 +113,19 @@ pub(crate) fn lock() -> std::sync::MutexGuard<'static, Registry> {
     REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Who tells the sampler about a thread.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Found {
+    /// The thread itself (at start, or when it attaches its buffer): a program's thread, or one
+    /// of Metron's already named (they are named before they run any code).
+    Itself,
+    /// A scan of `/proc/self/task`: maybe one of Metron's threads not named yet.
+    Scan,
+}
+
 impl Registry {
     /// Starts sampling thread `tid` (no-op if tracked, stopped, or not selected).
-    pub(crate) fn add(&mut self, plan: &Plan, tid: u32, stack: Option<(u64, u64)>) {
+    pub(crate) fn add(&mut self, plan: &Plan, tid: u32, stack: Option<(u64, u64)>, found: Found) {
         if self.stopped || self.tracked.iter().any(|t| t.tid == tid && !t.gone) {
             return;
         }
@@ -129,8 +139,10 @@ impl Registry {
             self.seen.entry(tid).or_insert(u64::MAX);
             return;
         }
-        if !self.seen.contains_key(&tid) && super::own_threads_starting() {
-            // Maybe one of Metron's threads before it is named: numbered at the next scan.
+        if found == Found::Scan && !self.seen.contains_key(&tid) && super::own_threads_starting() {
+            // Maybe one of Metron's threads before it is named: numbered at the next scan. A
+            // thread that registers itself is numbered at once, so the main thread, which
+            // starts the run, stays number 0 however slowly Metron's threads get their names.
             return;
         }
         let next = self.next_order;
@@ -385,7 +397,7 @@ pub(crate) fn run(plan: &Plan) {
             VIEW.reclaim();
         }
         for tid in fresh {
-            reg.add(plan, tid, None);
+            reg.add(plan, tid, None, Found::Scan);
         }
         drop(reg);
         std::thread::sleep(Duration::from_millis(SCAN_MS));
