@@ -396,7 +396,7 @@ fn unbalanced_pop(domain: &Domain) {
             "metron: a range pop found no open range of domain {} on thread {} (ignored; \
              counted as `nvtx.unbalanced_pops` in metadata.json)",
             domain.label(),
-            sys::gettid()
+            crate::sys::gettid()
         );
     }
 }
@@ -452,7 +452,7 @@ pub(crate) fn name_thread(tid: u32, name: &str) {
     if off_in_child() {
         return;
     }
-    if tid == 0 || tid == sys::gettid() {
+    if tid == 0 || tid == crate::sys::gettid() {
         by_id::thread_name(name);
         return;
     }

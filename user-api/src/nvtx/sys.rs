@@ -339,12 +339,6 @@ pub(crate) unsafe fn install(
     true
 }
 
-/// The calling thread's kernel id.
-pub(crate) fn gettid() -> u32 {
-    // SAFETY: gettid has no preconditions and cannot fail.
-    unsafe { libc::gettid() as u32 }
-}
-
 // ---------------------------------------------------------------------------------------
 // The handlers NVTX calls (signatures: `nvtxTypes.h`, one per callback id). Each body runs under
 // `guarded`: a panic never unwinds into the application, which then gets NVTX's error value.

@@ -90,7 +90,8 @@ struct Entry {
     /// [`EMPTY_KEY`].
     key: Cell<usize>,
     words: Cell<TwoWords>,
-    /// The begin record's header word of a push of this name.
+    /// The begin record's header word of a push of this name (derivable from `open`; kept so
+    /// that the fast push loads it rather than builds it).
     begin: Cell<RegionWord>,
     /// The open range's word of a recorded push ([`open_word`]); its low 32 bits are the id.
     open: Cell<u64>,
@@ -247,9 +248,11 @@ fn slot_of(addr: usize) -> usize {
     addr & ((CACHE_ENTRIES - 1) << 3)
 }
 
-/// Why [`Hot::matches_short`] could not tell.
-enum Miss {
-    /// The entry is keyed for the byte-by-byte compare.
+/// What [`Hot::matches_short`] found.
+enum Match {
+    Hit,
+    Miss,
+    /// The entry is keyed for the longer compare ([`Hot::long_matches`]).
     Long,
 }
 
@@ -262,23 +265,19 @@ impl Hot {
     unsafe fn matches(&self, slot: usize, text: *const c_char, key: usize) -> bool {
         // SAFETY: forwarded contract.
         match unsafe { self.matches_short(slot, text, key) } {
-            Ok(hit) => hit,
+            Match::Hit => true,
+            Match::Miss => false,
             // SAFETY: forwarded contract (a LONG key has a non-NULL address).
-            Err(Miss::Long) => unsafe { self.long_matches(slot, text) },
+            Match::Long => unsafe { self.long_matches(slot, text) },
         }
     }
 
-    /// [`Hot::matches`] without the byte-by-byte compare: `Err(Miss::Long)` when it is needed.
+    /// [`Hot::matches`] without the longer compare: [`Match::Long`] when it is needed.
     ///
     /// # Safety
     /// As [`Hot::matches`].
     #[inline(always)]
-    unsafe fn matches_short(
-        &self,
-        slot: usize,
-        text: *const c_char,
-        key: usize,
-    ) -> Result<bool, Miss> {
+    unsafe fn matches_short(&self, slot: usize, text: *const c_char, key: usize) -> Match {
         let e = &self.cache[slot / 8];
         let k = e.key.get();
         if k == key {
@@ -288,37 +287,46 @@ impl Hot {
             // SAFETY: cached with this key only where `TwoWords::readable_at(addr)` (so not
             // NULL); `text` is valid and NUL-terminated (the contract); entry `slot`'s words
             // are at `base + 8 * slot + WORDS` (64-byte entries, tested).
-            Ok(unsafe { TwoWords::is_at_in::<WORDS>(base.cast(), slot, text) })
+            if unsafe { TwoWords::is_at_in::<WORDS>(base.cast(), slot, text) } {
+                Match::Hit
+            } else {
+                Match::Miss
+            }
         } else if k == key | LONG {
-            Err(Miss::Long)
+            Match::Long
         } else {
-            Ok(false)
+            Match::Miss
         }
     }
 
-    /// A range of `domain` (below [`COUNTED_DOMAINS`]: the fast paths check) opened at `depth`
-    /// (all domains): its level in `domain`.
+    /// Counts a range of `domain` opened at `depth` (all domains); its level in `domain`
+    /// (0 for a domain past [`COUNTED_DOMAINS`], which is counted by scanning the open ranges:
+    /// `Slow::domain_depth`; the fast paths take only counted domains).
     #[inline(always)]
     fn domain_enter(&self, domain: u32, depth: u32) -> u32 {
         if domain == super::DEFAULT_INDEX {
             return depth.wrapping_sub(self.others.get());
         }
         self.others.set(self.others.get().wrapping_add(1));
-        let d = &self.domain_depth[domain as usize % COUNTED_DOMAINS];
+        let Some(d) = self.domain_depth.get(domain as usize) else {
+            return 0;
+        };
         let level = d.get();
         d.set(level.wrapping_add(1));
         level
     }
 
-    /// The innermost range, of `domain`, closed (`top` ranges stay open): its level in
-    /// `domain`.
+    /// Counts the close of a range of `domain` (`top` ranges stay open); its level in `domain`
+    /// (0 past [`COUNTED_DOMAINS`], as [`Hot::domain_enter`]).
     #[inline(always)]
     fn domain_leave(&self, domain: u32, top: u32) -> u32 {
         if domain == super::DEFAULT_INDEX {
             return top.wrapping_sub(self.others.get());
         }
         self.others.set(self.others.get().wrapping_sub(1));
-        let d = &self.domain_depth[domain as usize % COUNTED_DOMAINS];
+        let Some(d) = self.domain_depth.get(domain as usize) else {
+            return 0;
+        };
         let level = d.get().wrapping_sub(1);
         d.set(level);
         level
@@ -494,13 +502,8 @@ impl Slow<'_> {
     /// Pushes a range (the caller checked the depth).
     pub(super) fn push_open(&mut self, id: u32, domain: u32, recorded: bool) {
         self.hot.open[self.depth()].set(open_word(id, domain, recorded));
+        self.hot.domain_enter(domain, self.depth);
         self.depth += 1;
-        if domain != super::DEFAULT_INDEX {
-            self.hot.others.set(self.hot.others.get() + 1);
-            if let Some(d) = self.hot.domain_depth.get(domain as usize) {
-                d.set(d.get() + 1);
-            }
-        }
     }
 
     /// Removes the innermost open range of `domain` (ranges of other domains opened inside it
@@ -513,12 +516,7 @@ impl Slow<'_> {
             open[i - 1].set(open[i].get());
         }
         self.depth -= 1;
-        if domain != super::DEFAULT_INDEX {
-            self.hot.others.set(self.hot.others.get() - 1);
-            if let Some(d) = self.hot.domain_depth.get(domain as usize) {
-                d.set(d.get() - 1);
-            }
-        }
+        self.hot.domain_leave(domain, self.depth);
         Some((word as u32, word & OPEN_UNRECORDED == 0))
     }
 
@@ -529,7 +527,7 @@ impl Slow<'_> {
             .names_generation
             .set(NAMES_GENERATION.load(Ordering::Relaxed));
         if self.cold.tid == 0 {
-            self.cold.tid = super::sys::gettid();
+            self.cold.tid = crate::sys::gettid();
         }
         if let Some(name) = super::take_other_name(self.cold.tid) {
             by_id::thread_name(&name);
@@ -583,9 +581,10 @@ unsafe fn push_cached<const LONG_NAMES: bool>(domain: u32, text: *const c_char) 
     let key = key_of(text as usize, Kind::Region, domain);
     // SAFETY: forwarded contract. A NULL `text` matches no key (no entry has address 0).
     let hit = match unsafe { hot.matches_short(slot, text, key) } {
-        Ok(hit) => hit,
+        Match::Hit => true,
+        Match::Miss => false,
         // SAFETY: forwarded contract (a LONG key has a non-NULL address).
-        Err(Miss::Long) => LONG_NAMES && unsafe { hot.long_matches(slot, text) },
+        Match::Long => LONG_NAMES && unsafe { hot.long_matches(slot, text) },
     };
     if !hit || !by_id::collecting() {
         return None;
