@@ -57,19 +57,20 @@ fn realtime_sampling_reaches_a_sleeping_thread_at_the_asked_rate() {
     let sampling = &run.metadata()["sampling"];
     println!("{data} achieved {}", sampling["achieved"]);
     assert_eq!(data["main_cpu"], 0);
-    // 1,000/s asked. The kernel merges the expirations of a timer whose signal is still
-    // pending (an overrun), which a loaded machine causes (this file's three scenarios share
-    // two cores in CI; with two more busy processes 884/s was seen): 75 % is the bound.
-    let rate = data["main_real"].as_f64().unwrap() / data["wall_s"].as_f64().unwrap();
+    // 1,000/s asked. A loaded machine delivers fewer: the kernel merges the expirations of a
+    // timer whose signal is still pending (an overrun; 884/s were delivered with two busy
+    // processes on the two cores). The timer's expirations, delivered or merged, are what
+    // load cannot change.
+    assert!(data["main_real"].as_u64().unwrap() > 0, "{data}");
+    let expirations = sampling["achieved"]["real_expirations_per_second"]
+        .as_f64()
+        .unwrap();
     assert!(
-        rate >= 750.0,
-        "{rate:.0} wall-time samples/s on a thread that slept half the time"
-    );
-    assert!(
-        sampling["achieved"]["real_samples_per_second"]
-            .as_f64()
-            .unwrap()
-            >= 750.0
+        (950.0..=1050.0).contains(&expirations),
+        "{expirations:.0} timer expirations/s for 1,000 asked, on a thread that slept half the \
+         time ({} delivered/s, {} merged)",
+        sampling["achieved"]["real_samples_per_second"],
+        sampling["timer_overruns"]
     );
 }
 

@@ -58,6 +58,13 @@ fn take_sample(info: *mut libc::siginfo_t, ctx: *mut c_void) {
         slot.skipped.fetch_add(1, Ordering::Relaxed);
         return;
     }
+    if code == libc::SI_TIMER {
+        let merged = sys::timer_overrun(info);
+        if merged > 0 {
+            slot.overruns
+                .fetch_add(u64::from(merged), Ordering::Relaxed);
+        }
+    }
     let Some(regs) = sys::interrupted_registers(ctx) else {
         return;
     };

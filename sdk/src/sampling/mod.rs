@@ -318,6 +318,10 @@ fn build_report() -> Value {
         .collect();
     let wall_s: f64 = real_rated.iter().map(|t| t.wall_time_s).sum();
     let real_rated_samples: u64 = real_rated.iter().map(|t| t.real_samples).sum();
+    let real_rated_expirations: u64 = real_rated
+        .iter()
+        .map(|t| t.real_samples + t.timer_overruns)
+        .sum();
     let (min, _) = sys::realtime_signals();
     let signal_name = if plan.signal == libc::SIGPROF {
         "SIGPROF".to_string()
@@ -347,10 +351,12 @@ fn build_report() -> Value {
         "achieved": {
             "cpu_samples_per_cpu_second": (cpu_s > 0.0).then(|| rated_samples as f64 / cpu_s),
             "real_samples_per_second": (wall_s > 0.0).then(|| real_rated_samples as f64 / wall_s),
-            "note": "over threads with at least 0.1 s of sampled CPU (wall) time; samples skipped outside a time window count against it",
+            "real_expirations_per_second": (wall_s > 0.0).then(|| real_rated_expirations as f64 / wall_s),
+            "note": "over threads with at least 0.1 s of sampled CPU (wall) time; samples skipped outside a time window count against it; expirations add the timer expirations a loaded machine merged into pending signals (timer_overruns)",
         },
         "dropped_ring_full": sum(|t| t.dropped),
         "skipped_outside_window": sum(|t| t.skipped_outside_window),
+        "timer_overruns": sum(|t| t.timer_overruns),
         "pc_only_stacks": sum(|t| t.pc_only),
         "truncated_stacks": sum(|t| t.truncated),
         "busy_skips": sum(|t| t.busy),

@@ -77,6 +77,8 @@ pub(crate) struct ThreadReport {
     pub(crate) cpu_samples_per_cpu_s: Option<f64>,
     pub(crate) real_samples_per_s: Option<f64>,
     pub(crate) skipped_outside_window: u64,
+    /// Timer expirations merged into pending signals (`si_overrun`): samples not delivered.
+    pub(crate) timer_overruns: u64,
     pub(crate) dropped: u64,
     pub(crate) pc_only: u64,
     pub(crate) truncated: u64,
@@ -317,6 +319,7 @@ pub(crate) fn report(t: &Tracked) -> ThreadReport {
         real_samples_per_s: (t.realtime && wall_ns > 0)
             .then(|| real as f64 / (wall_ns as f64 / 1e9)),
         skipped_outside_window: load(&slot.skipped),
+        timer_overruns: load(&slot.overruns),
         dropped: load(&slot.ring.dropped),
         pc_only: load(&slot.pc_only),
         truncated: load(&slot.truncated),

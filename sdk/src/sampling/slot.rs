@@ -38,6 +38,9 @@ pub(crate) struct ThreadSlot {
     /// Samples stored, by trigger.
     pub(crate) cpu_samples: AtomicU64,
     pub(crate) real_samples: AtomicU64,
+    /// Timer expirations the kernel merged into a signal still pending (`si_overrun`):
+    /// samples a loaded machine did not deliver, counted so the rate can be checked.
+    pub(crate) overruns: AtomicU64,
     /// Signals that arrived while collection was off (time window, `set_collecting`).
     pub(crate) skipped: AtomicU64,
     /// Samples that found the scratch busy (a signal during a backtrace on the same thread).
@@ -61,6 +64,7 @@ impl ThreadSlot {
             }),
             cpu_samples: AtomicU64::new(0),
             real_samples: AtomicU64::new(0),
+            overruns: AtomicU64::new(0),
             skipped: AtomicU64::new(0),
             busy: AtomicU64::new(0),
             truncated: AtomicU64::new(0),
@@ -81,6 +85,7 @@ impl ThreadSlot {
         for c in [
             &self.cpu_samples,
             &self.real_samples,
+            &self.overruns,
             &self.skipped,
             &self.busy,
             &self.truncated,

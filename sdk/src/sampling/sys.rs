@@ -249,6 +249,18 @@ pub(super) fn siginfo_code_and_word(info: *const libc::siginfo_t) -> (c_int, usi
     }
 }
 
+/// `si_overrun` of a timer's signal (`si_code == SI_TIMER`): how many more expirations the
+/// kernel merged into this signal because the previous one was still pending.
+pub(super) fn timer_overrun(info: *const libc::siginfo_t) -> u32 {
+    if info.is_null() {
+        return 0;
+    }
+    // SAFETY: as in `siginfo_code_and_word`; the timer member of the union is `si_tid` at
+    // offset 16 and `si_overrun` at 20 (x86-64 and aarch64 layouts).
+    let overrun = unsafe { info.cast::<u8>().add(20).cast::<c_int>().read() };
+    overrun.max(0) as u32
+}
+
 /// `si_fd` of an `O_ASYNC` notification (an `int`; the upper half of the word is `si_band`'s
 /// neighbour, so only the low 32 bits count).
 pub(super) fn fd_of(word: usize) -> c_int {
