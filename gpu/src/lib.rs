@@ -407,20 +407,28 @@ fn start_inner() -> Result<Status, Status> {
         )),
         ..status.clone()
     };
-    sys::register(cupti, buffer_requested, buffer_completed, timestamp)
-        .map_err(|e| fail(&status, e))?;
+    let diag = std::env::var("METRON_GPU_DIAG").unwrap_or_default();
+    let diag_has = |w: &str| diag.split(',').any(|d| d.trim() == w);
+    DIAG_NO_ANNOTATE.store(diag_has("no_annotate"), Ordering::Relaxed);
+    sys::register(
+        cupti,
+        buffer_requested,
+        buffer_completed,
+        (!diag_has("no_ts")).then_some(timestamp as sys::TimestampFn),
+        !diag_has("no_tid"),
+    )
+    .map_err(|e| fail(&status, e))?;
     let api = ApiMode::parse(std::env::var("METRON_GPU_API").ok().as_deref());
     API_MODE.store(api as u8, Ordering::Relaxed);
-    let mut kinds = vec![
-        sys::kind::CONCURRENT_KERNEL,
-        sys::kind::MEMCPY,
-        sys::kind::MEMSET,
-    ];
+    let mut kinds = vec![sys::kind::CONCURRENT_KERNEL];
+    if !diag_has("no_copy") {
+        kinds.extend([sys::kind::MEMCPY, sys::kind::MEMSET]);
+    }
     if api == ApiMode::Activity {
         kinds.push(sys::kind::RUNTIME);
         kinds.push(sys::kind::DRIVER);
     }
-    for k in kinds {
+    for &k in &kinds {
         sys::enable(cupti, k).map_err(|e| fail(&status, e))?;
     }
     LAUNCH_KEY_ID.store(
@@ -482,13 +490,38 @@ fn start_inner() -> Result<Status, Status> {
         counters_on,
         pc_on,
     );
+    FEATURES_NEED_CALLBACKS.store(counters_on || pc_on || pm_on, Ordering::Relaxed);
+    // Context creation: device limits are read and the features set up there, not in the
+    // program's first launch.
+    let created = (
+        sys_pcsampling::DOMAIN_RESOURCE,
+        sys_pcsampling::CBID_CONTEXT_CREATED,
+    );
+    if !ids.contains(&created) {
+        ids.push(created);
+    }
     if pm_on && !pc_sampling::on() {
         // Context destruction stops sampling while the context is alive.
         ids.extend(pc_sampling::resource_cbids());
     }
-    if let Err(e) = sys::subscribe(cupti, on_callback, &domains, &ids) {
+    if diag_has("no_cb") {
+        domains.clear();
+        ids.clear();
+    }
+    match sys::subscribe(cupti, on_callback, &domains, &ids) {
+        Ok(sub) => {
+            let _ = TRACING.set(Tracing {
+                kinds,
+                sub,
+                ids: ids
+                    .into_iter()
+                    .filter(|&(d, _)| d == sys::DOMAIN_RUNTIME || d == sys::DOMAIN_DRIVER)
+                    .collect(),
+                domains,
+            });
+        }
         // Tracing still works; only the region join and API slices are lost.
-        eprintln!("metron: GPU kernels will not be tied to regions: {e}");
+        Err(e) => eprintln!("metron: GPU kernels will not be tied to regions: {e}"),
     }
     region_kernels::set_cupti_path(status.cupti_path.as_deref().unwrap_or("libcupti.so.13"));
     range_profiler::configure(
@@ -508,8 +541,148 @@ fn start_inner() -> Result<Status, Status> {
         },
         Vec::new(),
     );
+    metron::gpu::on_collecting(set_collecting);
     Ok(status)
 }
+
+/// What tracing switched on at start, to switch it off and on again with collection.
+struct Tracing {
+    /// Activity kinds enabled.
+    kinds: Vec<i32>,
+    /// The Callback API subscriber.
+    sub: usize,
+    /// Its runtime/driver domains enabled whole.
+    domains: Vec<i32>,
+    /// Its single runtime/driver callbacks (launches, stream captures).
+    ids: Vec<(i32, u32)>,
+}
+
+static TRACING: OnceLock<Tracing> = OnceLock::new();
+
+/// Counters, PC or PM sampling were asked for: their launch callbacks stay on while
+/// collection is off.
+static FEATURES_NEED_CALLBACKS: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// Whether tracing is switched on (it starts on).
+static TRACING_ON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// `metron_stop()` / `metron_start()` (`metron::set_collecting`): CUPTI's kernel, copy and API
+/// records and the launch and API callbacks are switched off and on with collection, so a
+/// stopped program pays CUPTI nothing per launch (as `cudaProfilerStop` does under Nsight
+/// Systems). The callbacks stay on while counters, PC or PM sampling need them.
+fn set_collecting(on: bool) {
+    let (Some(loaded), Some(t)) = (LOADED.get(), TRACING.get()) else {
+        return;
+    };
+    if TRACING_ON.swap(on, Ordering::AcqRel) == on {
+        return;
+    }
+    let cupti = &loaded.cupti;
+    for &k in &t.kinds {
+        let r = if on {
+            sys::enable(cupti, k)
+        } else {
+            sys::disable(cupti, k)
+        };
+        if let Err(e) = r {
+            eprintln!(
+                "metron: GPU tracing could not be switched {}: {e}",
+                if on { "on" } else { "off" }
+            );
+        }
+    }
+    if !FEATURES_NEED_CALLBACKS.load(Ordering::Relaxed) {
+        if let Err(e) = sys::set_callbacks(cupti, t.sub, &t.domains, &t.ids, on) {
+            eprintln!(
+                "metron: GPU callbacks could not be switched {}: {e}",
+                if on { "on" } else { "off" }
+            );
+        }
+    }
+}
+
+/// `METRON_GPU_DIAG=no_annotate` (a developer's bisection knob, with `no_ts`, `no_tid`,
+/// `no_cb`, `no_copy`): launches write no join annotation.
+static DIAG_NO_ANNOTATE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A context was created (the resource callback, on the application thread inside its
+/// creating call): the device limits are read on a thread of Metron's own, and PM sampling and
+/// the Range Profiler are set up now, each inside a `metron set-up` slice, instead of inside
+/// the program's first kernel launch.
+fn context_created(ctx: *mut c_void) {
+    start_device_reader();
+    if pm_sampling::pending() {
+        read_device_info();
+        let _slice = SetupSlice::begin("GPU PM sampling set-up (context creation)");
+        pm_sampling::before_launch(
+            device_info().map_or(1, |d| d.devices.len()),
+            ctx,
+            LOADED.get().map(|l| l.driver.ctx_push_current),
+        );
+    }
+    if range_profiler::active() {
+        let _slice = SetupSlice::begin("GPU counters set-up (context creation)");
+        range_profiler::on_context_created(ctx);
+    }
+}
+
+/// The device reader was started.
+static DEVICE_READER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Reads the device names and limits on a thread of Metron's own (about 3 ms of driver
+/// queries that used to land inside the program's first launch). Readers of
+/// [`DEVICE_INFO`] that need it wait through [`read_device_info`].
+fn start_device_reader() {
+    if DEVICE_READER.swap(true, Ordering::AcqRel) || DEVICE_INFO.get().is_some() {
+        return;
+    }
+    let spawned = std::thread::Builder::new()
+        .name("metron-gpu-info".into())
+        .spawn(read_device_info);
+    if spawned.is_err() {
+        read_device_info();
+    }
+}
+
+/// Metron's own set-up work on an application thread: a `metron set-up` region with an
+/// annotation saying what it was, so the run shows what it cost and where.
+struct SetupSlice;
+
+/// The `metron set-up` region's id and its annotation key's.
+static SETUP_IDS: OnceLock<(u32, u32)> = OnceLock::new();
+
+impl SetupSlice {
+    fn begin(what: &'static str) -> SetupSlice {
+        let &(region, key) = SETUP_IDS.get_or_init(|| {
+            (
+                metron::intern(SETUP_REGION, metron::CallsiteKind::Region),
+                metron::intern("metron.setup", metron::CallsiteKind::AnnotationKey),
+            )
+        });
+        SETUP_COUNT.fetch_add(1, Ordering::Relaxed);
+        metron::by_id::begin(region);
+        metron::by_id::annotate(key, metron::AnnotationValue::Str(what));
+        SetupSlice
+    }
+}
+
+impl Drop for SetupSlice {
+    fn drop(&mut self) {
+        if let Some(&(region, _)) = SETUP_IDS.get() {
+            metron::by_id::end(region);
+        }
+    }
+}
+
+/// The process's first PC-sampled launch was seen.
+static PC_FIRST_LAUNCH_SEEN: AtomicBool = AtomicBool::new(false);
+
+/// The name of Metron's set-up slices.
+pub const SETUP_REGION: &str = "metron set-up";
+
+/// Set-up slices recorded.
+static SETUP_COUNT: AtomicU64 = AtomicU64::new(0);
 
 /// CUPTI's timestamps: Metron's timeline clock.
 extern "C" fn timestamp() -> u64 {
@@ -628,6 +801,8 @@ thread_local! {
     static IN_RUNTIME: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
     /// This thread's graph launch turned CUPTI's KERNEL kind on (a counted range is open).
     static GRAPH_KIND_ON: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// This thread's first PC-sampled launch is open inside a set-up slice.
+    static PC_FIRST_LAUNCH_OPEN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// This thread's kernel tid (0 until read).
     static TID: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
@@ -707,6 +882,11 @@ fn tid() -> u32 {
 /// [`api_log`] (Metron's clock, no allocation).
 extern "C" fn on_callback(_user: *mut c_void, domain: i32, cbid: u32, data: *const c_void) {
     if domain == sys_pcsampling::DOMAIN_RESOURCE {
+        if cbid == sys_pcsampling::CBID_CONTEXT_CREATED && !data.is_null() {
+            // SAFETY: resource-domain data is a CUpti_ResourceData (checked non-null).
+            let ctx = unsafe { (*data.cast::<sys_pcsampling::ResourceData>()).context };
+            context_created(ctx);
+        }
         pm_sampling::on_resource(cbid);
         // SAFETY: resource-domain data is a CUpti_ResourceData (checked non-null inside).
         unsafe { pc_sampling::on_resource(cbid, data) };
@@ -755,18 +935,33 @@ extern "C" fn on_callback(_user: *mut c_void, domain: i32, cbid: u32, data: *con
         data.stash(ticks);
         if launch {
             if DEVICE_INFO.get().is_none() {
-                read_device_info();
+                // No context creation was seen (created before Metron started).
+                start_device_reader();
             }
-            metron::by_id::annotate(
-                LAUNCH_KEY_ID.load(Ordering::Relaxed),
-                metron::AnnotationValue::U64(u64::from(data.correlation_id)),
-            );
+            if pm_sampling::pending() {
+                read_device_info();
+                let _slice = SetupSlice::begin("GPU PM sampling set-up (first launch)");
+                pm_sampling::before_launch(
+                    device_info().map_or(1, |d| d.devices.len()),
+                    data.context,
+                    LOADED.get().map(|l| l.driver.ctx_push_current),
+                );
+            }
+            if !DIAG_NO_ANNOTATE.load(Ordering::Relaxed) {
+                metron::by_id::annotate(
+                    LAUNCH_KEY_ID.load(Ordering::Relaxed),
+                    metron::AnnotationValue::U64(u64::from(data.correlation_id)),
+                );
+            }
+            if pc_sampling::on() && !PC_FIRST_LAUNCH_SEEN.swap(true, Ordering::AcqRel) {
+                // CUPTI's own work for the first sampled launch (0.4-0.7 s on the H200s) cannot
+                // move out of the launch: it is marked as Metron's set-up for what it is.
+                std::mem::forget(SetupSlice::begin(
+                    "GPU PC sampling: CUPTI's first sampled launch",
+                ));
+                PC_FIRST_LAUNCH_OPEN.with(|o| o.set(true));
+            }
             pc_sampling::before_launch(data.context);
-            pm_sampling::before_launch(
-                device_info().map_or(1, |d| d.devices.len()),
-                data.context,
-                LOADED.get().map(|l| l.driver.ctx_push_current),
-            );
             if range_profiler::active() {
                 let graph = if domain == sys::DOMAIN_RUNTIME {
                     sys::RUNTIME_GRAPH_LAUNCH_CBIDS.contains(&cbid)
@@ -800,6 +995,9 @@ extern "C" fn on_callback(_user: *mut c_void, domain: i32, cbid: u32, data: *con
         }
         if launch {
             pc_sampling::after_launch(data.context);
+            if PC_FIRST_LAUNCH_OPEN.with(|o| o.replace(false)) {
+                drop(SetupSlice);
+            }
             if region_kernels::enabled() {
                 region_kernels::on_exit(data.correlation_id, tick_ns(ticks));
             }
@@ -1278,7 +1476,7 @@ fn not_started() -> Status {
 /// The `gpu` section of `metadata.json`.
 pub fn metadata() -> Value {
     let mut v = status().unwrap_or_else(not_started).to_json();
-    // Each device's limits (read at the first launch), for `metron export`'s occupancy file.
+    // Each device's limits (read when the first context is created), for `metron export`'s occupancy file.
     if let (Some(info), Some(list)) = (device_info(), v["devices"].as_array_mut()) {
         for (dev, limits) in list.iter_mut().zip(&info.limits_json) {
             if !limits.is_null() {
@@ -1308,6 +1506,7 @@ pub fn metadata() -> Value {
         "chunk_bytes": api_log::CHUNK_RECORDS * 32,
     });
     v["counters"] = range_profiler::metadata();
+    v["setup_slices"] = json!(SETUP_COUNT.load(Ordering::Relaxed));
     v["activity_buffers"] = json!({
         "bytes_each": BUFFER_BYTES.load(Ordering::Relaxed),
         "preallocated": POOL_BUFFERS,

@@ -541,7 +541,13 @@ fn profiler_initialize(api: &PmApi, cupti: &Cupti) -> Result<(), String> {
     Ok(())
 }
 
-/// At a launch's enter (the launching thread): the one-time set-up, on the first launch.
+/// The one-time set-up is still to be done.
+pub fn pending() -> bool {
+    PENDING.load(Ordering::Relaxed)
+}
+
+/// At a context's creation, or else a launch's enter (the application thread): the one-time
+/// set-up.
 #[inline]
 pub fn before_launch(devices: usize, ctx: *mut std::ffi::c_void, push: Option<PushCtx>) {
     if PENDING.load(Ordering::Relaxed) && PENDING.swap(false, Ordering::AcqRel) {

@@ -423,6 +423,21 @@ fn session_of(state: &mut State, ctx: *mut c_void) -> Result<&mut Session, (Stri
         .ok_or_else(|| ("no profiler session".to_string(), false))
 }
 
+/// A context was created (its creating call's resource callback, application thread): the
+/// profiler is set up there rather than inside the context's first launch or region, so the
+/// program's first kernel does not carry it. An error leaves the set-up to the first launch,
+/// which reports it.
+pub fn on_context_created(ctx: *mut c_void) {
+    if ctx.is_null() || !ACTIVE.load(Ordering::Acquire) {
+        return;
+    }
+    let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(state) = guard.as_mut() else { return };
+    if !state.sessions.contains_key(&(ctx as usize)) {
+        let _ = set_up(state, ctx);
+    }
+}
+
 /// Launch enter (outermost kernel or graph launch call, application thread).
 ///
 /// Kernel mode: takes the context's gate (a launch profiled on another thread finishes

@@ -493,16 +493,21 @@ pub fn register(
     c: &Cupti,
     req: BufferRequested,
     done: BufferCompleted,
-    ts: TimestampFn,
+    ts: Option<TimestampFn>,
+    system_tids: bool,
 ) -> Result<(), String> {
-    // SAFETY: no pointers; 1 is CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM.
-    c.check("cuptiSetThreadIdType(SYSTEM)", unsafe {
-        (c.set_thread_id_type)(1)
-    })?;
-    // SAFETY: plain function pointers with the signatures CUPTI declares.
-    c.check("cuptiActivityRegisterTimestampCallback", unsafe {
-        (c.register_timestamp)(ts)
-    })?;
+    if system_tids {
+        // SAFETY: no pointers; 1 is CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM.
+        c.check("cuptiSetThreadIdType(SYSTEM)", unsafe {
+            (c.set_thread_id_type)(1)
+        })?;
+    }
+    if let Some(ts) = ts {
+        // SAFETY: plain function pointers with the signatures CUPTI declares.
+        c.check("cuptiActivityRegisterTimestampCallback", unsafe {
+            (c.register_timestamp)(ts)
+        })?;
+    }
     // SAFETY: as above.
     c.check("cuptiActivityRegisterCallbacks", unsafe {
         (c.register_callbacks)(req, done)
@@ -527,12 +532,14 @@ pub fn disable(c: &Cupti, kind: i32) -> Result<(), String> {
 
 /// `cuptiSubscribe`, `cuptiEnableDomain` for each of `domains`, then `cuptiEnableCallback` for
 /// each `(domain, cbid)`.
+/// Subscribes `cb` to `domains` (every callback) and to the single callbacks `ids`; returns the
+/// subscriber handle (for [`set_callbacks`]).
 pub fn subscribe(
     c: &Cupti,
     cb: CallbackFn,
     domains: &[i32],
     ids: &[(i32, u32)],
-) -> Result<(), String> {
+) -> Result<usize, String> {
     let mut sub: *mut c_void = std::ptr::null_mut();
     // SAFETY: a valid out-pointer, a callback with CUPTI's signature, null user data.
     c.check("cuptiSubscribe", unsafe {
@@ -548,6 +555,32 @@ pub fn subscribe(
         // SAFETY: `sub` was returned by cuptiSubscribe.
         c.check("cuptiEnableCallback", unsafe {
             (c.enable_callback)(1, sub, domain, cbid)
+        })?;
+    }
+    Ok(sub as usize)
+}
+
+/// Switches a subscriber's `domains` and single callbacks `ids` on or off (a domain switched
+/// off silences its single callbacks too, so they are switched on again after their domain).
+pub fn set_callbacks(
+    c: &Cupti,
+    sub: usize,
+    domains: &[i32],
+    ids: &[(i32, u32)],
+    on: bool,
+) -> Result<(), String> {
+    let sub = sub as *mut c_void;
+    let flag = u32::from(on);
+    for &domain in domains {
+        // SAFETY: `sub` was returned by cuptiSubscribe and is never unsubscribed.
+        c.check("cuptiEnableDomain", unsafe {
+            (c.enable_domain)(flag, sub, domain)
+        })?;
+    }
+    for &(domain, cbid) in ids {
+        // SAFETY: as above.
+        c.check("cuptiEnableCallback", unsafe {
+            (c.enable_callback)(flag, sub, domain, cbid)
         })?;
     }
     Ok(())

@@ -136,6 +136,22 @@ pub fn submit(records: &[GpuRecord]) {
     }
 }
 
+/// What the backend does when collection is switched off and on ([`crate::set_collecting`]).
+static ON_COLLECTING: OnceLock<fn(bool)> = OnceLock::new();
+
+/// Lets the backend follow [`crate::set_collecting`] (e.g. switch its tracing off while the
+/// program is not collecting).
+pub fn on_collecting(f: fn(bool)) {
+    let _ = ON_COLLECTING.set(f);
+}
+
+/// Tells the backend that collection was switched on or off.
+pub(crate) fn collecting_changed(on: bool) {
+    if let Some(f) = ON_COLLECTING.get() {
+        f(on);
+    }
+}
+
 /// Adds notes for the trace. Call it before the trace finishes: from a sink's
 /// [`Sink::finish`] (sinks that do not finish late finish before the trace) or earlier.
 pub fn add_notes(notes: Vec<GpuNote>) {

@@ -123,6 +123,7 @@ pub fn finish() -> Option<RunReport> {
 /// Turns recording on or off for the whole process.
 pub fn set_collecting(on: bool) {
     runtime::set_collecting(on);
+    gpu::collecting_changed(on);
 }
 
 /// Adds a sink that receives every event flushed from now on (register it before recording
