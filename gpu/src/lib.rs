@@ -410,6 +410,7 @@ fn start_inner() -> Result<Status, Status> {
     let diag = std::env::var("METRON_GPU_DIAG").unwrap_or_default();
     let diag_has = |w: &str| diag.split(',').any(|d| d.trim() == w);
     DIAG_NO_ANNOTATE.store(diag_has("no_annotate"), Ordering::Relaxed);
+    WARM_UP.store(env_bool("METRON_GPU_WARM_UP", true), Ordering::Relaxed);
     sys::register(
         cupti,
         buffer_requested,
@@ -426,7 +427,9 @@ fn start_inner() -> Result<Status, Status> {
     }
     if api == ApiMode::Activity {
         kinds.push(sys::kind::RUNTIME);
-        kinds.push(sys::kind::DRIVER);
+        if !diag_has("rt_only") {
+            kinds.push(sys::kind::DRIVER);
+        }
     }
     for &k in &kinds {
         sys::enable(cupti, k).map_err(|e| fail(&status, e))?;
@@ -625,7 +628,21 @@ fn context_created(ctx: *mut c_void) {
         let _slice = SetupSlice::begin("GPU counters set-up (context creation)");
         range_profiler::on_context_created(ctx);
     }
+    if WARM_UP.load(Ordering::Relaxed) {
+        if let Some(l) = LOADED.get() {
+            let _slice = SetupSlice::begin("GPU warm-up launch (context creation)");
+            WARMING_UP.with(|w| w.set(true));
+            let launch = || l.driver.warm_up_launch();
+            if let Err(e) = range_profiler::warm_up(ctx, &launch) {
+                eprintln!("metron: {e}; the program's first launch carries CUPTI's set-up");
+            }
+            WARMING_UP.with(|w| w.set(false));
+        }
+    }
 }
+
+/// `METRON_GPU_WARM_UP`: a kernel of Metron's own is launched once at context creation.
+static WARM_UP: AtomicBool = AtomicBool::new(true);
 
 /// The device reader was started.
 static DEVICE_READER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -679,7 +696,7 @@ impl Drop for SetupSlice {
 static PC_FIRST_LAUNCH_SEEN: AtomicBool = AtomicBool::new(false);
 
 /// The name of Metron's set-up slices.
-pub const SETUP_REGION: &str = "metron set-up";
+pub const SETUP_REGION: &str = metron::sinks::summary::SETUP_REGION;
 
 /// Set-up slices recorded.
 static SETUP_COUNT: AtomicU64 = AtomicU64::new(0);
@@ -803,6 +820,8 @@ thread_local! {
     static GRAPH_KIND_ON: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// This thread's first PC-sampled launch is open inside a set-up slice.
     static PC_FIRST_LAUNCH_OPEN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// This thread is launching Metron's warm-up kernel (its callbacks are Metron's own).
+    static WARMING_UP: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// This thread's kernel tid (0 until read).
     static TID: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
 }
@@ -882,17 +901,22 @@ fn tid() -> u32 {
 /// [`api_log`] (Metron's clock, no allocation).
 extern "C" fn on_callback(_user: *mut c_void, domain: i32, cbid: u32, data: *const c_void) {
     if domain == sys_pcsampling::DOMAIN_RESOURCE {
+        pm_sampling::on_resource(cbid);
+        // SAFETY: resource-domain data is a CUpti_ResourceData (checked non-null inside).
+        unsafe { pc_sampling::on_resource(cbid, data) };
         if cbid == sys_pcsampling::CBID_CONTEXT_CREATED && !data.is_null() {
+            // After PC sampling's own set-up on the context, so the warm-up launch is sampled.
             // SAFETY: resource-domain data is a CUpti_ResourceData (checked non-null).
             let ctx = unsafe { (*data.cast::<sys_pcsampling::ResourceData>()).context };
             context_created(ctx);
         }
-        pm_sampling::on_resource(cbid);
-        // SAFETY: resource-domain data is a CUpti_ResourceData (checked non-null inside).
-        unsafe { pc_sampling::on_resource(cbid, data) };
         return;
     }
     if data.is_null() || (domain != sys::DOMAIN_RUNTIME && domain != sys::DOMAIN_DRIVER) {
+        return;
+    }
+    if WARMING_UP.with(|w| w.get()) {
+        // Metron's own warm-up launch at context creation.
         return;
     }
     if domain == sys::DOMAIN_DRIVER && region_kernels::enabled() && region_kernels::own_call() {
@@ -1270,6 +1294,11 @@ unsafe fn decode(loaded: &Loaded, names: &mut Names, p: *const u8) -> Option<Gpu
             let k: sys::ActivityKernel = unsafe { sys::read_record(p) };
             // SAFETY: the name is CUPTI's NUL-terminated string, valid during the callback.
             let raw = unsafe { sys::c_str(k.name) };
+            if raw == sys::WARM_UP_KERNEL {
+                // Metron's own warm-up launch at context creation.
+                WARM_UP_KERNELS.fetch_add(1, Ordering::Relaxed);
+                return None;
+            }
             if is_cupti_internal(&raw) {
                 // CUPTI's own kernel (user replay launches one after each user range): not
                 // the application's work.
@@ -1440,6 +1469,8 @@ fn is_cupti_internal(raw: &str) -> bool {
 }
 
 static CUPTI_INTERNAL: AtomicU64 = AtomicU64::new(0);
+/// Records of Metron's warm-up kernel left out of the run's kernels.
+static WARM_UP_KERNELS: AtomicU64 = AtomicU64::new(0);
 static INTERNAL_NAMES: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 /// Flushes CUPTI's buffers through the completion callback, and Metron's API-call buffers.
@@ -1506,7 +1537,11 @@ pub fn metadata() -> Value {
         "chunk_bytes": api_log::CHUNK_RECORDS * 32,
     });
     v["counters"] = range_profiler::metadata();
-    v["setup_slices"] = json!(SETUP_COUNT.load(Ordering::Relaxed));
+    v["setup"] = json!({
+        "slices": SETUP_COUNT.load(Ordering::Relaxed),
+        "warm_up": WARM_UP.load(Ordering::Relaxed),
+        "warm_up_kernels": WARM_UP_KERNELS.load(Ordering::Relaxed),
+    });
     v["activity_buffers"] = json!({
         "bytes_each": BUFFER_BYTES.load(Ordering::Relaxed),
         "preallocated": POOL_BUFFERS,

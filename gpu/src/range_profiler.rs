@@ -438,6 +438,57 @@ pub fn on_context_created(ctx: *mut c_void) {
     }
 }
 
+/// The correlation id of Metron's warm-up launch (no CUPTI record carries it).
+const WARM_UP_CORRELATION: u32 = u32::MAX;
+
+/// Runs Metron's warm-up `launch` at context creation inside what the program's own first
+/// kernel or region would go through (a profiled launch in kernel mode, a counted range in
+/// region mode), so that CUPTI's lazy work for the first range happens here. Its range is
+/// Metron's own: the counts it adds are taken back.
+pub fn warm_up(ctx: *mut c_void, launch: &dyn Fn() -> Result<(), String>) -> Result<(), String> {
+    if !ACTIVE.load(Ordering::Acquire) {
+        return launch();
+    }
+    let region = STATE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .is_some_and(|s| s.info.requested == Some(Mode::Region));
+    let counts = (
+        PROFILED.load(Ordering::Relaxed),
+        NAN_LAUNCHES.load(Ordering::Relaxed),
+        REGIONS_COUNTED.load(Ordering::Relaxed),
+        REGION_SAMPLES
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len(),
+    );
+    let result = if region {
+        let open = region_begin().is_ok();
+        let r = launch();
+        if open {
+            let _ = region_end();
+        }
+        r
+    } else {
+        before_launch(ctx, WARM_UP_CORRELATION, 0, false);
+        let r = launch();
+        after_launch(WARM_UP_CORRELATION, 0);
+        r
+    };
+    PROFILED.store(counts.0, Ordering::Relaxed);
+    NAN_LAUNCHES.store(counts.1, Ordering::Relaxed);
+    REGIONS_COUNTED.store(counts.2, Ordering::Relaxed);
+    REGION_SAMPLES
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .truncate(counts.3);
+    if let Some(l) = LAUNCHES.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+        l.remove(&WARM_UP_CORRELATION);
+    }
+    result
+}
+
 /// Launch enter (outermost kernel or graph launch call, application thread).
 ///
 /// Kernel mode: takes the context's gate (a launch profiled on another thread finishes

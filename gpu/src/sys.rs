@@ -288,7 +288,37 @@ pub struct Driver {
     pub ctx_push_current: unsafe extern "C" fn(*mut c_void) -> CuResult,
     /// `cuCtxPopCurrent_v2`.
     pub ctx_pop_current: unsafe extern "C" fn(*mut *mut c_void) -> CuResult,
+    /// `cuModuleLoadData`.
+    pub module_load_data: unsafe extern "C" fn(*mut *mut c_void, *const c_void) -> CuResult,
+    /// `cuModuleGetFunction`.
+    pub module_get_function:
+        unsafe extern "C" fn(*mut *mut c_void, *mut c_void, *const c_char) -> CuResult,
+    /// `cuLaunchKernel`.
+    pub launch_kernel: LaunchKernelFn,
+    /// `cuCtxSynchronize`.
+    pub ctx_synchronize: unsafe extern "C" fn() -> CuResult,
 }
+
+/// `cuLaunchKernel(f, grid xyz, block xyz, shared bytes, stream, params, extra)`.
+pub type LaunchKernelFn = unsafe extern "C" fn(
+    *mut c_void,
+    u32,
+    u32,
+    u32,
+    u32,
+    u32,
+    u32,
+    u32,
+    *mut c_void,
+    *mut *mut c_void,
+    *mut *mut c_void,
+) -> CuResult;
+
+/// A kernel that does nothing, as PTX the driver compiles for any GPU.
+const WARM_UP_PTX: &[u8] = b".version 7.0\n.target sm_70\n.address_size 64\n.visible .entry metron_warm_up()\n{\n\tret;\n}\n\0";
+
+/// The warm-up kernel's name (its records are Metron's own, not the program's).
+pub const WARM_UP_KERNEL: &str = "metron_warm_up";
 
 /// `dlerror()` as text.
 fn dl_error() -> String {
@@ -652,7 +682,57 @@ impl Driver {
                 primary_ctx_release: sym(handle, "cuDevicePrimaryCtxRelease_v2")?,
                 ctx_push_current: sym(handle, "cuCtxPushCurrent_v2")?,
                 ctx_pop_current: sym(handle, "cuCtxPopCurrent_v2")?,
+                module_load_data: sym(handle, "cuModuleLoadData")?,
+                module_get_function: sym(handle, "cuModuleGetFunction")?,
+                launch_kernel: sym(handle, "cuLaunchKernel")?,
+                ctx_synchronize: sym(handle, "cuCtxSynchronize")?,
             })
+        }
+    }
+
+    /// Loads a one-instruction kernel into the current context, launches it once on the
+    /// default stream and waits for it: the first launch's lazy work of CUPTI's tracing,
+    /// sampling and profiling then happens here rather than in the program's first kernel.
+    pub fn warm_up_launch(&self) -> Result<(), String> {
+        let mut module: *mut c_void = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer and a NUL-terminated PTX image.
+        let r = unsafe { (self.module_load_data)(&mut module, WARM_UP_PTX.as_ptr().cast()) };
+        if r != 0 {
+            return Err(format!("cuModuleLoadData failed ({r})"));
+        }
+        let mut f: *mut c_void = std::ptr::null_mut();
+        let name = b"metron_warm_up\0";
+        // SAFETY: the module just loaded, a NUL-terminated name, a valid out-pointer.
+        let mut r = unsafe { (self.module_get_function)(&mut f, module, name.as_ptr().cast()) };
+        if r == 0 {
+            // SAFETY: a kernel with no parameters: null parameter and extra arrays.
+            r = unsafe {
+                (self.launch_kernel)(
+                    f,
+                    1,
+                    1,
+                    1,
+                    1,
+                    1,
+                    1,
+                    0,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                )
+            };
+        }
+        if r == 0 {
+            // SAFETY: no arguments.
+            r = unsafe { (self.ctx_synchronize)() };
+        }
+        // The module stays loaded: unloaded, its function's handle was reused for the
+        // program's next kernel and CUPTI named that kernel `metron_warm_up` (seen on the H200
+        // in kernel-mode counters).
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(format!("the warm-up launch failed ({r})"))
         }
     }
 

@@ -414,6 +414,18 @@ pub static REGISTRY: &[SettingSpec] = &[
         default: "",
         description: "NVIDIA PM sampling: set (any value) to print the set-up, decode and end steps on stderr",
     },
+    SettingSpec {
+        name: "METRON_GPU_WARM_UP",
+        kind: Kind::Bool,
+        default: "true",
+        description: "NVIDIA: when a CUDA context is created, launch a one-instruction kernel of Metron's own (through PC sampling and counters when they are on) so that CUPTI's first-launch work (2.5 ms for tracing, 0.3-0.7 s for PC sampling or counters) lands in a `metron set-up` slice there rather than in the program's first kernel; its records are left out of the run",
+    },
+    SettingSpec {
+        name: "METRON_GPU_DIAG",
+        kind: Kind::Text,
+        default: "",
+        description: "NVIDIA, for Metron's developers bisecting the cost per launch: a comma-separated list of parts to leave out: no_ts (CUPTI's timestamp callback), no_tid (system thread ids), no_cb (every callback: no region join, no API slices), no_copy (copy and memset records), no_annotate (the launch annotation), rt_only (with METRON_GPU_API=activity: RUNTIME records only); the run's data is incomplete",
+    },
 ];
 
 /// A setting whose value was not accepted.
@@ -591,6 +603,8 @@ impl Settings {
             "METRON_GPU_PM_SAMPLING",
             "METRON_GPU_PM_INTERVAL",
             "METRON_GPU_PM_DEBUG",
+            "METRON_GPU_WARM_UP",
+            "METRON_GPU_DIAG",
             "METRON_NVTX_FOLD",
             "METRON_GPU_AMD_SIGNALS",
             "METRON_GPU_AMD_RECORDS",

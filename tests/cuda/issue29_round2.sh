@@ -24,11 +24,13 @@ for f in ${FIRST-none default pc pm kernel region}; do
     pm) cmd="env METRON_GPU_PM_SAMPLING=on $M ./first_launch" ;;
     kernel) cmd="env METRON_GPU_METRICS=smsp__inst_executed.sum $M ./first_launch" ;;
     region) cmd="env METRON_GPU_METRICS=smsp__inst_executed.sum METRON_GPU_COUNTER_MODE=region $M ./first_launch" ;;
+    nowarm) cmd="env METRON_GPU_WARM_UP=0 $M ./first_launch" ;;
+    cuptionly) cmd="env METRON_GPU_DIAG=no_ts,no_cb,no_copy,no_tid METRON_GPU_WARM_UP=0 $M ./first_launch" ;;
   esac
   echo "-- $f"
   METRON_OUTPUT_PATH=$R/out/first-$f timeout 120 $cmd 2>$R/err.first.$f | grep FIRST | cut -c1-80
   grep -h -E "metron set-up|_ iter" $R/out/first-$f/summary.txt 2>/dev/null | head -3 | cut -c1-120
-  python3 -c "import json,sys; m=json.load(open('$R/out/first-$f/metadata.json')); print('setup_slices', m.get('gpu',{}).get('setup_slices'))" 2>/dev/null
+  python3 -c "import json,sys; m=json.load(open('$R/out/first-$f/metadata.json')); print('setup', m.get('gpu',{}).get('setup'), 'kernels', m.get('gpu',{}).get('records',{}).get('kernels'))" 2>/dev/null
   grep -v "^metron: wrote" $R/err.first.$f | head -3; tail -1 $R/err.first.$f
 done
 echo "== per launch, in one process"

@@ -14,6 +14,11 @@ use std::path::PathBuf;
 /// The metric every region has.
 pub const WALL_METRIC: &str = "wall_clock.elapsed";
 
+/// The region Metron records around its own set-up work on an application thread (a GPU
+/// feature's first-launch work that could not move off the program's timeline). Its time is
+/// taken out of the wall time of every region that contains it, and said in the summary.
+pub const SETUP_REGION: &str = "metron set-up";
+
 /// Name and unit of metric `index` of a region at `site` (0 is the wall clock).
 fn metric_names(site: &Callsite) -> Vec<(String, Unit)> {
     let mut names = vec![(WALL_METRIC.to_string(), Unit::Nanoseconds)];
@@ -42,6 +47,8 @@ struct Node {
     site: Option<&'static Callsite>,
     children: Vec<usize>,
     metrics: Vec<Stats>,
+    /// Metron's set-up time (ns) taken out of this region's wall time ([`SETUP_REGION`]).
+    setup_excluded_ns: u64,
 }
 
 /// A call tree; node 0 is the root and has no site.
@@ -57,6 +64,7 @@ impl Tree {
                 site: None,
                 children: Vec::new(),
                 metrics: Vec::new(),
+                setup_excluded_ns: 0,
             }],
         }
     }
@@ -75,6 +83,7 @@ impl Tree {
             site: Some(site),
             children: Vec::new(),
             metrics: vec![Stats::default(); width],
+            setup_excluded_ns: 0,
         });
         let id = self.nodes.len() - 1;
         self.nodes[parent].children.push(id);
@@ -93,6 +102,7 @@ impl Tree {
             {
                 m.merge(o);
             }
+            self.nodes[mine].setup_excluded_ns += other.nodes[child].setup_excluded_ns;
             self.merge_from(mine, other, child);
         }
     }
@@ -109,7 +119,10 @@ struct CounterStats {
 struct ThreadSummary {
     info: ThreadInfo,
     tree: Tree,
-    open: Vec<usize>,
+    /// Open regions: their node and the set-up time (ns) that ended inside them so far.
+    open: Vec<(usize, u64)>,
+    /// Set-up slices ended on this thread, and their total time (ns).
+    setup: (u64, u64),
     counters: BTreeMap<&'static str, CounterStats>,
     marks: BTreeMap<&'static str, u64>,
     dropped: u64,
@@ -225,7 +238,19 @@ impl SummarySink {
             "sampling": self.samples.summarize().to_json(),
             "gpu": self.gpu.to_json(),
             "died": self.died(),
+            "setup": {
+                "region": SETUP_REGION,
+                "slices": self.setup().0,
+                "ns": self.setup().1,
+            },
         })
+    }
+
+    /// Set-up slices on every thread and their total time (ns).
+    fn setup(&self) -> (u64, u64) {
+        self.threads
+            .values()
+            .fold((0, 0), |(n, ns), t| (n + t.setup.0, ns + t.setup.1))
     }
 
     /// The summary as text (`summary.txt`).
@@ -246,6 +271,14 @@ impl SummarySink {
             regions,
             run.end_ns.saturating_sub(run.start_ns) as f64 / 1e6
         );
+        let (slices, setup_ns) = self.setup();
+        if slices > 0 {
+            let _ = writeln!(
+                out,
+                "metron set-up: {slices} slice(s), {:.3} ms of Metron's own set-up on application threads, taken out of the wall time of the regions that contain them",
+                setup_ns as f64 / 1e6
+            );
+        }
         if let Some(died) = self.died() {
             let _ = writeln!(
                 out,
@@ -334,9 +367,11 @@ fn nodes_json(tree: &Tree, node: usize, derive: Option<&DerivedMetrics>) -> Vec<
         .map(|&c| {
             let n = &tree.nodes[c];
             let site = n.site.expect("non-root");
+            // A set-up slice's time is already out of this region's wall time.
             let children_wall: f64 = n
                 .children
                 .iter()
+                .filter(|k| tree.nodes[**k].site.is_none_or(|s| s.name != SETUP_REGION))
                 .map(|k| tree.nodes[*k].metrics[0].total)
                 .sum();
             let mut metrics = serde_json::Map::new();
@@ -359,6 +394,9 @@ fn nodes_json(tree: &Tree, node: usize, derive: Option<&DerivedMetrics>) -> Vec<
                         .filter(|p| *p > 0.0)
                         .map(|p| 100.0 * s.total / p));
                     m["self"] = json!(s.total - children_wall);
+                    if n.setup_excluded_ns > 0 {
+                        m["setup_excluded"] = json!(n.setup_excluded_ns);
+                    }
                 }
                 metrics.insert(name, m);
             }
@@ -568,14 +606,15 @@ impl Sink for SummarySink {
                 counters: BTreeMap::new(),
                 marks: BTreeMap::new(),
                 dropped: 0,
+                setup: (0, 0),
             });
         t.info = thread.clone();
         for event in events {
             match *event {
                 Event::Begin { site, .. } => {
-                    let parent = t.open.last().copied().unwrap_or(0);
+                    let parent = t.open.last().map_or(0, |o| o.0);
                     let node = t.tree.child(parent, site);
-                    t.open.push(node);
+                    t.open.push((node, 0));
                 }
                 Event::End {
                     begin_ns,
@@ -583,9 +622,24 @@ impl Sink for SummarySink {
                     values,
                     ..
                 } => {
-                    let Some(node) = t.open.pop() else { continue };
+                    let Some((node, excluded)) = t.open.pop() else {
+                        continue;
+                    };
+                    let wall = ts_ns.saturating_sub(begin_ns);
+                    let is_setup = t.tree.nodes[node]
+                        .site
+                        .is_some_and(|s| s.name == SETUP_REGION);
+                    if is_setup {
+                        // Every region this set-up slice interrupted loses its time.
+                        t.setup.0 += 1;
+                        t.setup.1 += wall;
+                        for open in &mut t.open {
+                            open.1 += wall;
+                        }
+                    }
+                    t.tree.nodes[node].setup_excluded_ns += excluded;
                     let metrics = &mut t.tree.nodes[node].metrics;
-                    metrics[0].push(ts_ns.saturating_sub(begin_ns) as f64);
+                    metrics[0].push(wall.saturating_sub(excluded) as f64);
                     for (m, v) in metrics[1..].iter_mut().zip(values) {
                         m.push(*v);
                     }

@@ -1,0 +1,129 @@
+//! Metron's set-up slices (`metron set-up`, recorded by the GPU backend around first-launch
+//! work that cannot move off the program's timeline) are taken out of the wall time of every
+//! region that contains them, exactly, and said in the summary: synthetic events with chosen
+//! timestamps through the summary sink, read back from `summary.json` and `summary.txt`.
+
+use metron::sinks::summary::{SummarySink, SETUP_REGION};
+use metron::{Callsite, CallsiteKind, Event, RunInfo, Sink, ThreadInfo};
+use serde_json::Value;
+
+static STEP: Callsite = Callsite::new(
+    "step",
+    file!(),
+    line!(),
+    module_path!(),
+    CallsiteKind::Region,
+    &[],
+);
+static LAUNCH: Callsite = Callsite::new(
+    "launch",
+    file!(),
+    line!(),
+    module_path!(),
+    CallsiteKind::Region,
+    &[],
+);
+static SETUP: Callsite = Callsite::new(
+    SETUP_REGION,
+    file!(),
+    line!(),
+    module_path!(),
+    CallsiteKind::Region,
+    &[],
+);
+
+fn begin(ts_ns: u64, site: &'static Callsite) -> Event<'static> {
+    Event::Begin { ts_ns, site }
+}
+
+fn end(begin_ns: u64, ts_ns: u64, site: &'static Callsite) -> Event<'static> {
+    Event::End {
+        begin_ns,
+        ts_ns,
+        site,
+        values: &[],
+        closed_by_metron: false,
+    }
+}
+
+/// The node named `name` among `nodes` (a `children` or `regions` array).
+fn node<'a>(nodes: &'a Value, name: &str) -> &'a Value {
+    nodes
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == name)
+        .unwrap_or_else(|| panic!("no region {name} in {nodes}"))
+}
+
+#[test]
+fn regions_containing_a_set_up_slice_lose_exactly_its_time() {
+    let dir = std::env::temp_dir().join(format!("metron-setup-slices-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Two iterations of `step > launch`; the first launch carries a 600 ms set-up slice
+    // (CUPTI's first PC-sampled launch), the second none. Each step is 1.2 ms of real work,
+    // each launch 0.02 ms.
+    let t0 = 1_000_000_000u64;
+    let events = [
+        begin(t0, &STEP),
+        begin(t0 + 100_000, &LAUNCH),
+        begin(t0 + 105_000, &SETUP),
+        end(t0 + 105_000, t0 + 600_105_000, &SETUP),
+        end(t0 + 100_000, t0 + 600_120_000, &LAUNCH),
+        end(t0, t0 + 601_200_000, &STEP),
+        begin(t0 + 700_000_000, &STEP),
+        begin(t0 + 700_100_000, &LAUNCH),
+        end(t0 + 700_100_000, t0 + 700_120_000, &LAUNCH),
+        end(t0 + 700_000_000, t0 + 701_200_000, &STEP),
+    ];
+    let mut sink = SummarySink::new();
+    let thread = ThreadInfo {
+        tid: 7,
+        name: "main".into(),
+        index: 0,
+        is_metron: false,
+    };
+    sink.events(&thread, &events);
+    let run = RunInfo {
+        output_dir: dir.clone(),
+        pid: 7,
+        exe: "setup_slices".into(),
+        argv: vec![],
+        hostname: "test".into(),
+        start_realtime_ns: 0,
+        start_ns: t0,
+        end_ns: t0 + 800_000_000,
+    };
+    sink.finish(&run).unwrap();
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let step = node(&json["merged"], "step");
+    let wall = &step["metrics"]["wall_clock.elapsed"];
+    // Both steps read their real work: 1.2 ms each, the first one's 600 ms of set-up out.
+    assert_eq!(wall["count"], 2, "{step}");
+    assert_eq!(wall["total"].as_f64().unwrap(), 2_400_000.0, "{wall}");
+    assert_eq!(wall["min"].as_f64(), wall["max"].as_f64(), "{wall}");
+    assert_eq!(wall["setup_excluded"], 600_000_000u64, "{wall}");
+    let launch = node(&step["children"], "launch");
+    let lw = &launch["metrics"]["wall_clock.elapsed"];
+    assert_eq!(lw["total"].as_f64().unwrap(), 40_000.0, "{lw}");
+    assert_eq!(lw["setup_excluded"], 600_000_000u64, "{lw}");
+    // The slice itself is kept, whole, under the region it interrupted; the launch's self
+    // time does not lose it twice.
+    let setup = node(&launch["children"], SETUP_REGION);
+    assert_eq!(
+        setup["metrics"]["wall_clock.elapsed"]["total"]
+            .as_f64()
+            .unwrap(),
+        600_000_000.0
+    );
+    assert_eq!(lw["self"].as_f64().unwrap(), 40_000.0, "{lw}");
+    assert_eq!(json["setup"]["slices"], 1);
+    assert_eq!(json["setup"]["ns"], 600_000_000u64);
+    let text = std::fs::read_to_string(dir.join("summary.txt")).unwrap();
+    assert!(
+        text.contains("metron set-up: 1 slice(s), 600.000 ms"),
+        "summary.txt does not name the set-up:\n{text}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
