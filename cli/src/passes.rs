@@ -83,13 +83,14 @@ pub(crate) fn run(
         };
         statuses.push(status.code().unwrap_or(128));
         if !status.success() {
-            eprintln!("metron run: pass {pass} of {count} exited with {status}; merging the passes that ran");
-            break;
+            // The program's own exit status is its behaviour, not a failed measurement: every
+            // pass still runs (a program that always exits non-zero still gets its counters).
+            eprintln!("metron run: pass {pass} of {count} exited with {status}");
         }
     }
     match merge(&base, statuses.len(), &plan) {
         Ok(()) => eprintln!(
-            "metron: wrote {} ({} passes merged: summary.json, passes.json)",
+            "metron: wrote {} ({} passes merged: summary.json, summary.txt, passes.json)",
             base.display(),
             statuses.len()
         ),
@@ -98,8 +99,13 @@ pub(crate) fn run(
             base.display()
         ),
     }
-    let last = statuses.last().copied().unwrap_or(1);
-    ExitCode::from(last.clamp(0, 255) as u8)
+    // The first pass that failed gives the exit status, as a single run would have.
+    let status = statuses
+        .iter()
+        .copied()
+        .find(|&s| s != 0)
+        .unwrap_or_else(|| statuses.last().copied().unwrap_or(1));
+    ExitCode::from(status.clamp(0, 255) as u8)
 }
 
 fn read(path: &Path) -> Result<Value, String> {
@@ -145,7 +151,66 @@ fn merge(base: &Path, passes: usize, plan: &metron::counters::CounterPlan) -> Re
         .map_err(|e| format!("{name}: {e}"))
     };
     write("summary.json", &merged)?;
+    std::fs::write(base.join("summary.txt"), summary_text(&merged, &report))
+        .map_err(|e| format!("summary.txt: {e}"))?;
     write("passes.json", &report)
+}
+
+/// The merged summary as text (`summary.txt`): each region with its wall clock and every
+/// counter and derived metric, with the pass that counted it.
+fn summary_text(merged: &Value, report: &Value) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "metron summary: {} (pid {} in pass 1), {} passes merged (counters from the pass that counted them; passes.json has the plan and the run-to-run variation)",
+        merged["exe"].as_str().unwrap_or("?"),
+        merged["pid"],
+        report["passes"]
+    );
+    fn node(out: &mut String, n: &Value, depth: usize) {
+        let wall = &n["metrics"]["wall_clock.elapsed"];
+        let _ = writeln!(
+            out,
+            "\n{}{}  count {}  wall total {:.3} ms  mean {:.3} ms",
+            "  ".repeat(depth),
+            n["name"].as_str().unwrap_or("?"),
+            n["count"],
+            wall["total"].as_f64().unwrap_or(0.0) / 1e6,
+            wall["mean"].as_f64().unwrap_or(0.0) / 1e6
+        );
+        for (name, m) in n["metrics"].as_object().into_iter().flatten() {
+            if name == "wall_clock.elapsed" {
+                continue;
+            }
+            let pass = m["pass"]
+                .as_u64()
+                .map_or(String::new(), |p| format!(" (pass {p})"));
+            let _ = writeln!(
+                out,
+                "{}  {name}: total {} {}{pass}",
+                "  ".repeat(depth),
+                m["total"],
+                m["unit"].as_str().unwrap_or("")
+            );
+        }
+        for (name, d) in n["derived"].as_object().into_iter().flatten() {
+            let _ = writeln!(
+                out,
+                "{}  {name} = {} (pass {})",
+                "  ".repeat(depth),
+                d["value"],
+                d["pass"]
+            );
+        }
+        for child in n["children"].as_array().into_iter().flatten() {
+            node(out, child, depth + 1);
+        }
+    }
+    for n in merged["merged"].as_array().into_iter().flatten() {
+        node(&mut out, n, 0);
+    }
+    out
 }
 
 /// What one pass counted, from its `metadata.json`.

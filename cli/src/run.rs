@@ -222,6 +222,10 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    // A command that cannot be started leaves nothing behind (no empty `metron-output/`).
+    if let Err(e) = findable(&plan.command[0]) {
+        return spawn_failed(&plan.command[0].to_string_lossy(), &e);
+    }
     let mut command = std::process::Command::new(&plan.command[0]);
     command.args(&plan.command[1..]);
     for (name, value) in &plan.env {
@@ -339,6 +343,32 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
     }
     let error = command.exec();
     spawn_failed(&plan.command[0].to_string_lossy(), &error)
+}
+
+/// Whether `program` names a file `execvp` could run: a path (with a `/`) that exists, or a
+/// name found in `PATH`. `Err` is the error the start would have given (not found, or
+/// permission denied for a file that is not executable).
+fn findable(program: &std::ffi::OsStr) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        std::fs::metadata(p)
+            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            .unwrap_or(false)
+    };
+    let path = Path::new(program);
+    if program.as_encoded_bytes().contains(&b'/') {
+        return match std::fs::metadata(path) {
+            Ok(_) if executable(path) => Ok(()),
+            Ok(_) => Err(std::io::ErrorKind::PermissionDenied.into()),
+            Err(e) => Err(e),
+        };
+    }
+    let search = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+    if std::env::split_paths(&search).any(|dir| executable(&dir.join(path))) {
+        Ok(())
+    } else {
+        Err(std::io::ErrorKind::NotFound.into())
+    }
 }
 
 /// The exit status and message for a command that could not be started.

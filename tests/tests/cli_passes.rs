@@ -98,3 +98,47 @@ fn a_bad_pass_count_is_refused() {
         "{stderr}"
     );
 }
+
+#[test]
+fn every_pass_runs_when_the_program_exits_non_zero() {
+    let dir = temp_dir("passes-exit");
+    let base = dir.join("merged");
+    let program = format!("{LOOP}; import sys; sys.exit(3)");
+    let out = Command::new(artifacts().metron())
+        .args([
+            "run",
+            "--perf-events",
+            "task-clock,page-faults,cycles,instructions,branch-misses",
+            "--metrics",
+            "IPC",
+            "--perf-group-size",
+            "2",
+            "--passes",
+            "auto",
+            "--trace",
+            "false",
+            "-o",
+        ])
+        .arg(&base)
+        .args(["--", "python3", "-c", &program])
+        .env_remove("METRON_OUTPUT_PATH")
+        .env_remove("LD_PRELOAD")
+        .output()
+        .expect("run metron");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("{stderr}");
+    // The program's own status, and both passes run and merged all the same.
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("2 passes merged"), "{stderr}");
+    for pass in 1..=2 {
+        let meta = read_json(&base.join(format!("pass-{pass}")), "metadata.json");
+        assert_eq!(meta["perf_counters"]["pass"], pass);
+    }
+    // The merged folder has a text summary too, naming the counters and their passes.
+    let merged = read_json(&base, "summary.json");
+    assert!(program_node(&merged)["metrics"]["perf_counters.task-clock"].is_object());
+    let text = std::fs::read_to_string(base.join("summary.txt")).expect("merged summary.txt");
+    assert!(text.contains("2 passes merged"), "{text}");
+    assert!(text.contains("perf_counters.task-clock: total"), "{text}");
+    assert!(text.contains("(pass 1)"), "{text}");
+}

@@ -235,4 +235,18 @@ fn a_command_that_does_not_exist_exits_127() {
     let out = metron_run(&dir, &dir, &["/nonexistent/program"]);
     assert_eq!(out.status.code(), Some(127));
     assert!(String::from_utf8_lossy(&out.stderr).contains("command not found"));
+    // Nor a name PATH does not have; and nothing is left behind in the working directory
+    // (the default output folder is relative to it).
+    let cwd = temp_dir("run-missing-cwd");
+    let out = Command::new(artifacts().metron())
+        .args(["run", "--", "metron-no-such-command-anywhere"])
+        .current_dir(&cwd)
+        .env_remove("METRON_OUTPUT_PATH")
+        .env_remove("LD_PRELOAD")
+        .output()
+        .expect("run metron");
+    assert_eq!(out.status.code(), Some(127));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("command not found"));
+    let left: Vec<_> = std::fs::read_dir(&cwd).unwrap().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
 }
