@@ -2,7 +2,9 @@
 //!
 //! - `metron run [flags] -- cmd args`: runs a program under Metron. Flags become `METRON_*`
 //!   variables, `libmetron.so` goes into `LD_PRELOAD` with `METRON_PRELOAD=1`, then the
-//!   command replaces this process (`execvp`), so its exit status is the command's own.
+//!   command runs as a child: `metron run` waits for its whole process tree, which writes one
+//!   run folder (`tree/`; `METRON_PROCESSES=separate` replaces this process with the command
+//!   instead), and exits with the command's status.
 //! - `metron report DIR...`: flame graphs and a one-page `report.html` of run folders.
 //! - `metron export --format atp|occupancy|apilog [-o OUT] DIR`: a run folder in the reference
 //!   profilers' formats (`.atp`, `.occupancy`, API log).

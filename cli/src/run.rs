@@ -37,9 +37,11 @@ it records through Metron, and its NVTX markers (NVTX_INJECTION64_PATH=libmetron
 already set) and ROCTx markers, and in processes that use CUDA their kernels, copies and CUDA API
 calls through CUPTI (CUDA_INJECTION64_PATH=libmetron.so, unless already set), and in processes
 that use ROCm their kernel dispatches, async copies and HSA calls (HSA_TOOLS_LIB, Metron added
-to the list). Child processes
-it starts get their own run folders; a forked child that does not exec is turned off
-(METRON_FORK). The exit status is the command's.
+to the list). The command runs as a child and `metron run` waits for its whole process
+tree, which writes one run folder (each process in a folder of its own inside it;
+METRON_PROCESSES=separate: the command replaces this process and each program writes its own
+folder); a forked child that does not exec is turned off (METRON_FORK). The exit status is
+the command's.
 
 Flags (each sets the METRON_* variable in brackets; `--flag value` or `--flag=value`):
   -o, --output <path>             same as --output-path
