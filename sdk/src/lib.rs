@@ -62,6 +62,7 @@ mod sys;
 mod thread_buffer;
 
 pub use callsite::{intern, resolve, Callsite, CallsiteKind};
+pub use metadata::add_refusals;
 pub use metadata::add_section as add_metadata_section;
 pub use metron_components as components;
 pub use metron_components::{clock, Bundle, Component, ComponentInfo, Field, Unit};
