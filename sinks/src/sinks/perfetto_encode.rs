@@ -302,6 +302,40 @@ impl Encoder {
     #[inline]
     pub(crate) fn slice(&mut self, seq: u64, clock: &mut u64, ts: u64, iid: Option<u64>) {
         debug_assert!(ts >= *clock);
+        let delta = ts - *clock;
+        // The common case, every varint one byte: 12 bytes for a begin, 10 for an end.
+        if delta < 0x80 && seq < 0x80 {
+            const TS: u8 = (packet::TIMESTAMP << 3 | VARINT) as u8;
+            const SEQ: u8 = (packet::TRUSTED_PACKET_SEQUENCE_ID << 3 | VARINT) as u8;
+            const TE: u8 = (packet::TRACK_EVENT << 3 | LEN) as u8;
+            const TYPE: u8 = (event::TYPE << 3 | VARINT) as u8;
+            const NAME: u8 = (event::NAME_IID << 3 | VARINT) as u8;
+            const PACKET: u8 = (TRACE_PACKET << 3 | LEN) as u8;
+            let (d, q) = (delta as u8, seq as u8);
+            match iid {
+                Some(iid) if iid < 0x80 => {
+                    let begin = event::TYPE_SLICE_BEGIN as u8;
+                    self.buf.extend_from_slice(&[
+                        PACKET, 10, TS, d, SEQ, q, TE, 4, TYPE, begin, NAME, iid as u8,
+                    ]);
+                }
+                Some(_) => return self.slice_any(seq, clock, ts, iid),
+                None => {
+                    let end = event::TYPE_SLICE_END as u8;
+                    self.buf
+                        .extend_from_slice(&[PACKET, 8, TS, d, SEQ, q, TE, 2, TYPE, end]);
+                }
+            }
+            *clock = ts;
+            self.packets += 1;
+            return;
+        }
+        self.slice_any(seq, clock, ts, iid)
+    }
+
+    /// [`Encoder::slice`] with varints of any length.
+    #[inline(never)]
+    fn slice_any(&mut self, seq: u64, clock: &mut u64, ts: u64, iid: Option<u64>) {
         let mut b = [0u8; 48];
         // b[0] = Trace.packet tag, b[1] = its length (below 128: at most 37 bytes follow).
         b[0] = (TRACE_PACKET << 3 | LEN) as u8;

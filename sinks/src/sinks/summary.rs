@@ -56,6 +56,9 @@ struct Tree {
     nodes: Vec<Node>,
     /// (parent, call site address) -> child, for parents with many children.
     index: FastMap<(usize, usize), usize>,
+    /// The latest lookup (parent, call site address, child): a loop that opens the same
+    /// region again finds it with one compare.
+    last: (usize, usize, usize),
 }
 
 impl Tree {
@@ -67,14 +70,30 @@ impl Tree {
                 metrics: Vec::new(),
             }],
             index: FastMap::default(),
+            last: (usize::MAX, 0, 0),
         }
     }
 
     /// The child of `parent` for `site`, made if new. Constant time per call whatever the
     /// number of siblings.
+    #[inline]
     fn child(&mut self, parent: usize, site: &'static Callsite) -> usize {
-        let siblings = &self.nodes[parent].children;
         let key = (parent, site as *const Callsite as usize);
+        if (self.last.0, self.last.1) == key {
+            return self.last.2;
+        }
+        let child = self.find_or_add(parent, site, key);
+        self.last = (key.0, key.1, child);
+        child
+    }
+
+    fn find_or_add(
+        &mut self,
+        parent: usize,
+        site: &'static Callsite,
+        key: (usize, usize),
+    ) -> usize {
+        let siblings = &self.nodes[parent].children;
         let found = if siblings.len() <= SCANNED_CHILDREN {
             siblings
                 .iter()
@@ -859,8 +878,9 @@ impl Sink for SummarySink {
     }
 
     fn events(&mut self, thread: &ThreadInfo, events: &[Event<'_>]) {
-        self.async_ranges.events(thread.index, events);
         self.samples.events(thread, events);
+        // Async ranges are paired across threads: only batches that have some go there.
+        let mut has_async = false;
         let t = self
             .threads
             .entry(thread.index)
@@ -901,9 +921,13 @@ impl Sink for SummarySink {
                 }
                 Event::Instant { site, .. } => *t.marks.entry(site.name).or_default() += 1,
                 Event::Dropped { count, .. } => t.dropped += count,
-                Event::Sample { .. } | Event::AsyncBegin { .. } | Event::AsyncEnd { .. } => {}
+                Event::AsyncBegin { .. } | Event::AsyncEnd { .. } => has_async = true,
+                Event::Sample { .. } => {}
                 Event::Annotation { .. } | Event::ThreadName { .. } => {}
             }
+        }
+        if has_async {
+            self.async_ranges.events(thread.index, events);
         }
     }
 
