@@ -210,6 +210,14 @@ struct Interned {
     source_paths: HashMap<u64, String>,
     frames: HashMap<u64, (u64, u64, Option<u64>, Option<u64>)>,
     callstacks: HashMap<u64, Vec<u64>>,
+    /// The sequence's default track (`TrackEventDefaults.track_uuid`; 0: none).
+    track: u64,
+    /// The sequence's default clock (`TracePacketDefaults.timestamp_clock_id`; 0: none).
+    clock: u64,
+    /// The latest value of the sequence's incremental clock (declared in a clock snapshot
+    /// on the sequence, equal to `CLOCK_MONOTONIC` there): packets on that clock carry the
+    /// nanoseconds since the previous one.
+    incremental: Option<u64>,
 }
 
 /// `TracePacket` fields.
@@ -219,8 +227,13 @@ const TRACK_EVENT: u32 = 11;
 const INTERNED_DATA: u32 = 12;
 const SEQUENCE_FLAGS: u32 = 13;
 const TRACK_DESCRIPTOR: u32 = 60;
+const CLOCK_SNAPSHOT: u32 = 6;
+const TIMESTAMP_CLOCK_ID: u32 = 58;
+const TRACE_PACKET_DEFAULTS: u32 = 59;
 /// `SEQ_INCREMENTAL_STATE_CLEARED`.
 const STATE_CLEARED: u64 = 1;
+/// The sequence-scoped incremental clock Metron's thread sequences use.
+const INCREMENTAL_CLOCK: u64 = 64;
 
 /// Decodes `bytes`, a whole `Trace`.
 pub fn decode(bytes: &[u8]) -> Result<Trace, TraceError> {
@@ -302,10 +315,12 @@ impl Decoder {
         let f = fields(packet)?;
         let mut ts = 0;
         let mut seq = 0;
+        let mut clock = None;
         for (field, v) in &f {
             match (*field, *v) {
                 (TIMESTAMP, Wire::Varint(t)) => ts = t,
                 (SEQUENCE_ID, Wire::Varint(s)) => seq = s,
+                (TIMESTAMP_CLOCK_ID, Wire::Varint(c)) => clock = Some(c),
                 _ => {}
             }
         }
@@ -318,8 +333,18 @@ impl Decoder {
             }
         }
         for (field, v) in &f {
-            if let (INTERNED_DATA, Wire::Len(b)) = (*field, *v) {
-                read_interned(b, &mut state)?;
+            match (*field, *v) {
+                (INTERNED_DATA, Wire::Len(b)) => read_interned(b, &mut state)?,
+                (TRACE_PACKET_DEFAULTS, Wire::Len(b)) => read_defaults(b, &mut state)?,
+                (CLOCK_SNAPSHOT, Wire::Len(b)) => read_incremental_clock(b, &mut state)?,
+                _ => {}
+            }
+        }
+        // A packet on the sequence's incremental clock carries the time since the previous one.
+        if clock.is_none() && state.clock == INCREMENTAL_CLOCK {
+            if let Some(last) = state.incremental.as_mut() {
+                *last += ts;
+                ts = *last;
             }
         }
         let mut result = Ok(());
@@ -354,6 +379,46 @@ impl Decoder {
         self.interned.insert(seq, state);
         result
     }
+}
+
+/// `TracePacketDefaults`: the sequence's clock and default track.
+fn read_defaults(b: &[u8], state: &mut Interned) -> Result<(), TraceError> {
+    for (field, v) in fields(b)? {
+        match (field, v) {
+            (58, Wire::Varint(c)) => state.clock = c,
+            (11, Wire::Len(d)) => {
+                for (f, v) in fields(d)? {
+                    if let (11, Wire::Varint(uuid)) = (f, v) {
+                        state.track = uuid;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// A clock snapshot on the sequence: the incremental clock's starting value.
+fn read_incremental_clock(b: &[u8], state: &mut Interned) -> Result<(), TraceError> {
+    for (field, v) in fields(b)? {
+        let (1, Wire::Len(c)) = (field, v) else {
+            continue;
+        };
+        let (mut id, mut ts, mut incremental) = (0, 0, false);
+        for (f, v) in fields(c)? {
+            match (f, v) {
+                (1, Wire::Varint(x)) => id = x,
+                (2, Wire::Varint(x)) => ts = x,
+                (3, Wire::Varint(x)) => incremental = x != 0,
+                _ => {}
+            }
+        }
+        if id == INCREMENTAL_CLOCK && incremental {
+            state.incremental = Some(ts);
+        }
+    }
+    Ok(())
 }
 
 fn read_interned(b: &[u8], state: &mut Interned) -> Result<(), TraceError> {
@@ -495,7 +560,7 @@ fn read_event(
     d: &mut Decoder,
 ) -> Result<(), TraceError> {
     let mut kind = 0;
-    let mut track = 0;
+    let mut track = state.track;
     let mut name: Option<&str> = None;
     let mut callstack = None;
     let mut args = BTreeMap::new();

@@ -62,12 +62,15 @@ mod sys;
 mod thread_buffer;
 
 pub use callsite::{intern, resolve, Callsite, CallsiteKind};
+pub use metadata::add_refusals;
 pub use metadata::add_section as add_metadata_section;
 pub use metron_components as components;
 pub use metron_components::{clock, Bundle, Component, ComponentInfo, Field, Unit};
 pub use metron_macros::{profile, Bundle};
 pub use output_path::expand_now as expand_output_path;
 pub use output_path::{claim as claim_run_folder, CLAIM_MARKER as RUN_FOLDER_CLAIM_MARKER};
+#[doc(hidden)]
+pub use pipeline::DecodeBench;
 pub use pipeline::ThreadStats;
 pub use region::{
     annotate as annotate_with, async_begin, async_end, by_id, counter as counter_value,

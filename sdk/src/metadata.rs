@@ -31,6 +31,34 @@ pub fn add_section(name: &'static str, section: fn() -> Value) {
     sections.push((name, section));
 }
 
+/// Reports calls refused by a documented limit: (what was refused, how many times).
+type Refusals = fn() -> Vec<(String, u64)>;
+
+/// The sources of refusals (the C API's nesting limit, ...), asked at the end of the run.
+static REFUSALS: Mutex<Vec<Refusals>> = Mutex::new(Vec::new());
+
+/// Adds `source` of calls refused by a documented limit (nesting depth, name length, ...):
+/// at the end of the run, each (what, count) with a count above zero is shown in the run's
+/// last stderr line, the header of `summary.txt` and `refused` in `metadata.json` and
+/// `summary.json`, so that a refusal is never only in a binding's own section. Call it once
+/// per source.
+pub fn add_refusals(source: Refusals) {
+    REFUSALS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(source);
+}
+
+/// Every refusal counted so far (non-zero counts only).
+pub(crate) fn refusals() -> Vec<(String, u64)> {
+    let sources = REFUSALS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    sources
+        .into_iter()
+        .flat_map(|f| f())
+        .filter(|(_, n)| *n > 0)
+        .collect()
+}
+
 /// The registered sections, evaluated now.
 fn extra_sections() -> Vec<(&'static str, Value)> {
     let sections = SECTIONS.lock().unwrap_or_else(|e| e.into_inner()).clone();
@@ -66,8 +94,11 @@ pub(crate) fn build(rt: &Runtime, run: &RunInfo, pipeline: &Pipeline, errors: &[
             "segment_bytes": rt.settings.buffer_bytes,
             "policy": rt.settings.policy,
             "segments_mapped": rt.segments_mapped(),
+            "backlog_policy": rt.settings.backlog_policy,
+            "backlog": rt.service.backlog_stats(),
         },
         "records": { "written": written, "dropped": dropped },
+        "refused": refusals().into_iter().map(|(what, n)| (what, json!(n))).collect::<serde_json::Map<String, Value>>(),
         "threads": threads,
         "output_errors": errors,
         "outputs": pipeline.sink_metadata(),

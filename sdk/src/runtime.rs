@@ -243,6 +243,14 @@ fn start() -> Runtime {
                 .consume(batch)
         },
     );
+    // A program that records faster than the flusher writes waits for it (or drops, counted)
+    // at the backlog limit, instead of growing its memory until exit.
+    if settings.policy == crate::buffer::Policy::Lossless {
+        service.set_backlog_limit(crate::buffer::BacklogLimit {
+            bytes: settings.backlog_bytes.unwrap_or(0) as usize,
+            policy: settings.backlog_policy,
+        });
+    }
     // The first threads of the program attach without mapping memory (see `keep_free`).
     if settings.enabled {
         let cpus = std::thread::available_parallelism().map_or(4, |n| n.get());
@@ -324,6 +332,7 @@ fn summary_config(settings: &Settings) -> SummaryConfig {
         }),
         died: settings.crash.then_some(crate::crash::died as fn() -> _),
         gpu: crate::gpu::context(),
+        refused: Some(crate::metadata::refusals),
     }
 }
 
@@ -587,7 +596,16 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
     } else {
         format!("; FAILED: {}", errors.join("; "))
     };
-    let cut = crate::sinks::perfetto::cut_note();
+    let mut cut = crate::sinks::perfetto::cut_note();
+    cut.push_str(&backlog_note(&rt.service.backlog_stats()));
+    let refused = crate::metadata::refusals();
+    if !refused.is_empty() {
+        let list: Vec<String> = refused
+            .iter()
+            .map(|(what, n)| format!("{n} {what}"))
+            .collect();
+        cut.push_str(&format!("; refused: {}", list.join(", ")));
+    }
     // Under `metron run`'s process tree the launcher writes the last line for the whole tree;
     // a process says only what went wrong.
     let in_tree = std::env::var_os("METRON_RUN_FOLDER")
@@ -607,6 +625,31 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
         records_written: written,
         records_dropped: dropped,
     })
+}
+
+/// `; recording held 3 times for 0.512 s at the backlog limit, METRON_BUFFER_BACKLOG=32768K`
+/// (or the drops there) for the run's
+/// last stderr line; empty when the limit was never reached.
+fn backlog_note(b: &crate::buffer::BacklogStats) -> String {
+    let limit = format!(
+        "backlog limit, METRON_BUFFER_BACKLOG={}K",
+        b.limit_bytes >> 10
+    );
+    let mut note = String::new();
+    if b.blocked_times > 0 {
+        note.push_str(&format!(
+            "; recording held {} times for {:.3} s at the {limit}",
+            b.blocked_times,
+            b.blocked_ns as f64 / 1e9
+        ));
+    }
+    if b.drops_at_limit > 0 {
+        note.push_str(&format!(
+            "; records dropped {} times at the {limit}",
+            b.drops_at_limit
+        ));
+    }
+    note
 }
 
 /// Writes `metadata.json` through a temporary file and a rename, so that a failed write (a

@@ -103,6 +103,18 @@ pub static REGISTRY: &[SettingSpec] = &[
         description: "full buffer: lossless swaps in a fresh segment; discard drops and counts records until the flusher frees one",
     },
     SettingSpec {
+        name: "METRON_BUFFER_BACKLOG",
+        kind: Kind::SizeOrOff,
+        default: "32M",
+        description: "lossless policy: the most bytes of full segments waiting for the flusher, over all threads; at the limit METRON_BUFFER_BACKLOG_POLICY applies (off: no limit, memory grows with the backlog)",
+    },
+    SettingSpec {
+        name: "METRON_BUFFER_BACKLOG_POLICY",
+        kind: Kind::Choice(&["block", "drop"]),
+        default: "block",
+        description: "at the backlog limit: block holds the recording thread until the flusher has caught up (nothing lost; the time is reported), drop drops and counts records until it has (the thread is never held)",
+    },
+    SettingSpec {
         name: "METRON_FLUSH_INTERVAL",
         kind: Kind::Duration,
         default: "1s",
@@ -469,6 +481,10 @@ pub struct Settings {
     pub watermark_percent: u8,
     /// `METRON_BUFFER_POLICY`.
     pub policy: Policy,
+    /// `METRON_BUFFER_BACKLOG` in bytes; `None` when off.
+    pub backlog_bytes: Option<u64>,
+    /// `METRON_BUFFER_BACKLOG_POLICY`.
+    pub backlog_policy: crate::buffer::BacklogPolicy,
     /// `METRON_FLUSH_INTERVAL`; `None` when off.
     pub flush_interval: Option<Duration>,
     /// `METRON_SUMMARY`.
@@ -562,6 +578,11 @@ impl Settings {
             "discard" => Policy::Discard,
             _ => Policy::Lossless,
         };
+        let backlog_bytes = value_of("METRON_BUFFER_BACKLOG").size_or_off();
+        let backlog_policy = match value_of("METRON_BUFFER_BACKLOG_POLICY").text().as_str() {
+            "drop" => crate::buffer::BacklogPolicy::Drop,
+            _ => crate::buffer::BacklogPolicy::Block,
+        };
         let flush_interval = value_of("METRON_FLUSH_INTERVAL").duration();
         let summary = value_of("METRON_SUMMARY").bool();
         let report = value_of("METRON_REPORT").bool();
@@ -642,6 +663,8 @@ impl Settings {
             buffer_bytes,
             watermark_percent,
             policy,
+            backlog_bytes,
+            backlog_policy,
             flush_interval,
             summary,
             report,

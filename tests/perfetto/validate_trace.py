@@ -4,7 +4,9 @@
 Decodes every TracePacket with the official Perfetto protobuf definitions shipped by the
 `perfetto` PyPI package (perfetto.protos.perfetto.trace.perfetto_trace_pb2), not with
 Metron's encoder, resolves interning and packet defaults per sequence the way
-trace_processor does, and prints a JSON description of the trace:
+trace_processor does (the default clock and track of a sequence, and a sequence-scoped
+incremental clock declared in a clock snapshot on the sequence, whose packets carry the
+nanoseconds since the sequence's previous packet), and prints a JSON description of the trace:
 
   tracks      every track descriptor (process, thread, counter), with pid/tid and names
   threads     per thread track: name, Metron's own or not, slice count, max depth, the
@@ -102,6 +104,10 @@ class Sequence:
         self.event_names = {}
         self.annotation_names = {}
         self.clock_id = None
+        self.track_uuid = None
+        # Sequence-scoped clocks (ids 64-127) declared by a clock snapshot on the sequence:
+        # id -> [is_incremental, latest value, builtin clock id, offset to the builtin clock].
+        self.clocks = {}
 
 
 class Checks:
@@ -261,6 +267,8 @@ def validate(path, args):
             d = packet.trace_packet_defaults
             if d.HasField("timestamp_clock_id"):
                 seq.clock_id = d.timestamp_clock_id
+            if d.HasField("track_event_defaults") and d.track_event_defaults.HasField("track_uuid"):
+                seq.track_uuid = d.track_event_defaults.track_uuid
         if packet.HasField("interned_data"):
             for n in packet.interned_data.event_names:
                 seq.event_names[n.iid] = n.name
@@ -270,6 +278,18 @@ def validate(path, args):
             trace_stats = packet.trace_stats
         if packet.HasField("clock_snapshot"):
             clock_snapshots += 1
+            clocks = packet.clock_snapshot.clocks
+            builtin = [c for c in clocks if c.clock_id < 64]
+            for c in clocks:
+                if 64 <= c.clock_id < 128 and builtin:
+                    base = builtin[0]
+                    unit = c.unit_multiplier_ns or 1
+                    seq.clocks[c.clock_id] = [
+                        c.is_incremental,
+                        c.timestamp * unit,
+                        base.clock_id,
+                        base.timestamp - c.timestamp * unit,
+                    ]
         if packet.HasField("track_descriptor"):
             t = packet.track_descriptor
             entry = tracks.setdefault(t.uuid, {"uuid": t.uuid})
@@ -301,6 +321,15 @@ def validate(path, args):
             continue
         ts = packet.timestamp
         clock = packet.timestamp_clock_id if packet.HasField("timestamp_clock_id") else seq.clock_id
+        if clock is not None and 64 <= clock < 128:
+            scoped = seq.clocks.get(clock)
+            if scoped is None:
+                problem("wrong_clock", "packet %d uses clock %d, not declared on its sequence" % (order, clock))
+                continue
+            if scoped[0]:
+                scoped[1] += ts
+                ts = scoped[1]
+            clock, ts = scoped[2], ts + scoped[3]
         if clock != CLOCK_IDS[args.clock]:
             problem("wrong_clock", "packet %d has clock %s" % (order, clock))
         if args.window_start_ns is not None and ts < args.window_start_ns:
@@ -333,7 +362,8 @@ def validate(path, args):
             flows_out[f] = flows_out.get(f, 0) + 1
         for f in in_ids:
             flows_in[f] = flows_in.get(f, 0) + 1
-        on_event(e.track_uuid, ts, e.type, name, ann, value, out_ids, in_ids)
+        uuid = e.track_uuid if e.HasField("track_uuid") else seq.track_uuid
+        on_event(uuid, ts, e.type, name, ann, value, out_ids, in_ids)
 
     checks.add("framing", framing_error is None, framing_error or "%d packets" % packet_count)
     if tail[0]:

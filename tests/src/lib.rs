@@ -254,14 +254,16 @@ impl Run {
             .rev()
             .find(|l| l.starts_with("metron: wrote "))?;
         let rest = line.strip_prefix("metron: wrote ")?;
-        let (dir, counts) = rest.rsplit_once(" (")?;
-        let counts = counts.strip_suffix(" dropped)")?;
-        let (records, dropped) = counts.split_once(" records, ")?;
-        Some((
-            PathBuf::from(dir),
-            records.parse().ok()?,
-            dropped.parse().ok()?,
-        ))
+        // Notes may follow the counts (`; refused: ...`, `; recording held ...`).
+        rest.match_indices(" (").find_map(|(at, _)| {
+            let counts = rest[at + 2..].split_once(" dropped)")?.0;
+            let (records, dropped) = counts.split_once(" records, ")?;
+            Some((
+                PathBuf::from(&rest[..at]),
+                records.parse().ok()?,
+                dropped.parse().ok()?,
+            ))
+        })
     }
 }
 

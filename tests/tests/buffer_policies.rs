@@ -201,6 +201,164 @@ fn discard_with_a_blocked_flusher_drops_and_reports_the_exact_count() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The backlog limit: a program that records faster than the flusher writes is held (or drops,
+// counted) at METRON_BUFFER_BACKLOG instead of growing its memory until exit.
+
+/// Regions recorded by the backlog scenarios.
+const BACKLOG_PAIRS: u64 = 10_000_000;
+/// The backlog limit they run with, and the pairs that fill it (16 bytes per record, two
+/// records per pair).
+const BACKLOG_LIMIT: u64 = 16 << 20;
+const PAIRS_IN_LIMIT: u64 = BACKLOG_LIMIT / 32;
+
+/// Peak resident memory of this process so far, in bytes (`getrusage`).
+fn peak_rss_bytes() -> u64 {
+    // SAFETY: `getrusage` fills the zero-initialised struct it is given; RUSAGE_SELF is valid.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        assert_eq!(libc::getrusage(libc::RUSAGE_SELF, &mut usage), 0);
+        usage
+    };
+    usage.ru_maxrss as u64 * 1024
+}
+
+/// Records [`BACKLOG_PAIRS`] on this thread while the flusher is stuck in a user sink until
+/// the recording has passed the backlog limit (it is held there, or drops, by the policy),
+/// then ends the run and reports the process's peak RSS, which covers the whole run.
+fn record_past_a_stuck_flusher() {
+    let gate = Arc::new(Gate::default());
+    metron::add_sink(Box::new(BlockingSink {
+        first: true,
+        gate: Arc::clone(&gate),
+    }));
+    let done = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    // Releases the flusher once the recording has stopped advancing (held at the limit; under
+    // the drop policy: once the limit's worth of records was produced since the flusher got
+    // stuck). No time is asserted; the waits only pace the releaser.
+    let releaser = {
+        let (gate, done) = (Arc::clone(&gate), Arc::clone(&done));
+        std::thread::spawn(move || {
+            while !gate.entered.load(Ordering::Acquire) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let from = done.load(Ordering::Relaxed);
+            let mut last = from;
+            loop {
+                std::thread::sleep(Duration::from_millis(200));
+                let now = done.load(Ordering::Relaxed);
+                // Held (possibly since before the flusher reached the sink), or, dropping,
+                // past the limit's worth.
+                if now == last || now >= from + PAIRS_IN_LIMIT + 65_536 {
+                    break;
+                }
+                last = now;
+            }
+            gate.release();
+        })
+    };
+    for i in 0..BACKLOG_PAIRS {
+        {
+            let _pair = metron::scope!("pair");
+        }
+        done.store(i + 1, Ordering::Relaxed);
+    }
+    releaser.join().expect("the releaser");
+    metron::finish();
+    emit_data(&json!({ "peak_rss_bytes": peak_rss_bytes() }));
+}
+
+scenario! {
+    fn scenario_backlog_limit_holds_the_recording() {
+        record_past_a_stuck_flusher();
+    }
+}
+
+#[test]
+fn ten_million_regions_through_a_16m_backlog_hold_the_recording_lose_nothing_and_stay_small() {
+    let run = Scenario::new("scenario_backlog_limit_holds_the_recording")
+        .env("METRON_BUFFER_BACKLOG", "16M")
+        .run();
+    let metadata = run.metadata();
+    let buffer = &metadata["buffer"];
+    assert_eq!(buffer["backlog_policy"], "block", "{buffer}");
+    let backlog = &buffer["backlog"];
+    assert_eq!(backlog["limit_bytes"], BACKLOG_LIMIT, "{backlog}");
+    // Held at the limit (the flusher was stuck), and for a measured time ...
+    assert!(backlog["blocked_times"].as_u64().unwrap() >= 1, "{backlog}");
+    assert!(backlog["blocked_ns"].as_u64().unwrap() > 0, "{backlog}");
+    // ... never past it ...
+    assert!(
+        backlog["peak_bytes"].as_u64().unwrap() <= BACKLOG_LIMIT,
+        "{backlog}"
+    );
+    assert_eq!(backlog["drops_at_limit"], 0, "{backlog}");
+    // ... and nothing lost: every region is in the summary.
+    assert_eq!(metadata["records"]["dropped"], 0);
+    assert_eq!(metadata["records"]["written"], 2 * BACKLOG_PAIRS);
+    let summary = run.summary();
+    assert_eq!(find(&summary["merged"], &["pair"])["count"], BACKLOG_PAIRS);
+    // The last stderr line says how long recording was held.
+    let line = run
+        .stderr
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("metron: wrote "))
+        .unwrap();
+    assert!(line.contains("; recording held "), "{line}");
+    assert!(line.contains("METRON_BUFFER_BACKLOG=16384K"), "{line}");
+    // The whole run (10^7 regions, summary and trace written) fits in 100 MB.
+    let rss = run.data()["peak_rss_bytes"].as_u64().unwrap();
+    eprintln!(
+        "10^7 regions, 16 MiB backlog: peak RSS {:.1} MB",
+        rss as f64 / 1e6
+    );
+    assert!(rss <= 100_000_000, "peak RSS {rss} bytes");
+}
+
+scenario! {
+    fn scenario_backlog_limit_drops() {
+        record_past_a_stuck_flusher();
+    }
+}
+
+#[test]
+fn at_the_backlog_limit_the_drop_policy_drops_and_counts_exactly() {
+    let run = Scenario::new("scenario_backlog_limit_drops")
+        .env("METRON_BUFFER_BACKLOG", "16M")
+        .env("METRON_BUFFER_BACKLOG_POLICY", "drop")
+        .run();
+    let metadata = run.metadata();
+    let backlog = &metadata["buffer"]["backlog"];
+    assert_eq!(metadata["buffer"]["backlog_policy"], "drop");
+    assert!(
+        backlog["drops_at_limit"].as_u64().unwrap() >= 1,
+        "{backlog}"
+    );
+    assert_eq!(backlog["blocked_times"], 0, "{backlog}");
+    assert!(
+        backlog["peak_bytes"].as_u64().unwrap() <= BACKLOG_LIMIT,
+        "{backlog}"
+    );
+    let written = metadata["records"]["written"].as_u64().unwrap();
+    let dropped = metadata["records"]["dropped"].as_u64().unwrap();
+    assert!(dropped > 0);
+    assert_eq!(
+        written + dropped,
+        2 * BACKLOG_PAIRS,
+        "every record written or counted"
+    );
+    let (_, line_written, line_dropped) = run.wrote_line().expect("the `metron: wrote` line");
+    assert_eq!((line_written, line_dropped), (written, dropped));
+    let line = run
+        .stderr
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("metron: wrote "))
+        .unwrap();
+    assert!(line.contains("at the backlog limit"), "{line}");
+}
+
+// ---------------------------------------------------------------------------------------------
 // The generic BufferedService API, in process.
 
 /// What a callback saw: records per producer index, and dropped counts per batch.

@@ -332,7 +332,7 @@ fn every_thread_has_its_track_with_the_nesting_the_program_did() {
     let report = &meta["outputs"]["trace"];
     assert_eq!(report["complete"], true, "{report}");
     assert_eq!(report["track_events_lost"], 0);
-    assert_eq!(report["track_events_read_back"], trace["track_events"]);
+    assert_eq!(report["track_events_written"], trace["track_events"]);
     assert!(
         !child.stderr.contains("perfetto_c.cc"),
         "Perfetto's own log lines reach stderr: {}",
@@ -578,39 +578,54 @@ fn after_sigkill_the_trace_keeps_what_was_drained() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The packets the sink encodes itself: every one is in the file, on Metron's own sequence.
+// The packets the sink encodes itself: every one is in the file, on Metron's own sequences
+// (one for the process, one per thread for its slices), counted as written, never read back.
 
 #[test]
-fn every_packet_the_sink_encodes_is_in_the_file_on_its_own_sequence() {
+fn every_packet_the_sink_encodes_is_in_the_file_on_its_own_sequences() {
     if in_child("threads") {
         return scenario_threads();
     }
-    let test = "every_packet_the_sink_encodes_is_in_the_file_on_its_own_sequence";
+    let test = "every_packet_the_sink_encodes_is_in_the_file_on_its_own_sequences";
     let child = run_child(test, "threads", &[]);
     let meta = metadata(&child.dir);
     let report = &meta["outputs"]["trace"];
     assert_eq!(report["complete"], true, "{report}");
     let written = report["packets_written"].as_u64().expect("packets_written");
     assert!(written > 0, "{report}");
-    assert_eq!(report["packets_read_back"], written, "{report}");
     assert_eq!(report["packets_lost"], 0, "{report}");
     assert_eq!(report["track_events_lost"], 0, "{report}");
+    assert_eq!(report["bytes_not_written"], 0, "{report}");
     let trace = validate_ok(&child.dir.join("trace.pftrace"), Some(child.window), &[]);
     let per_sequence = trace["sequence_packets"]
         .as_object()
         .expect("sequence_packets");
-    let own = report["sequence_id"]
+    let main = report["sequence_id"].as_u64().expect("sequence_id");
+    let threads_from = report["thread_sequence_ids_from"]
         .as_u64()
-        .expect("sequence_id")
-        .to_string();
-    // The independent decoder finds every packet the sink encoded, all on its sequence ...
-    assert_eq!(per_sequence[&own], written, "{per_sequence:?}");
+        .expect("thread_sequence_ids_from");
+    let own = |k: &str| {
+        let id: u64 = k.parse().unwrap();
+        id == main || id >= threads_from
+    };
+    // The independent decoder finds every packet the sink counted, all on its sequences ...
+    let on_own: u64 = per_sequence
+        .iter()
+        .filter(|(k, _)| own(k))
+        .map(|(_, v)| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(on_own, written, "{per_sequence:?}");
+    // (the threads' slices each on their thread's sequence) ...
+    let thread_sequences = per_sequence
+        .keys()
+        .filter(|k| own(k) && **k != main.to_string());
+    assert!(thread_sequences.count() >= 4, "{per_sequence:?}");
     // ... with every track event the sink counted ...
     assert_eq!(trace["track_events"], report["counts"]["track_events"]);
     // ... and the service's packets (clock snapshots, trace stats) on sequences of their own.
     let service: u64 = per_sequence
         .iter()
-        .filter(|(k, _)| **k != own)
+        .filter(|(k, _)| !own(k))
         .map(|(_, v)| v.as_u64().unwrap())
         .sum();
     assert_eq!(service, report["service_packets"].as_u64().unwrap());

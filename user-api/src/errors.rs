@@ -119,7 +119,28 @@ pub fn counts() -> [u64; 10] {
 /// Adds the `c_api` section to `metadata.json` (once).
 pub(crate) fn register_metadata() {
     static ONCE: Once = Once::new();
-    ONCE.call_once(|| metron::add_metadata_section("c_api", c_api_section));
+    ONCE.call_once(|| {
+        metron::add_metadata_section("c_api", c_api_section);
+        metron::add_refusals(c_api_refusals);
+    });
+}
+
+/// The C API's calls refused by a documented limit, for the run's last stderr line and the
+/// summary's header (they are also in the `c_api` section).
+fn c_api_refusals() -> Vec<(String, u64)> {
+    let counts = counts();
+    STATUSES
+        .iter()
+        .zip(counts)
+        .filter(|((name, _), _)| *name == "too_deep")
+        .map(|(_, n)| {
+            (
+                "C API region begins past the nesting limit of 256 open regions, too_deep"
+                    .to_string(),
+                n,
+            )
+        })
+        .collect()
 }
 
 fn c_api_section() -> serde_json::Value {

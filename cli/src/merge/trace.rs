@@ -12,6 +12,10 @@ use std::io::{self, BufRead, Read as _, Write};
 pub(crate) const CLOCK_REALTIME: u64 = 1;
 const CLOCK_MONOTONIC: u64 = 3;
 const CLOCK_BOOTTIME: u64 = 6;
+/// The sequence-scoped incremental clock of Metron's thread sequences: declared by a clock
+/// snapshot on the sequence equal to `CLOCK_MONOTONIC`, then each packet's timestamp is the
+/// nanoseconds since the sequence's previous packet.
+const CLOCK_INCREMENTAL: u64 = 64;
 
 /// `Trace.packet`.
 const TRACE_PACKET: u32 = 1;
@@ -215,6 +219,8 @@ struct MpiEvent {
 struct SeqState {
     new_id: u32,
     clock: Option<u64>,
+    /// The latest `CLOCK_MONOTONIC` time of the sequence's incremental clock, if declared.
+    incremental: Option<u64>,
 }
 
 /// Rewrites packets of one rank.
@@ -339,6 +345,9 @@ impl<'m> Rewriter<'m> {
         let mut default_clock = None;
         let mut cleared = false;
         let mut interned_data = None;
+        // A clock snapshot on the sequence that declares its incremental clock: read, left
+        // out of the packet, which keeps the rest (the sequence's defaults).
+        let mut incremental_base = None;
         for f in fields(raw) {
             match f? {
                 (interned::INTERNED_DATA, Value::Len(d)) => interned_data = Some(d),
@@ -353,9 +362,12 @@ impl<'m> Rewriter<'m> {
                     }
                 }
                 (packet::CLOCK_SNAPSHOT, Value::Len(s)) if !self.map.keep_clocks => {
-                    self.read_snapshot(s)?;
-                    self.counts.service_packets_left_out += 1;
-                    return Ok(Outcome::Skip);
+                    incremental_base = incremental_clock(s)?;
+                    if incremental_base.is_none() {
+                        self.read_snapshot(s)?;
+                        self.counts.service_packets_left_out += 1;
+                        return Ok(Outcome::Skip);
+                    }
                 }
                 (
                     packet::TRACE_CONFIG
@@ -377,18 +389,36 @@ impl<'m> Rewriter<'m> {
             SeqState {
                 new_id: *next_seq,
                 clock: None,
+                incremental: None,
             }
         });
         if cleared {
             state.clock = None;
+            state.incremental = None;
             self.mpi_names.remove(&seq_id);
             self.call_iids.remove(&seq_id);
         }
         if default_clock.is_some() {
             state.clock = default_clock;
         }
+        if incremental_base.is_some() {
+            state.incremental = incremental_base;
+        }
+        let mut clock = clock_id.or(state.clock).unwrap_or(CLOCK_BOOTTIME);
+        // The incremental clock's deltas become absolute `CLOCK_MONOTONIC` times here.
+        let mut absolute = None;
+        if clock == CLOCK_INCREMENTAL && !self.map.keep_clocks {
+            if let Some(last) = state.incremental.as_mut() {
+                for f in fields(raw) {
+                    if let (packet::TIMESTAMP, Value::Varint(ts)) = f? {
+                        *last += ts;
+                        absolute = Some(*last);
+                    }
+                }
+                clock = CLOCK_MONOTONIC;
+            }
+        }
         let state = *state;
-        let clock = clock_id.or(state.clock).unwrap_or(CLOCK_BOOTTIME);
         if let Some(d) = interned_data {
             self.read_interned(seq_id, d)?;
         }
@@ -400,7 +430,10 @@ impl<'m> Rewriter<'m> {
                 (packet::TIMESTAMP | packet::CLOCK_ID, _) if self.map.keep_clocks => {
                     put(out, field, value)
                 }
-                (packet::TIMESTAMP, Value::Varint(ts)) => match self.to_realtime(clock, ts) {
+                (packet::CLOCK_SNAPSHOT, _) if incremental_base.is_some() => {}
+                (packet::TIMESTAMP, Value::Varint(ts)) => match self
+                    .to_realtime(clock, absolute.unwrap_or(ts))
+                {
                     Some(t) => {
                         put(out, field, Value::Varint(t));
                         self.counts.first_ts = Some(self.counts.first_ts.map_or(t, |f| f.min(t)));
@@ -751,6 +784,29 @@ impl<'m> Rewriter<'m> {
         }
         Ok(())
     }
+}
+
+/// The starting value of the sequence-scoped incremental clock a clock snapshot declares
+/// (`CLOCK_INCREMENTAL` with `is_incremental`), if it declares one.
+fn incremental_clock(s: &[u8]) -> Result<Option<u64>, WireError> {
+    let mut found = None;
+    for f in fields(s) {
+        if let (snapshot::CLOCKS, Value::Len(c)) = f? {
+            let (mut id, mut ts, mut incremental) = (None, None, false);
+            for g in fields(c) {
+                match g? {
+                    (snapshot::CLOCK_ID, Value::Varint(v)) => id = Some(v),
+                    (snapshot::TIMESTAMP, Value::Varint(v)) => ts = Some(v),
+                    (3, Value::Varint(v)) => incremental = v != 0,
+                    _ => {}
+                }
+            }
+            if let (Some(CLOCK_INCREMENTAL), Some(t), true) = (id, ts, incremental) {
+                found = Some(t);
+            }
+        }
+    }
+    Ok(found)
 }
 
 /// The merged trace's first packet: a clock snapshot that makes `CLOCK_REALTIME` its trace

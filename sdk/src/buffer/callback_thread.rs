@@ -9,6 +9,11 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::thread::{JoinHandle, Thread};
 use std::time::Duration;
 
+thread_local! {
+    /// Set on callback threads.
+    pub(crate) static ON_CALLBACK_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 struct Inner {
     services: Mutex<Vec<Weak<dyn Drainable>>>,
     thread: OnceLock<Thread>,
@@ -107,6 +112,7 @@ impl CallbackThread {
 }
 
 fn run(inner: Arc<Inner>) {
+    ON_CALLBACK_THREAD.with(|c| c.set(true));
     loop {
         let interval = *inner.interval.lock().unwrap_or_else(|e| e.into_inner());
         match interval {

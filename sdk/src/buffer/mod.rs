@@ -11,6 +11,15 @@
 //! - [`Policy::Discard`] has two segments per producer; when both are full, records are
 //!   dropped and counted until the callback frees one. The count arrives with the next batch.
 //!
+//! A lossless service may have a **backlog limit** ([`BufferedService::set_backlog_limit`]): the
+//! bytes of segments handed over and not yet delivered, over all producers. A producer that
+//! would pass it applies the [`BacklogPolicy`]: [`BacklogPolicy::Block`] waits (in the cold
+//! path, on a condition variable the reader signals when it frees a segment) until the
+//! callback has caught up, and the time it waited is counted; [`BacklogPolicy::Drop`] drops and
+//! counts its records until a segment is free. Either way memory stays bounded, and
+//! [`BufferedService::backlog_stats`] says what happened. Metron's own threads (the callback
+//! thread included) never wait: they map past the limit, counted.
+//!
 //! The callback receives [`Batch`]es: records of one producer in the order they were written,
 //! and how many of that producer's records were dropped since its previous batch. Services
 //! share the default callback thread ([`CallbackThread::shared`]) unless given a dedicated one;
@@ -45,6 +54,11 @@ pub(crate) mod service;
 pub use callback_thread::{CallbackThread, FLUSHER_THREAD_NAME};
 pub use service::{BufferedService, Producer};
 
+/// True on a callback thread (which must never wait for itself at a backlog limit).
+pub(crate) fn on_callback_thread() -> bool {
+    callback_thread::ON_CALLBACK_THREAD.with(std::cell::Cell::get)
+}
+
 /// What happens when a producer's buffer is full.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -53,6 +67,45 @@ pub enum Policy {
     Lossless,
     /// Drop and count until the callback thread frees a segment.
     Discard,
+}
+
+/// What a producer of a lossless service does when the backlog limit is reached.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BacklogPolicy {
+    /// Wait until the callback thread has freed a segment (nothing is lost; the recording
+    /// thread is slowed to the back end's rate). The time waited is counted.
+    Block,
+    /// Drop and count records until the callback thread has freed a segment (the recording
+    /// thread is never held).
+    Drop,
+}
+
+/// The backlog limit of a lossless service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BacklogLimit {
+    /// Bytes of handed-over, undelivered segments over all producers (0: no limit).
+    pub bytes: usize,
+    /// What a producer does at the limit.
+    pub policy: BacklogPolicy,
+}
+
+/// What the backlog limit did, for `metadata.json` and the run's last stderr line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct BacklogStats {
+    /// The limit in bytes (0: none).
+    pub limit_bytes: u64,
+    /// The most bytes of backlog seen (handed-over segments not yet delivered).
+    pub peak_bytes: u64,
+    /// Times a producer waited at the limit (policy `block`).
+    pub blocked_times: u64,
+    /// Nanoseconds producers waited at the limit, over all threads.
+    pub blocked_ns: u64,
+    /// Times a producer dropped records at the limit (policy `drop`; the records are counted
+    /// with the producer's other drops).
+    pub drops_at_limit: u64,
+    /// Segments Metron's own threads took past the limit (they never wait).
+    pub own_threads_past_limit: u64,
 }
 
 /// Size, watermark and policy of a [`BufferedService`].

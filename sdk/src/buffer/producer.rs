@@ -235,7 +235,16 @@ impl<R: Copy + Send + 'static> RawProducer<R> {
         let seg = unsafe { &*self.segment.get() };
         let at_capacity = self.limit.get() == seg.slot(seg.capacity());
         let fresh = match service.config.policy {
-            Policy::Lossless => service.take_segment().map(Box::into_raw),
+            Policy::Lossless => {
+                let own = shared.info.thread_name.starts_with("metron");
+                // At the backlog limit with policy `drop`: no fresh segment, so the records are
+                // dropped (and counted) until the reader frees one.
+                if service.admit(own) {
+                    service.take_segment().map(Box::into_raw)
+                } else {
+                    None
+                }
+            }
             Policy::Discard => {
                 let spare = shared.spare.swap(ptr::null_mut(), Ordering::AcqRel);
                 (!spare.is_null()).then_some(spare)
@@ -248,6 +257,7 @@ impl<R: Copy + Send + 'static> RawProducer<R> {
                     sealed.push_back(SegmentPtr(self.segment.get().cast_mut()));
                     shared.current.store(fresh, Ordering::Release);
                 }
+                service.sealed_one();
                 self.start_segment(fresh);
                 service.wake();
                 true
@@ -301,6 +311,7 @@ impl<R: Copy + Send + 'static> RawProducer<R> {
             let current = shared.current.swap(ptr::null_mut(), Ordering::AcqRel);
             if !current.is_null() {
                 sealed.push_back(SegmentPtr(current));
+                self.service_ref().sealed_one();
             }
             shared.retired.store(true, Ordering::Release);
         }

@@ -4,9 +4,13 @@
 use super::callback_thread::CallbackThread;
 use super::producer::{ProducerShared, RawProducer, SegmentPtr};
 use super::segment::Segment;
-use super::{Batch, BufferConfig, Policy, ProducerInfo, SlotConfig};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use super::{
+    BacklogLimit, BacklogPolicy, BacklogStats, Batch, BufferConfig, Policy, ProducerInfo,
+    SlotConfig,
+};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::time::{Duration, Instant};
 
 /// The callback a service delivers batches to.
 pub(crate) type Callback<R> = Box<dyn FnMut(Batch<'_, R>) + Send>;
@@ -38,6 +42,18 @@ pub(crate) struct ServiceInner<R> {
     keep_free: AtomicUsize,
     pub(crate) segments_mapped: AtomicU64,
     pub(crate) records_delivered: AtomicU64,
+    /// Segments handed to the reader and not yet recycled (the backlog), over all producers.
+    backlog: AtomicUsize,
+    /// The backlog limit in segments (0: none) and its policy (`true`: drop).
+    limit_segments: AtomicUsize,
+    limit_drops: AtomicBool,
+    /// Signalled when the reader recycles segments (producers waiting at the limit).
+    relief: (Mutex<()>, Condvar),
+    peak_backlog: AtomicUsize,
+    blocked_times: AtomicU64,
+    blocked_ns: AtomicU64,
+    drops_at_limit: AtomicU64,
+    own_threads_past_limit: AtomicU64,
 }
 
 impl<R: Copy + Send + 'static> ServiceInner<R> {
@@ -60,10 +76,64 @@ impl<R: Copy + Send + 'static> ServiceInner<R> {
             keep_free: AtomicUsize::new(0),
             segments_mapped: AtomicU64::new(0),
             records_delivered: AtomicU64::new(0),
+            backlog: AtomicUsize::new(0),
+            limit_segments: AtomicUsize::new(0),
+            limit_drops: AtomicBool::new(false),
+            relief: (Mutex::new(()), Condvar::new()),
+            peak_backlog: AtomicUsize::new(0),
+            blocked_times: AtomicU64::new(0),
+            blocked_ns: AtomicU64::new(0),
+            drops_at_limit: AtomicU64::new(0),
+            own_threads_past_limit: AtomicU64::new(0),
         });
         let weak: Weak<dyn Drainable> = Arc::downgrade(&inner) as Weak<dyn Drainable>;
         inner.thread.register(weak);
         inner
+    }
+
+    /// Called by a producer that is about to hand a segment over (cold): applies the backlog
+    /// limit. Returns false when the producer must drop its records instead (policy `drop`,
+    /// at the limit); otherwise it may hand the segment over (having waited, under policy
+    /// `block`, until the backlog is under the limit). `own` is true for Metron's own threads,
+    /// which never wait or drop here (the callback thread waiting for itself would never
+    /// wake).
+    pub(crate) fn admit(&self, own: bool) -> bool {
+        let limit = self.limit_segments.load(Ordering::Relaxed);
+        if limit == 0 || self.backlog.load(Ordering::Acquire) < limit {
+            return true;
+        }
+        if own || super::on_callback_thread() {
+            self.own_threads_past_limit.fetch_add(1, Ordering::Relaxed);
+            return true;
+        }
+        if self.limit_drops.load(Ordering::Relaxed) {
+            self.drops_at_limit.fetch_add(1, Ordering::Relaxed);
+            self.wake();
+            return false;
+        }
+        let started = Instant::now();
+        let (lock, relief) = &self.relief;
+        let mut guard = lock.lock().unwrap_or_else(|e| e.into_inner());
+        while self.backlog.load(Ordering::Acquire) >= limit {
+            self.wake();
+            // Bounded, so that a wake-up missed between the check and the wait costs at most
+            // this long.
+            guard = relief
+                .wait_timeout(guard, Duration::from_millis(10))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        drop(guard);
+        self.blocked_times.fetch_add(1, Ordering::Relaxed);
+        self.blocked_ns
+            .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        true
+    }
+
+    /// Counts a segment handed to the reader (the producer sealed it).
+    pub(crate) fn sealed_one(&self) {
+        let now = self.backlog.fetch_add(1, Ordering::AcqRel) + 1;
+        self.peak_backlog.fetch_max(now, Ordering::Relaxed);
     }
 
     /// A free segment, or a newly mapped one (cold).
@@ -113,6 +183,13 @@ impl<R: Copy + Send + 'static> ServiceInner<R> {
         // (us, under the drain lock) is now its only owner.
         let segment = unsafe { Box::from_raw(segment) };
         segment.reset();
+        if self.backlog.fetch_sub(1, Ordering::AcqRel)
+            <= self.limit_segments.load(Ordering::Relaxed)
+        {
+            // Taking the lock orders this with a producer between its check and its wait.
+            drop(self.relief.0.lock().unwrap_or_else(|e| e.into_inner()));
+            self.relief.1.notify_all();
+        }
         if self.config.policy == Policy::Discard && !shared.retired.load(Ordering::Acquire) {
             let raw = Box::into_raw(segment);
             if shared
@@ -320,6 +397,35 @@ impl<R: Copy + Send + 'static> BufferedService<R> {
     /// How many segments were mapped so far.
     pub fn segments_mapped(&self) -> u64 {
         self.inner.segments_mapped.load(Ordering::Relaxed)
+    }
+
+    /// Limits the backlog of a lossless service (see the [module docs](super)): rounded down
+    /// to whole segments, at least one; 0 bytes removes the limit.
+    pub fn set_backlog_limit(&self, limit: BacklogLimit) {
+        let segment = self.inner.config.capacity * std::mem::size_of::<R>().max(1);
+        let segments = match limit.bytes {
+            0 => 0,
+            b => (b / segment).max(1),
+        };
+        let inner = &self.inner;
+        inner.limit_segments.store(segments, Ordering::Relaxed);
+        inner
+            .limit_drops
+            .store(limit.policy == BacklogPolicy::Drop, Ordering::Relaxed);
+    }
+
+    /// What the backlog limit did so far.
+    pub fn backlog_stats(&self) -> BacklogStats {
+        let inner = &self.inner;
+        let segment = (inner.config.capacity * std::mem::size_of::<R>()) as u64;
+        BacklogStats {
+            limit_bytes: inner.limit_segments.load(Ordering::Relaxed) as u64 * segment,
+            peak_bytes: inner.peak_backlog.load(Ordering::Relaxed) as u64 * segment,
+            blocked_times: inner.blocked_times.load(Ordering::Relaxed),
+            blocked_ns: inner.blocked_ns.load(Ordering::Relaxed),
+            drops_at_limit: inner.drops_at_limit.load(Ordering::Relaxed),
+            own_threads_past_limit: inner.own_threads_past_limit.load(Ordering::Relaxed),
+        }
     }
 }
 

@@ -38,7 +38,8 @@
 //! packets are moved from the session into the file every half flush interval.
 
 use super::perfetto_encode::{
-    annotation, defaults, event, interned, packet, track, Encoder, FastMap, METRON_SEQUENCE_ID,
+    annotation, defaults, event, interned, packet, track, Encoder, FastMap, CLOCK_MONOTONIC,
+    METRON_SEQUENCE_ID, THREAD_SEQUENCE_BASE,
 };
 use super::perfetto_session::{
     FillPolicy, PerfettoLoss, SeqState, Session, SessionConfig, FIXED_IID_BASE,
@@ -68,8 +69,6 @@ pub const COUNTER_UUID_BASE: u64 = 0x100_0000;
 /// Reserved for GPU stream/queue tracks.
 pub const GPU_UUID_BASE: u64 = 0x1000_0000;
 
-/// `BuiltinClock.MONOTONIC`.
-const CLOCK_MONOTONIC: u64 = 3;
 /// `TracePacket.sequence_flags`.
 const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
 const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
@@ -202,6 +201,13 @@ struct ThreadTrack {
     uuid: u64,
     name: String,
     described: bool,
+    /// The thread's own sequence (`THREAD_SEQUENCE_BASE + index`): its slices, with the track
+    /// from the sequence's defaults and delta timestamps.
+    seq_id: u64,
+    /// Interning state of that sequence (`fresh` until its first packet).
+    seq: SeqState,
+    /// The incremental clock of that sequence: the time of its latest packet.
+    clock: u64,
     depth: u32,
     /// Slices begun and not yet ended in what was written (kept under a size limit only).
     open_written: u32,
@@ -287,6 +293,8 @@ struct Mark {
     packets: u64,
     counts: TraceCounts,
     samples: super::perfetto_samples::SampleCounts,
+    /// The clock of the event's thread sequence.
+    clock: Option<u64>,
 }
 
 /// The Perfetto trace sink.
@@ -322,6 +330,21 @@ pub struct PerfettoSink {
     gpu: super::perfetto_gpu::GpuTracks,
     /// `METRON_TRACE_MAX_SIZE` and the cut.
     cap: Option<SizeCap>,
+    /// What went to the file, counted as it is written (nothing is read back).
+    tally: Tally,
+}
+
+/// The sink's count of what it handed to the file: the proof that nothing was lost is that
+/// every packet and track event encoded was in a write that reached the file.
+#[derive(Clone, Copy, Debug, Default)]
+struct Tally {
+    /// Packets and track events in writes so far (reached the file or lost).
+    packets: u64,
+    track_events: u64,
+    bytes: u64,
+    /// Those of them in writes that did not reach the file.
+    packets_lost: u64,
+    track_events_lost: u64,
 }
 
 impl PerfettoSink {
@@ -363,6 +386,7 @@ impl PerfettoSink {
             samples: Default::default(),
             gpu: Default::default(),
             cap,
+            tally: Tally::default(),
         }
     }
 
@@ -441,6 +465,9 @@ impl PerfettoSink {
                 uuid: THREAD_UUID_BASE + thread.index,
                 name: thread.name.clone(),
                 described: false,
+                seq_id: THREAD_SEQUENCE_BASE + thread.index,
+                seq: SeqState::default(),
+                clock: 0,
                 depth: 0,
                 open_written: 0,
                 last_ts: 0,
@@ -507,11 +534,24 @@ impl PerfettoSink {
             return;
         }
         let started = Instant::now();
-        if let Some(session) = self.session.as_mut() {
-            session.write_own(&self.enc.buf);
-            if let Some(cap) = self.cap.as_mut() {
-                cap.file_bytes = session.output().bytes;
+        let packets = self.enc.packets - self.tally.packets;
+        let events = self.counts.track_events - self.tally.track_events;
+        self.tally.packets = self.enc.packets;
+        self.tally.track_events = self.counts.track_events;
+        self.tally.bytes += self.enc.buf.len() as u64;
+        let reached = match self.session.as_mut() {
+            Some(session) => {
+                let reached = session.write_own(&self.enc.buf);
+                if let Some(cap) = self.cap.as_mut() {
+                    cap.file_bytes = session.output().bytes;
+                }
+                reached
             }
+            None => false,
+        };
+        if !reached {
+            self.tally.packets_lost += packets;
+            self.tally.track_events_lost += events;
         }
         self.enc.buf.clear();
         self.counts.drain_ns += started.elapsed().as_nanos() as u64;
@@ -547,20 +587,87 @@ impl PerfettoSink {
         if !self.threads[&thread.index].described {
             self.describe_thread(thread, first_ts);
         }
+        {
+            let t = self.threads.get_mut(&thread.index).expect("made above");
+            if t.seq.fresh {
+                self.enc
+                    .start_thread_sequence(t.seq_id, t.uuid, &mut t.clock, first_ts);
+                t.seq.fresh = false;
+            }
+        }
         if self.cap.is_none() {
-            for event in events {
-                self.event(thread, track, cats, event);
+            let mut i = 0;
+            while i < events.len() {
+                i += self.ordinary_slices(thread, cats, &events[i..]);
+                if let Some(event) = events.get(i) {
+                    self.event(thread, track, cats, event);
+                    i += 1;
+                }
             }
             return;
         }
         for (i, event) in events.iter().enumerate() {
-            let mark = self.mark();
+            let mut mark = self.mark();
+            mark.clock = Some(self.threads[&thread.index].clock);
             self.event(thread, track, cats, event);
             if !self.keep(thread, event, mark) {
                 self.left_out((events.len() - i) as u64);
                 return;
             }
         }
+    }
+
+    /// Encodes the ordinary begins and ends at the start of `events` (one thread's), the
+    /// common case, with one lookup of the thread's track for all of them: a begin whose name
+    /// the thread's sequence already has, an end with no values, annotations or note. Returns
+    /// how many it encoded; the caller hands the next event to [`PerfettoSink::event`].
+    fn ordinary_slices(
+        &mut self,
+        thread: &ThreadInfo,
+        cats: Categories,
+        events: &[Event<'_>],
+    ) -> usize {
+        if !cats.regions {
+            return 0;
+        }
+        let Some(t) = self.threads.get_mut(&thread.index) else {
+            return 0;
+        };
+        let enc = &mut self.enc;
+        let (mut begun, mut ended) = (0u64, 0u64);
+        let mut n = 0;
+        for event in events {
+            match *event {
+                Event::Begin { ts_ns, site } if ts_ns >= t.clock => {
+                    let iid = u64::from(site.id());
+                    if !t.seq.has_event_name(iid) {
+                        break;
+                    }
+                    enc.slice(t.seq_id, &mut t.clock, ts_ns, Some(iid));
+                    t.depth += 1;
+                    begun += 1;
+                }
+                Event::End {
+                    ts_ns,
+                    values,
+                    closed_by_metron: false,
+                    ..
+                } if ts_ns >= t.clock
+                    && (values.is_empty() || !cats.values)
+                    && t.pending.last().is_none_or(|p| p.0 < t.depth) =>
+                {
+                    enc.slice(t.seq_id, &mut t.clock, ts_ns, None);
+                    t.depth = t.depth.saturating_sub(1);
+                    ended += 1;
+                }
+                _ => break,
+            }
+            n += 1;
+        }
+        self.counts.slices_begun += begun;
+        self.counts.slices_ended += ended;
+        self.counts.track_events += begun + ended;
+        n
     }
 
     /// Where the encoder stands (to take the next event back if it does not fit).
@@ -570,7 +677,17 @@ impl PerfettoSink {
             packets: self.enc.packets,
             counts: self.counts.clone(),
             samples: self.samples.counts,
+            clock: None,
         }
+    }
+
+    /// Takes back everything encoded since `mark` (of `thread`, whose sequence's clock goes
+    /// back too).
+    fn take_back_on(&mut self, thread: &ThreadInfo, mark: Mark) {
+        if let (Some(clock), Some(t)) = (mark.clock, self.threads.get_mut(&thread.index)) {
+            t.clock = clock;
+        }
+        self.take_back(mark);
     }
 
     /// Takes back everything encoded since `mark`.
@@ -613,7 +730,7 @@ impl PerfettoSink {
             }
             return true;
         }
-        self.take_back(mark);
+        self.take_back_on(thread, mark);
         self.cut(event_ts(event));
         false
     }
@@ -641,10 +758,9 @@ impl PerfettoSink {
             let end = ts.max(t.last_ts);
             for _ in 0..t.open_written {
                 let e = &mut self.enc;
-                let p = e.packet(end, SEQ_NEEDS_INCREMENTAL_STATE);
+                let p = e.thread_packet(t.seq_id, &mut t.clock, end);
                 let te = e.open(packet::TRACK_EVENT);
                 e.uint(event::TYPE, event::TYPE_SLICE_END);
-                e.uint(event::TRACK_UUID, t.uuid);
                 let a = e.open(event::DEBUG_ANNOTATIONS);
                 e.bytes(annotation::NAME, b"cut_at_max_size");
                 e.uint(annotation::BOOL_VALUE, 1);
@@ -660,6 +776,9 @@ impl PerfettoSink {
         self.counts.track_events += closed;
         // A packet taken back may have interned names: later packets intern theirs again.
         self.seq.forget_interned();
+        for t in self.threads.values_mut() {
+            t.seq.forget_interned();
+        }
         if let Some(cap) = self.cap.as_mut() {
             cap.cut = Some(Cut {
                 at_bytes,
@@ -686,20 +805,23 @@ impl PerfettoSink {
     fn event(&mut self, thread: &ThreadInfo, track: u64, cats: Categories, event: &Event<'_>) {
         match *event {
             Event::Begin { ts_ns, site } => {
-                self.thread_track(thread).depth += 1;
+                let t = self
+                    .threads
+                    .get_mut(&thread.index)
+                    .expect("made in write_chunk");
+                t.depth += 1;
                 if cats.regions {
                     let iid = u64::from(site.id());
-                    let new = self.seq.intern_event_name(iid);
+                    let new = t.seq.intern_event_name(iid);
                     let e = &mut self.enc;
-                    let p = e.packet(ts_ns, SEQ_NEEDS_INCREMENTAL_STATE);
+                    let p = e.thread_packet(t.seq_id, &mut t.clock, ts_ns);
                     if new {
                         intern_event_name(e, iid, site.name);
                     }
-                    let t = e.open(packet::TRACK_EVENT);
+                    let te = e.open(packet::TRACK_EVENT);
                     e.uint(event::TYPE, event::TYPE_SLICE_BEGIN);
-                    e.uint(event::TRACK_UUID, track);
                     e.uint(event::NAME_IID, iid);
-                    e.close(t);
+                    e.close(te);
                     e.end_packet(p);
                     self.counts.slices_begun += 1;
                     self.counts.track_events += 1;
@@ -813,7 +935,7 @@ impl PerfettoSink {
         closed_by_metron: bool,
     ) {
         let cats = self.config.categories;
-        let (track, mut pending) = {
+        let mut pending = {
             let t = self.thread_track(thread);
             let depth = t.depth;
             t.depth = t.depth.saturating_sub(1);
@@ -823,35 +945,36 @@ impl PerfettoSink {
             } else {
                 Vec::new()
             };
-            (t.uuid, pending)
+            pending
         };
         if !cats.regions {
             return;
         }
+        let fields = (cats.values && !values.is_empty()).then(|| self.site_fields(site));
+        let t = self.threads.get_mut(&thread.index).expect("made above");
         // Names first (interned into this packet when new), then the values.
         self.scratch_names.clear();
         self.scratch_values.clear();
-        if cats.values && !values.is_empty() {
-            let fields = self.site_fields(site);
+        if let Some(fields) = fields {
             // NaN: a field with no value this run (unused or unavailable counter).
             for (&(iid, name), v) in fields.iter().zip(values).filter(|(_, v)| !v.is_nan()) {
-                if self.seq.intern_annotation_name(iid) {
+                if t.seq.intern_annotation_name(iid) {
                     self.scratch_names.push((iid, name));
                 }
                 self.scratch_values.push((iid, *v));
             }
         }
         for (_, iid, name, _) in &pending {
-            if self.seq.intern_annotation_name(*iid) {
+            if t.seq.intern_annotation_name(*iid) {
                 self.scratch_names.push((*iid, name));
             }
         }
-        if closed_by_metron && self.seq.intern_annotation_name(ANN_CLOSED_BY_METRON) {
+        if closed_by_metron && t.seq.intern_annotation_name(ANN_CLOSED_BY_METRON) {
             self.scratch_names
                 .push((ANN_CLOSED_BY_METRON, "closed_by_metron"));
         }
         let e = &mut self.enc;
-        let p = e.packet(ts_ns, SEQ_NEEDS_INCREMENTAL_STATE);
+        let p = e.thread_packet(t.seq_id, &mut t.clock, ts_ns);
         if !self.scratch_names.is_empty() {
             let d = e.open(packet::INTERNED_DATA);
             for (iid, name) in &self.scratch_names {
@@ -864,7 +987,6 @@ impl PerfettoSink {
         }
         let t = e.open(packet::TRACK_EVENT);
         e.uint(event::TYPE, event::TYPE_SLICE_END);
-        e.uint(event::TRACK_UUID, track);
         for (iid, v) in &self.scratch_values {
             let a = e.open(event::DEBUG_ANNOTATIONS);
             e.uint(annotation::NAME_IID, *iid);
@@ -1246,20 +1368,18 @@ impl Sink for PerfettoSink {
         let path = session.path.clone();
         let out = session.output();
         let mut loss: PerfettoLoss = out.scan.loss.clone();
-        loss.packets_after_a_drop += out.own.loss.packets_after_a_drop;
-        // What went to the file, parsed back: every packet encoded is there, on Metron's
-        // sequence, and no service packet claims that sequence.
-        let events_read = out.own.track_events + out.scan.track_events;
-        let lost_events = self.counts.track_events.saturating_sub(events_read);
-        let packets_lost = self.enc.packets.saturating_sub(out.own.packets);
+        // Counted, not read back: every packet and track event encoded was in a write that
+        // reached the file (its bytes all written), and no service packet claims one of
+        // Metron's sequences.
+        let tally = self.tally;
+        let lost_events =
+            tally.track_events_lost + self.counts.track_events.saturating_sub(tally.track_events);
+        let packets_lost = tally.packets_lost + self.enc.packets.saturating_sub(tally.packets);
+        let bytes_unwritten = tally.bytes.saturating_sub(out.own_bytes);
         let bytes = out.bytes;
-        let malformed = out.scan.malformed
-            + out.own.malformed
-            + u64::from(out.scan.leftover() > 0)
-            + u64::from(out.own.leftover() > 0)
-            + out.scan.own_sequence
-            + (out.own.packets - out.own.own_sequence.min(out.own.packets));
-        let (own_packets_read, service_packets) = (out.own.packets, out.scan.packets);
+        let malformed =
+            out.scan.malformed + u64::from(out.scan.leftover() > 0) + out.scan.own_sequence;
+        let service_packets = out.scan.packets;
         let io_error = out.error.clone();
         let service_bytes_left_out = out.cut_bytes;
         drop(out);
@@ -1292,13 +1412,15 @@ impl Sink for PerfettoSink {
             "encode_regions_per_second": if encode_s > 0.0 { regions as f64 / encode_s } else { 0.0 },
             "counts": self.counts,
             "samples": self.samples.counts,
-            "track_events_read_back": events_read,
+            "track_events_written": self.counts.track_events - lost_events,
             "track_events_lost": lost_events,
-            "packets_written": self.enc.packets,
-            "packets_read_back": own_packets_read,
+            "packets_written": self.enc.packets - packets_lost,
             "packets_lost": packets_lost,
+            "bytes_encoded": tally.bytes,
+            "bytes_not_written": bytes_unwritten,
             "service_packets": service_packets,
             "sequence_id": METRON_SEQUENCE_ID,
+            "thread_sequence_ids_from": THREAD_SEQUENCE_BASE,
             "perfetto_loss": loss,
             "malformed_framing": malformed,
             "perfetto_errors_logged": super::perfetto_session::PERFETTO_ERRORS
@@ -1314,6 +1436,7 @@ impl Sink for PerfettoSink {
                 && service_bytes_left_out == 0
                 && lost_events == 0
                 && packets_lost == 0
+                && bytes_unwritten == 0
                 && !loss.any()
                 && malformed == 0
                 && io_error.is_none(),

@@ -12,10 +12,29 @@
 //! The field numbers below are those of the official protos (`perfetto_trace.proto`); the
 //! independent validator (`tests/perfetto/validate_trace.py`) decodes the result with them.
 
-/// `trusted_packet_sequence_id` of the packets Metron encodes. The in-process service numbers
-/// its own sequence 1 and its writers' sequences from 2 upwards; nothing writes through the
-/// SDK's data source, and the read-back checks that no service packet uses this id.
-pub(crate) const METRON_SEQUENCE_ID: u64 = 100;
+/// `trusted_packet_sequence_id` of the packets Metron encodes that belong to no one thread's
+/// slices (process and counter tracks, instants, samples, GPU work, async slices). The
+/// in-process service numbers its own sequence 1 and its writers' sequences from 2 upwards;
+/// nothing writes through the SDK's data source, and the scan of the service's packets checks
+/// that none uses one of Metron's ids ([`is_metron_sequence`]).
+pub(crate) const METRON_SEQUENCE_ID: u64 = 8;
+
+/// A thread's slices go on a sequence of their own, `THREAD_SEQUENCE_BASE + thread index`,
+/// whose packets take their track from the sequence's defaults and their timestamps from an
+/// incremental clock (see [`Encoder::start_thread_sequence`]). Below 128 the id is one byte.
+pub(crate) const THREAD_SEQUENCE_BASE: u64 = 16;
+
+/// The sequence-scoped clock of a thread's sequence: each packet's `timestamp` is the
+/// nanoseconds since the previous packet's (Perfetto's `kClockIdIncremental`).
+pub(crate) const INCREMENTAL_CLOCK_ID: u64 = 64;
+
+/// `BuiltinClock.MONOTONIC`.
+pub(crate) const CLOCK_MONOTONIC: u64 = 3;
+
+/// True for the sequence ids Metron writes (the service must use none of them).
+pub(crate) fn is_metron_sequence(id: u64) -> bool {
+    id == METRON_SEQUENCE_ID || id >= THREAD_SEQUENCE_BASE
+}
 
 /// `Trace`.
 pub(crate) const TRACE_PACKET: u32 = 1;
@@ -30,13 +49,24 @@ pub(crate) mod packet {
     pub(crate) const PREVIOUS_PACKET_DROPPED: u32 = 42;
     pub(crate) const TIMESTAMP_CLOCK_ID: u32 = 58;
     pub(crate) const TRACE_PACKET_DEFAULTS: u32 = 59;
+    pub(crate) const CLOCK_SNAPSHOT: u32 = 6;
     pub(crate) const TRACK_DESCRIPTOR: u32 = 60;
     pub(crate) const FIRST_PACKET_ON_SEQUENCE: u32 = 87;
 }
 
-/// `TracePacketDefaults`.
+/// `TracePacketDefaults` and its `TrackEventDefaults`.
 pub(crate) mod defaults {
     pub(crate) const TIMESTAMP_CLOCK_ID: u32 = 58;
+    pub(crate) const TRACK_EVENT_DEFAULTS: u32 = 11;
+    pub(crate) const TRACK_UUID: u32 = 11;
+}
+
+/// `ClockSnapshot` and its `Clock`.
+pub(crate) mod clock {
+    pub(crate) const CLOCKS: u32 = 1;
+    pub(crate) const CLOCK_ID: u32 = 1;
+    pub(crate) const TIMESTAMP: u32 = 2;
+    pub(crate) const IS_INCREMENTAL: u32 = 3;
 }
 
 /// `InternedData`, and its `EventName` / `DebugAnnotationName` entries.
@@ -246,6 +276,143 @@ impl Encoder {
         self.close(at);
         self.packets += 1;
     }
+
+    /// Starts a `Trace.packet` on a thread's sequence `seq` at `ts`, whose previous packet was
+    /// at `*clock` (updated): the timestamp is the delta on the incremental clock, or, for a
+    /// time before `*clock` (never from the decoder, which keeps each thread's times in order),
+    /// the absolute `CLOCK_MONOTONIC` time with its clock id, as the Perfetto SDK does.
+    #[inline]
+    pub(crate) fn thread_packet(&mut self, seq: u64, clock: &mut u64, ts: u64) -> usize {
+        let at = self.open(TRACE_PACKET);
+        if ts >= *clock {
+            self.uint(packet::TIMESTAMP, ts - *clock);
+            *clock = ts;
+        } else {
+            self.uint(packet::TIMESTAMP, ts);
+            self.uint(packet::TIMESTAMP_CLOCK_ID, CLOCK_MONOTONIC);
+        }
+        self.uint(packet::TRUSTED_PACKET_SEQUENCE_ID, seq);
+        at
+    }
+
+    /// A slice begin (`iid: Some`) or end on a thread's sequence, in one write: the packet is
+    /// `timestamp` (delta), the sequence id and `track_event { type name_iid }`, 11 to 14
+    /// bytes for an ordinary region (the track comes from the sequence's defaults, the clock
+    /// from its incremental clock). `ts` must not be before `*clock`.
+    #[inline]
+    pub(crate) fn slice(&mut self, seq: u64, clock: &mut u64, ts: u64, iid: Option<u64>) {
+        debug_assert!(ts >= *clock);
+        let delta = ts - *clock;
+        // The common case, every varint one byte: 12 bytes for a begin, 10 for an end.
+        if delta < 0x80 && seq < 0x80 {
+            const TS: u8 = (packet::TIMESTAMP << 3 | VARINT) as u8;
+            const SEQ: u8 = (packet::TRUSTED_PACKET_SEQUENCE_ID << 3 | VARINT) as u8;
+            const TE: u8 = (packet::TRACK_EVENT << 3 | LEN) as u8;
+            const TYPE: u8 = (event::TYPE << 3 | VARINT) as u8;
+            const NAME: u8 = (event::NAME_IID << 3 | VARINT) as u8;
+            const PACKET: u8 = (TRACE_PACKET << 3 | LEN) as u8;
+            let (d, q) = (delta as u8, seq as u8);
+            match iid {
+                Some(iid) if iid < 0x80 => {
+                    let begin = event::TYPE_SLICE_BEGIN as u8;
+                    self.buf.extend_from_slice(&[
+                        PACKET, 10, TS, d, SEQ, q, TE, 4, TYPE, begin, NAME, iid as u8,
+                    ]);
+                }
+                Some(_) => return self.slice_any(seq, clock, ts, iid),
+                None => {
+                    let end = event::TYPE_SLICE_END as u8;
+                    self.buf
+                        .extend_from_slice(&[PACKET, 8, TS, d, SEQ, q, TE, 2, TYPE, end]);
+                }
+            }
+            *clock = ts;
+            self.packets += 1;
+            return;
+        }
+        self.slice_any(seq, clock, ts, iid)
+    }
+
+    /// [`Encoder::slice`] with varints of any length.
+    #[inline(never)]
+    fn slice_any(&mut self, seq: u64, clock: &mut u64, ts: u64, iid: Option<u64>) {
+        let mut b = [0u8; 48];
+        // b[0] = Trace.packet tag, b[1] = its length (below 128: at most 37 bytes follow).
+        b[0] = (TRACE_PACKET << 3 | LEN) as u8;
+        let mut n = 2;
+        b[n] = (packet::TIMESTAMP << 3 | VARINT) as u8;
+        n = put_varint(&mut b, n + 1, ts - *clock);
+        b[n] = (packet::TRUSTED_PACKET_SEQUENCE_ID << 3 | VARINT) as u8;
+        n = put_varint(&mut b, n + 1, seq);
+        b[n] = (packet::TRACK_EVENT << 3 | LEN) as u8;
+        let len_at = n + 1;
+        n += 2;
+        b[n] = (event::TYPE << 3 | VARINT) as u8;
+        match iid {
+            Some(iid) => {
+                b[n + 1] = event::TYPE_SLICE_BEGIN as u8;
+                b[n + 2] = (event::NAME_IID << 3 | VARINT) as u8;
+                n = put_varint(&mut b, n + 3, iid);
+            }
+            None => {
+                b[n + 1] = event::TYPE_SLICE_END as u8;
+                n += 2;
+            }
+        }
+        b[len_at] = (n - len_at - 1) as u8;
+        b[1] = (n - 2) as u8;
+        self.buf.extend_from_slice(&b[..n]);
+        *clock = ts;
+        self.packets += 1;
+    }
+
+    /// The first packet of a thread's sequence `seq` (track `track`) at `ts`: clears the
+    /// sequence's incremental state, sets its defaults (the incremental clock, the track) and
+    /// declares the incremental clock in a clock snapshot, equal to `CLOCK_MONOTONIC` at `ts`
+    /// (the Perfetto SDK's own layout, `TrackEventInternal::ResetIncrementalState`). Sets
+    /// `*clock` to `ts`.
+    pub(crate) fn start_thread_sequence(&mut self, seq: u64, track: u64, clock: &mut u64, ts: u64) {
+        let p = self.open(TRACE_PACKET);
+        self.uint(packet::TIMESTAMP, ts);
+        self.uint(packet::TIMESTAMP_CLOCK_ID, CLOCK_MONOTONIC);
+        self.uint(packet::TRUSTED_PACKET_SEQUENCE_ID, seq);
+        // SEQ_INCREMENTAL_STATE_CLEARED, and the two flags the service sets on a writer's first
+        // packet.
+        self.uint(packet::SEQUENCE_FLAGS, 1);
+        self.uint(packet::PREVIOUS_PACKET_DROPPED, 1);
+        self.uint(packet::FIRST_PACKET_ON_SEQUENCE, 1);
+        let d = self.open(packet::TRACE_PACKET_DEFAULTS);
+        self.uint(defaults::TIMESTAMP_CLOCK_ID, INCREMENTAL_CLOCK_ID);
+        let t = self.open(defaults::TRACK_EVENT_DEFAULTS);
+        self.uint(defaults::TRACK_UUID, track);
+        self.close(t);
+        self.close(d);
+        let s = self.open(packet::CLOCK_SNAPSHOT);
+        let c = self.open(clock::CLOCKS);
+        self.uint(clock::CLOCK_ID, CLOCK_MONOTONIC);
+        self.uint(clock::TIMESTAMP, ts);
+        self.close(c);
+        let c = self.open(clock::CLOCKS);
+        self.uint(clock::CLOCK_ID, INCREMENTAL_CLOCK_ID);
+        self.uint(clock::TIMESTAMP, ts);
+        self.uint(clock::IS_INCREMENTAL, 1);
+        self.close(c);
+        self.close(s);
+        self.end_packet(p);
+        *clock = ts;
+    }
+}
+
+/// Writes `v` as a varint at `b[at..]`; returns the position after it.
+#[inline(always)]
+fn put_varint(b: &mut [u8; 48], mut at: usize, mut v: u64) -> usize {
+    while v >= 0x80 {
+        b[at] = v as u8 | 0x80;
+        v >>= 7;
+        at += 1;
+    }
+    b[at] = v as u8;
+    at + 1
 }
 
 #[cfg(test)]

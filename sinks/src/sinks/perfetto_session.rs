@@ -10,12 +10,14 @@
 //! thread that calls `finish`).
 //!
 //! # Loss detection
-//! Every byte that goes to the file passes through a [`Scan`] (one for the sink's own packets,
-//! one for the session's), which reads the top-level framing of the trace and, per packet, the
-//! few fields that reveal loss: the service's `TraceStats` (chunks overwritten or discarded,
-//! writer packet loss, ABI violations, failed patches) and `previous_packet_dropped` on a packet
-//! that is not the first of its sequence. It also counts the `TrackEvent` packets and the
-//! packets on Metron's own sequence, which the sink compares with the numbers it encoded.
+//! The sink's own packets are not read back: it counts what it encoded (packets, track
+//! events, bytes) and what reached the file in whole writes; a write that fails or that the
+//! size limit's backstop leaves out is counted with the packets it held ([`Output::own_lost`]).
+//! The service's packets (a few per second) pass through a [`Scan`], which reads the
+//! top-level framing and, per packet, the few fields that reveal loss: the service's
+//! `TraceStats` (chunks overwritten or discarded, writer packet loss, ABI violations, failed
+//! patches) and `previous_packet_dropped` on a packet that is not the first of its sequence;
+//! it also counts service packets that claim one of Metron's sequence ids (there must be none).
 
 use perfetto_sdk::data_source::{
     Clear, DataSource, DataSourceArgsBuilder, DataSourceBufferExhaustedPolicy,
@@ -34,7 +36,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use super::perfetto_encode::{FastSet, METRON_SEQUENCE_ID};
+use super::perfetto_encode::{is_metron_sequence, FastSet};
 
 /// The data source Metron writes its packets through.
 pub(crate) const DATA_SOURCE_NAME: &str = "dev.metron.trace";
@@ -93,6 +95,17 @@ impl SeqState {
         } else {
             self.other_names.insert(iid)
         }
+    }
+
+    /// True when event name `iid` (a call-site id) was already emitted on this sequence.
+    #[inline]
+    pub(crate) fn has_event_name(&self, iid: u64) -> bool {
+        let (word, bit) = ((iid / 64) as usize, iid % 64);
+        iid < FIXED_IID_BASE
+            && self
+                .site_names
+                .get(word)
+                .is_some_and(|w| w & (1 << bit) != 0)
     }
 
     /// Forgets which names were emitted, so that every later packet interns the names it uses
@@ -271,7 +284,7 @@ pub(crate) struct Scan {
     pub(crate) loss: PerfettoLoss,
     /// Framing that did not parse.
     pub(crate) malformed: u64,
-    /// Packets whose `trusted_packet_sequence_id` is Metron's own sequence.
+    /// Packets whose `trusted_packet_sequence_id` is one of Metron's own sequences.
     pub(crate) own_sequence: u64,
 }
 
@@ -402,7 +415,7 @@ impl Scan {
         let mut stats: Option<&[u8]> = None;
         let mut own = false;
         let ok = fields(packet, |field, _, v, bytes| match field {
-            10 => own = v == METRON_SEQUENCE_ID,
+            10 => own = is_metron_sequence(v),
             11 => track_event = true,
             42 => dropped = v != 0,
             87 => first = v != 0,
@@ -456,8 +469,11 @@ pub(crate) struct Output {
     pub(crate) bytes: u64,
     /// The session's packets (the service's own).
     pub(crate) scan: Scan,
-    /// The packets the sink encoded.
-    pub(crate) own: Scan,
+    /// Bytes of the sink's own packets that reached the file.
+    pub(crate) own_bytes: u64,
+    /// Writes of the sink's own packets that did not reach the file (an I/O error, or the
+    /// size limit's backstop).
+    pub(crate) own_lost: u64,
     pub(crate) error: Option<String>,
     /// The size limit (`SessionConfig::max_file_bytes`; `u64::MAX`: none).
     max_bytes: u64,
@@ -473,14 +489,14 @@ impl Output {
         // a valid trace no larger than the limit.
         if self.bytes.saturating_add(data.len() as u64) > self.max_bytes {
             self.cut_bytes += data.len() as u64;
+            self.own_lost += u64::from(own);
             return;
         }
-        if own {
-            self.own.feed(data);
-        } else {
+        if !own {
             self.scan.feed(data);
         }
         if self.error.is_some() {
+            self.own_lost += u64::from(own);
             return;
         }
         // The sink's packets come in large pieces: they go to the file directly (after
@@ -493,8 +509,16 @@ impl Output {
             self.file.write_all(data)
         };
         match result {
-            Ok(()) => self.bytes += data.len() as u64,
-            Err(e) => self.error = Some(e.to_string()),
+            Ok(()) => {
+                self.bytes += data.len() as u64;
+                if own {
+                    self.own_bytes += data.len() as u64;
+                }
+            }
+            Err(e) => {
+                self.error = Some(e.to_string());
+                self.own_lost += u64::from(own);
+            }
         }
     }
 }
@@ -573,7 +597,8 @@ impl Session {
                 file: BufWriter::with_capacity(1 << 20, file),
                 bytes: 0,
                 scan: Scan::default(),
-                own: Scan::default(),
+                own_bytes: 0,
+                own_lost: 0,
                 error: None,
                 max_bytes: config.max_file_bytes.unwrap_or(u64::MAX),
                 cut_bytes: 0,
@@ -588,15 +613,18 @@ impl Session {
     }
 
     /// Appends packets the sink encoded (whole `Trace.packet` fields) to the file and hands
-    /// them to the kernel (`write(2)`, so they survive a SIGKILL).
-    pub(crate) fn write_own(&mut self, data: &[u8]) {
+    /// them to the kernel (`write(2)`, so they survive a SIGKILL). False when they did not
+    /// all reach the file (an I/O error, or the size limit's backstop).
+    pub(crate) fn write_own(&mut self, data: &[u8]) -> bool {
         let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        let lost = out.own_lost;
         out.write(data, true);
         if out.error.is_none() {
             if let Err(e) = out.file.flush() {
                 out.error = Some(e.to_string());
             }
         }
+        out.own_lost == lost
     }
 
     /// Moves the service's packets from the session's buffer to the file and hands the

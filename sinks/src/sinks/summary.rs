@@ -2,6 +2,7 @@
 //! with count, total, mean, min, max, stddev and % of parent for every metric of every region
 //! (the timemory-style report).
 
+use super::perfetto_encode::FastMap;
 use super::Stats;
 use crate::callsite::Callsite;
 use crate::sink::{Died, Event, RunInfo, Sink, ThreadInfo};
@@ -51,10 +52,20 @@ struct Node {
     setup_excluded_ns: u64,
 }
 
+/// Children a node looks through one by one; past this many, its children are found through
+/// the tree's index (a program with 10^5 region names under one parent would otherwise pay a
+/// scan of every sibling for each new name: quadratic time).
+const SCANNED_CHILDREN: usize = 8;
+
 /// A call tree; node 0 is the root and has no site.
 #[derive(Clone)]
 struct Tree {
     nodes: Vec<Node>,
+    /// (parent, call site address) -> child, for parents with many children.
+    index: FastMap<(usize, usize), usize>,
+    /// The latest lookup (parent, call site address, child): a loop that opens the same
+    /// region again finds it with one compare.
+    last: (usize, usize, usize),
 }
 
 impl Tree {
@@ -66,15 +77,39 @@ impl Tree {
                 metrics: Vec::new(),
                 setup_excluded_ns: 0,
             }],
+            index: FastMap::default(),
+            last: (usize::MAX, 0, 0),
         }
     }
 
+    /// The child of `parent` for `site`, made if new. Constant time per call whatever the
+    /// number of siblings.
+    #[inline]
     fn child(&mut self, parent: usize, site: &'static Callsite) -> usize {
-        let found = self.nodes[parent]
-            .children
-            .iter()
-            .copied()
-            .find(|c| self.nodes[*c].site.is_some_and(|s| std::ptr::eq(s, site)));
+        let key = (parent, site as *const Callsite as usize);
+        if (self.last.0, self.last.1) == key {
+            return self.last.2;
+        }
+        let child = self.find_or_add(parent, site, key);
+        self.last = (key.0, key.1, child);
+        child
+    }
+
+    fn find_or_add(
+        &mut self,
+        parent: usize,
+        site: &'static Callsite,
+        key: (usize, usize),
+    ) -> usize {
+        let siblings = &self.nodes[parent].children;
+        let found = if siblings.len() <= SCANNED_CHILDREN {
+            siblings
+                .iter()
+                .copied()
+                .find(|c| self.nodes[*c].site.is_some_and(|s| std::ptr::eq(s, site)))
+        } else {
+            self.index.get(&key).copied()
+        };
         if let Some(child) = found {
             return child;
         }
@@ -87,6 +122,18 @@ impl Tree {
         });
         let id = self.nodes.len() - 1;
         self.nodes[parent].children.push(id);
+        let len = self.nodes[parent].children.len();
+        if len == SCANNED_CHILDREN + 1 {
+            // The parent just outgrew the scan: index the siblings it already had.
+            for i in 0..len {
+                let c = self.nodes[parent].children[i];
+                let s = self.nodes[c].site.expect("non-root");
+                self.index
+                    .insert((parent, s as *const Callsite as usize), c);
+            }
+        } else if len > SCANNED_CHILDREN {
+            self.index.insert(key, id);
+        }
         id
     }
 
@@ -143,7 +190,13 @@ pub struct SummaryConfig {
     pub died: Option<fn() -> Option<Died>>,
     /// The GPU facts besides the records (launch → region), filled by the GPU glue.
     pub gpu: crate::sink::gpu::GpuContext,
+    /// Calls refused by a documented limit (nesting depth, name length, ...), asked at the end
+    /// of the run: (what, count), shown in the summary's header (`None`: none reported).
+    pub refused: Option<Refusals>,
 }
+
+/// Reports calls refused by a documented limit: (what was refused, how many times).
+pub type Refusals = fn() -> Vec<(String, u64)>;
 
 /// The summary sink.
 pub struct SummarySink {
@@ -194,8 +247,14 @@ impl SummarySink {
 
     /// The summary as JSON (the `summary.json` schema, see `docs/src/outputs.md`).
     pub fn to_json(&self, run: &RunInfo) -> Value {
-        let derived = self.config.derived.as_ref();
         let merged = self.merged();
+        serde_json::to_value(self.document(run, &merged)).unwrap_or(Value::Null)
+    }
+
+    /// `summary.json`'s document, written as it is serialized: the region trees go straight
+    /// from the trees to the file (no `Value` per region, which cost kilobytes per name).
+    fn document<'a>(&'a self, run: &'a RunInfo, merged: &'a Tree) -> Document<'a> {
+        let derived = self.config.derived.as_ref();
         let mut counters: BTreeMap<&str, CounterStats> = BTreeMap::new();
         let mut marks: BTreeMap<&str, u64> = BTreeMap::new();
         for t in self.threads.values() {
@@ -211,20 +270,16 @@ impl SummarySink {
                 *marks.entry(name).or_default() += n;
             }
         }
-        json!({
+        let rest = json!({
             "schema": "metron.summary/1",
             "exe": run.exe,
             "pid": run.pid,
             "duration_ns": run.end_ns.saturating_sub(run.start_ns),
-            "merged": nodes_json(&merged, 0, derived),
-            "threads": self.threads.values().map(|t| json!({
-                "tid": t.info.tid,
-                "name": t.info.name,
-                "index": t.info.index,
-                "is_metron": t.info.is_metron,
-                "records_dropped": t.dropped,
-                "regions": nodes_json(&t.tree, 0, derived),
-            })).collect::<Vec<_>>(),
+            "refused": self
+                .refused()
+                .into_iter()
+                .map(|(what, n)| (what, json!(n)))
+                .collect::<serde_json::Map<String, Value>>(),
             "counters": counters.iter().map(|(name, c)| json!({
                 "name": name,
                 "count": c.stats.count,
@@ -243,7 +298,27 @@ impl SummarySink {
                 "slices": self.setup().0,
                 "ns": self.setup().1,
             },
-        })
+        });
+        Document {
+            rest,
+            merged: Nodes {
+                tree: merged,
+                node: 0,
+                derive: derived,
+            },
+            threads: self
+                .threads
+                .values()
+                .map(|t| ThreadDoc {
+                    summary: t,
+                    regions: Nodes {
+                        tree: &t.tree,
+                        node: 0,
+                        derive: derived,
+                    },
+                })
+                .collect(),
+        }
     }
 
     /// Set-up slices on every thread and their total time (ns).
@@ -253,8 +328,17 @@ impl SummarySink {
             .fold((0, 0), |(n, ns), t| (n + t.setup.0, ns + t.setup.1))
     }
 
+    /// Calls refused by a documented limit, by what was refused (the runtime's report).
+    fn refused(&self) -> Vec<(String, u64)> {
+        self.config.refused.map(|f| f()).unwrap_or_default()
+    }
+
     /// The summary as text (`summary.txt`).
     pub fn to_text(&self, run: &RunInfo) -> String {
+        self.text(run, &self.merged())
+    }
+
+    fn text(&self, run: &RunInfo, merged: &Tree) -> String {
         let mut out = String::new();
         let regions: u64 = self
             .threads
@@ -279,6 +363,28 @@ impl SummarySink {
                 setup_ns as f64 / 1e6
             );
         }
+        let refused = self.refused();
+        if !refused.is_empty() {
+            let list: Vec<String> = refused
+                .iter()
+                .map(|(what, n)| format!("{n} {what}"))
+                .collect();
+            let _ = writeln!(
+                out,
+                "refused by a documented limit (not in these tables): {}",
+                list.join(", ")
+            );
+        }
+        let folded = std::iter::once(merged)
+            .chain(self.threads.values().map(|t| &t.tree))
+            .any(|t| t.nodes.len() > TOP_REGIONS + 1);
+        if folded {
+            let _ = writeln!(
+                out,
+                "each table shows the {TOP_REGIONS} regions with the most total time (and their parents); \
+                 the others are folded into one line per parent; summary.json has every region"
+            );
+        }
         if let Some(died) = self.died() {
             let _ = writeln!(
                 out,
@@ -289,11 +395,10 @@ impl SummarySink {
                 let _ = writeln!(out, "  #{i:<3} {frame}");
             }
         }
-        let merged = self.merged();
         write_tree_tables(
             &mut out,
             &format!("merged across {} threads", self.threads.len()),
-            &merged,
+            merged,
             self.config.derived.as_ref(),
         );
         for t in self.threads.values() {
@@ -359,63 +464,208 @@ impl SummarySink {
     }
 }
 
-fn nodes_json(tree: &Tree, node: usize, derive: Option<&DerivedMetrics>) -> Vec<Value> {
-    let parent_wall = tree.nodes[node].metrics.first().map(|s| s.total);
-    tree.nodes[node]
-        .children
-        .iter()
-        .map(|&c| {
-            let n = &tree.nodes[c];
-            let site = n.site.expect("non-root");
-            // A set-up slice's time is already out of this region's wall time.
-            let children_wall: f64 = n
-                .children
-                .iter()
-                .filter(|k| tree.nodes[**k].site.is_none_or(|s| s.name != SETUP_REGION))
-                .map(|k| tree.nodes[*k].metrics[0].total)
-                .sum();
-            let mut metrics = serde_json::Map::new();
-            for ((name, unit), s) in metric_names(site).into_iter().zip(&n.metrics) {
-                // Fields with no value (unused or unavailable counters) are left out.
-                if s.count == 0 && name != WALL_METRIC {
-                    continue;
+/// `summary.json`: the region trees streamed, the rest (small) as a `Value`. Keys in the order
+/// a `Value` would write them (sorted).
+struct Document<'a> {
+    rest: Value,
+    merged: Nodes<'a>,
+    threads: Vec<ThreadDoc<'a>>,
+}
+
+impl serde::Serialize for Document<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let rest = self.rest.as_object().expect("an object");
+        let mut m = s.serialize_map(Some(rest.len() + 2))?;
+        let mut streamed = [("merged", 0u8), ("threads", 1u8)].into_iter().peekable();
+        for (key, value) in rest {
+            while let Some(&(name, which)) = streamed.peek() {
+                if name > key.as_str() {
+                    break;
                 }
-                let mut m = json!({
-                    "unit": unit.symbol(),
-                    "count": s.count,
-                    "total": s.total,
-                    "mean": s.mean(),
-                    "min": finite(s.min),
-                    "max": finite(s.max),
-                    "stddev": s.stddev(),
-                });
-                if name == WALL_METRIC {
-                    m["pct_parent"] = json!(parent_wall
-                        .filter(|p| *p > 0.0)
-                        .map(|p| 100.0 * s.total / p));
-                    m["self"] = json!(s.total - children_wall);
-                    if n.setup_excluded_ns > 0 {
-                        m["setup_excluded"] = json!(n.setup_excluded_ns);
-                    }
+                match which {
+                    0 => m.serialize_entry(name, &self.merged)?,
+                    _ => m.serialize_entry(name, &self.threads)?,
                 }
-                metrics.insert(name, m);
+                streamed.next();
             }
-            let derived: serde_json::Map<String, Value> = derived_metrics(derive, site, &n.metrics)
-                .into_iter()
-                .map(|(name, v)| (name, json!(v)))
-                .collect();
-            json!({
-                "name": site.name,
-                "file": site.file,
-                "line": site.line,
-                "module": site.module,
-                "count": n.metrics[0].count,
-                "metrics": metrics,
-                "derived": derived,
-                "children": nodes_json(tree, c, derive),
-            })
-        })
-        .collect()
+            m.serialize_entry(key, value)?;
+        }
+        for (name, which) in streamed {
+            match which {
+                0 => m.serialize_entry(name, &self.merged)?,
+                _ => m.serialize_entry(name, &self.threads)?,
+            }
+        }
+        m.end()
+    }
+}
+
+/// One thread of `summary.json`.
+struct ThreadDoc<'a> {
+    summary: &'a ThreadSummary,
+    regions: Nodes<'a>,
+}
+
+impl serde::Serialize for ThreadDoc<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let t = self.summary;
+        let mut m = s.serialize_map(Some(6))?;
+        m.serialize_entry("index", &t.info.index)?;
+        m.serialize_entry("is_metron", &t.info.is_metron)?;
+        m.serialize_entry("name", &t.info.name)?;
+        m.serialize_entry("records_dropped", &t.dropped)?;
+        m.serialize_entry("regions", &self.regions)?;
+        m.serialize_entry("tid", &t.info.tid)?;
+        m.end()
+    }
+}
+
+/// The children of `node`, as a JSON array of regions.
+#[derive(Clone, Copy)]
+struct Nodes<'a> {
+    tree: &'a Tree,
+    node: usize,
+    derive: Option<&'a DerivedMetrics>,
+}
+
+impl serde::Serialize for Nodes<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let children = &self.tree.nodes[self.node].children;
+        let mut seq = s.serialize_seq(Some(children.len()))?;
+        for &c in children {
+            seq.serialize_element(&NodeDoc {
+                nodes: *self,
+                child: c,
+            })?;
+        }
+        seq.end()
+    }
+}
+
+/// A region's metrics, each a map of its statistics (keys sorted).
+struct MetricsDoc<'a> {
+    metrics: Vec<(String, Unit, &'a Stats)>,
+    parent_wall: Option<f64>,
+    children_wall: f64,
+    /// Metron's set-up time taken out of the region's wall time (ns).
+    setup_excluded: u64,
+}
+
+impl serde::Serialize for MetricsDoc<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.metrics.len()))?;
+        for (name, unit, stats) in &self.metrics {
+            m.serialize_entry(
+                name,
+                &StatsDoc {
+                    stats,
+                    unit: *unit,
+                    wall: (name == WALL_METRIC).then_some((self.parent_wall, self.children_wall)),
+                    setup_excluded: self.setup_excluded,
+                },
+            )?;
+        }
+        m.end()
+    }
+}
+
+/// One metric's statistics; the wall clock's also has `pct_parent` and `self`.
+struct StatsDoc<'a> {
+    stats: &'a Stats,
+    unit: Unit,
+    /// (the parent's total wall time, the children's), for the wall clock only.
+    wall: Option<(Option<f64>, f64)>,
+    /// Set-up time taken out of the wall time (ns; written when not 0).
+    setup_excluded: u64,
+}
+
+impl serde::Serialize for StatsDoc<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let st = self.stats;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("count", &st.count)?;
+        m.serialize_entry("max", &finite(st.max))?;
+        m.serialize_entry("mean", &st.mean())?;
+        m.serialize_entry("min", &finite(st.min))?;
+        if let Some((parent_wall, children_wall)) = self.wall {
+            let pct = parent_wall
+                .filter(|p| *p > 0.0)
+                .map(|p| 100.0 * st.total / p);
+            m.serialize_entry("pct_parent", &pct)?;
+            m.serialize_entry("self", &(st.total - children_wall))?;
+            if self.setup_excluded > 0 {
+                m.serialize_entry("setup_excluded", &self.setup_excluded)?;
+            }
+        }
+        m.serialize_entry("stddev", &st.stddev())?;
+        m.serialize_entry("total", &st.total)?;
+        m.serialize_entry("unit", self.unit.symbol())?;
+        m.end()
+    }
+}
+
+/// Region `child` (a child of `nodes.node`).
+struct NodeDoc<'a> {
+    nodes: Nodes<'a>,
+    child: usize,
+}
+
+impl serde::Serialize for NodeDoc<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Nodes { tree, node, derive } = self.nodes;
+        let parent_wall = tree.nodes[node].metrics.first().map(|s| s.total);
+        let n = &tree.nodes[self.child];
+        let site = n.site.expect("non-root");
+        // A set-up slice's time is already out of this region's wall time.
+        let children_wall: f64 = n
+            .children
+            .iter()
+            .filter(|k| tree.nodes[**k].site.is_none_or(|s| s.name != SETUP_REGION))
+            .map(|k| tree.nodes[*k].metrics[0].total)
+            .sum();
+        // Fields with no value (unused or unavailable counters) are left out; sorted by name,
+        // as a map of names writes them.
+        let mut metrics: Vec<(String, Unit, &Stats)> = metric_names(site)
+            .into_iter()
+            .zip(&n.metrics)
+            .filter(|((name, _), s)| s.count > 0 || name == WALL_METRIC)
+            .map(|((name, unit), s)| (name, unit, s))
+            .collect();
+        metrics.sort_by(|a, b| a.0.cmp(&b.0));
+        let metrics = MetricsDoc {
+            metrics,
+            parent_wall,
+            children_wall,
+            setup_excluded: n.setup_excluded_ns,
+        };
+        let derived: serde_json::Map<String, Value> = derived_metrics(derive, site, &n.metrics)
+            .into_iter()
+            .map(|(name, v)| (name, json!(v)))
+            .collect();
+        let mut m = s.serialize_map(Some(8))?;
+        m.serialize_entry(
+            "children",
+            &Nodes {
+                tree,
+                node: self.child,
+                derive,
+            },
+        )?;
+        m.serialize_entry("count", &n.metrics[0].count)?;
+        m.serialize_entry("derived", &derived)?;
+        m.serialize_entry("file", site.file)?;
+        m.serialize_entry("line", &site.line)?;
+        m.serialize_entry("metrics", &metrics)?;
+        m.serialize_entry("module", site.module)?;
+        m.serialize_entry("name", site.name)?;
+        m.end()
+    }
 }
 
 /// The derived metrics of `METRON_METRICS` for one region, from its counter totals.
@@ -460,6 +710,43 @@ fn display_unit(unit: Unit) -> (&'static str, f64) {
     }
 }
 
+/// Regions a table of `summary.txt` shows: those with the most total wall time, with their
+/// parents; the others are folded into one line per parent (`summary.json` has them all).
+const TOP_REGIONS: usize = 100;
+
+/// Which nodes of `tree` `summary.txt` shows: all of them up to [`TOP_REGIONS`], otherwise the
+/// [`TOP_REGIONS`] with the most total wall time and their ancestors.
+fn shown_nodes(tree: &Tree) -> Vec<bool> {
+    let n = tree.nodes.len();
+    if n <= TOP_REGIONS + 1 {
+        return vec![true; n];
+    }
+    let mut parent = vec![0usize; n];
+    for (i, node) in tree.nodes.iter().enumerate() {
+        for &c in &node.children {
+            parent[c] = i;
+        }
+    }
+    let mut order: Vec<usize> = (1..n).collect();
+    order.sort_unstable_by(|a, b| {
+        let (ta, tb) = (
+            tree.nodes[*a].metrics[0].total,
+            tree.nodes[*b].metrics[0].total,
+        );
+        tb.total_cmp(&ta).then(a.cmp(b))
+    });
+    let mut shown = vec![false; n];
+    shown[0] = true;
+    for &i in order.iter().take(TOP_REGIONS) {
+        let mut at = i;
+        while !shown[at] {
+            shown[at] = true;
+            at = parent[at];
+        }
+    }
+    shown
+}
+
 fn write_tree_tables(out: &mut String, title: &str, tree: &Tree, derive: Option<&DerivedMetrics>) {
     // Every metric that appears in this tree, wall clock first.
     let mut metrics: Vec<(String, Unit)> = Vec::new();
@@ -475,6 +762,7 @@ fn write_tree_tables(out: &mut String, title: &str, tree: &Tree, derive: Option<
         let _ = writeln!(out, "\n{title}: no regions");
         return;
     }
+    let shown = shown_nodes(tree);
     for (metric, unit) in metrics {
         let (suffix, divisor) = display_unit(unit);
         let _ = writeln!(out, "\n{metric} [{suffix}], {title}");
@@ -493,15 +781,21 @@ fn write_tree_tables(out: &mut String, title: &str, tree: &Tree, derive: Option<
                 .collect::<Vec<_>>()
                 .join("|")
         );
-        write_rows(out, tree, 0, 0, &metric, divisor);
+        write_rows(out, tree, &shown, 0, 0, &metric, divisor);
     }
-    write_derived(out, title, tree, derive);
+    write_derived(out, title, tree, &shown, derive);
 }
 
 /// One line per region and derived metric (`METRON_METRICS`), from the region's totals.
-fn write_derived(out: &mut String, title: &str, tree: &Tree, derive: Option<&DerivedMetrics>) {
+fn write_derived(
+    out: &mut String,
+    title: &str,
+    tree: &Tree,
+    shown: &[bool],
+    derive: Option<&DerivedMetrics>,
+) {
     let mut rows = Vec::new();
-    for node in tree.nodes.iter().skip(1) {
+    for (node, _) in tree.nodes.iter().zip(shown).skip(1).filter(|(_, s)| **s) {
         let site = node.site.expect("non-root");
         for (metric, value) in derived_metrics(derive, site, &node.metrics) {
             rows.push((site.name, metric, value));
@@ -529,13 +823,24 @@ derived metrics, {title}"
 fn write_rows(
     out: &mut String,
     tree: &Tree,
+    shown: &[bool],
     node: usize,
     depth: usize,
     metric: &str,
     divisor: f64,
 ) {
+    // The children folded away: how many, and their statistics of this metric merged.
+    let mut folded = (0usize, Stats::default());
     for &c in &tree.nodes[node].children {
         let n = &tree.nodes[c];
+        if !shown[c] {
+            let names = metric_names(n.site.expect("non-root"));
+            if let Some(i) = names.iter().position(|(name, _)| name == metric) {
+                folded.0 += 1;
+                folded.1.merge(&n.metrics[i]);
+            }
+            continue;
+        }
         let site = n.site.expect("non-root");
         let names = metric_names(site);
         if let Some(index) = names
@@ -584,7 +889,30 @@ fn write_rows(
                 pct_self
             );
         }
-        write_rows(out, tree, c, depth + 1, metric, divisor);
+        write_rows(out, tree, shown, c, depth + 1, metric, divisor);
+    }
+    if folded.0 > 0 {
+        let s = folded.1;
+        let label = format!("{} other regions (folded)", folded.0);
+        let label = if depth == 0 {
+            label
+        } else {
+            format!("{}|_ {label}", "  ".repeat(depth - 1))
+        };
+        let label: String = label.chars().take(40).collect();
+        let _ = writeln!(
+            out,
+            "| {:<40} | {:>9} | {:>12.3} | {:>12} | {:>12.3} | {:>12.3} | {:>12} | {:>8} | {:>8} |",
+            label,
+            s.count,
+            s.total / divisor,
+            "-",
+            finite(s.min) / divisor,
+            finite(s.max) / divisor,
+            "-",
+            "-",
+            "-"
+        );
     }
 }
 
@@ -594,8 +922,9 @@ impl Sink for SummarySink {
     }
 
     fn events(&mut self, thread: &ThreadInfo, events: &[Event<'_>]) {
-        self.async_ranges.events(thread.index, events);
         self.samples.events(thread, events);
+        // Async ranges are paired across threads: only batches that have some go there.
+        let mut has_async = false;
         let t = self
             .threads
             .entry(thread.index)
@@ -652,9 +981,13 @@ impl Sink for SummarySink {
                 }
                 Event::Instant { site, .. } => *t.marks.entry(site.name).or_default() += 1,
                 Event::Dropped { count, .. } => t.dropped += count,
-                Event::Sample { .. } | Event::AsyncBegin { .. } | Event::AsyncEnd { .. } => {}
+                Event::AsyncBegin { .. } | Event::AsyncEnd { .. } => has_async = true,
+                Event::Sample { .. } => {}
                 Event::Annotation { .. } | Event::ThreadName { .. } => {}
             }
+        }
+        if has_async {
+            self.async_ranges.events(thread.index, events);
         }
     }
 
@@ -666,11 +999,13 @@ impl Sink for SummarySink {
         let txt = run.output_dir.join("summary.txt");
         let json_path = run.output_dir.join("summary.json");
         self.async_ranges.finish(run.end_ns);
-        std::fs::write(&txt, self.to_text(run))?;
-        std::fs::write(
-            &json_path,
-            serde_json::to_string_pretty(&self.to_json(run))? + "\n",
-        )?;
+        let merged = self.merged();
+        std::fs::write(&txt, self.text(run, &merged))?;
+        let mut file =
+            std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&json_path)?);
+        serde_json::to_writer_pretty(&mut file, &self.document(run, &merged))?;
+        std::io::Write::write_all(&mut file, b"\n")?;
+        std::io::Write::flush(&mut file)?;
         Ok(vec![txt, json_path])
     }
 }
