@@ -3,6 +3,7 @@
 //! - `metron run [flags] -- cmd args`: runs a program under Metron. Flags become `METRON_*`
 //!   variables, `libmetron.so` goes into `LD_PRELOAD` with `METRON_PRELOAD=1`, then the
 //!   command replaces this process (`execvp`), so its exit status is the command's own.
+//! - `metron causal [flags] -- cmd args`: causal profiling (`causal.rs`).
 //! - `metron report DIR...`: flame graphs and a one-page `report.html` of run folders.
 //! - `metron export --format atp|occupancy|apilog [-o OUT] DIR`: a run folder in the reference
 //!   profilers' formats (`.atp`, `.occupancy`, API log).
@@ -13,6 +14,7 @@
 //! exit with status 2.
 
 mod avail;
+mod causal;
 mod export;
 mod merge;
 mod passes;
@@ -34,6 +36,9 @@ Usage:
   metron run [flags] [--] <command> [args...]   run a program under Metron
   metron sample [--freq N] [--realtime] [flags] [--] <command> [args...]
                                                 the same, sampling every thread's call stack
+  metron causal [-n N] [--progress FILE:LINE] [flags] [--] <command> [args...]
+                                                causal profiling (Coz's virtual speedups):
+                                                which lines, if faster, speed the program up
   metron merge [-o OUT] DIR...                  join the run folders of MPI ranks into one
                                                 trace and a summary across ranks
   metron report DIR...                          write flamegraph.svg, regions.svg and a
@@ -81,8 +86,9 @@ fn main() -> ExitCode {
         Some("merge") => merge::main(&args[1..]),
         Some("report") => report::main(&args[1..]),
         Some("export") => export::main(&args[1..]),
+        Some("causal") => causal::main(&args[1..]),
         Some(other) => usage_error(&format!(
-            "unknown command {other:?}; the commands are run, sample, merge, report, export and avail (see metron --help)"
+            "unknown command {other:?}; the commands are run, sample, causal, merge, report, export and avail (see metron --help)"
         )),
     }
 }
