@@ -52,6 +52,8 @@ struct Plan {
     runs: u32,
     output: Option<PathBuf>,
     command: Vec<String>,
+    /// `--from FILE`: analyse these `profile.coz` files (Metron's or Coz's), run nothing.
+    from: Vec<PathBuf>,
 }
 
 fn parse(args: &[String]) -> Result<Option<Plan>, String> {
@@ -60,6 +62,7 @@ fn parse(args: &[String]) -> Result<Option<Plan>, String> {
         runs: 1,
         output: None,
         command: Vec::new(),
+        from: Vec::new(),
     };
     let (mut lines, mut progress, mut sources, mut binaries) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -89,12 +92,30 @@ fn parse(args: &[String]) -> Result<Option<Plan>, String> {
         };
         match flag.as_str() {
             "-h" | "--help" => return Ok(None),
-            "--progress" => progress.push(value("FILE:LINE")?),
-            "--line" => lines.push(value("FILE:LINE")?),
+            "--progress" | "--line" => {
+                let v = value("FILE:LINE")?;
+                if metron::sampling::causal::parse_lines(&v).is_none_or(|l| l.is_empty()) {
+                    return Err(format!(
+                        "metron causal: {flag} {v:?} is not accepted: expected {}",
+                        metron::sampling::causal::LINES_GRAMMAR
+                    ));
+                }
+                if flag == "--line" {
+                    lines.push(v);
+                } else {
+                    progress.push(v);
+                }
+            }
             "--source-scope" => sources.push(value("a pattern, % is any text")?),
             "--binary-scope" => binaries.push(value("a pattern, % is any text, or MAIN")?),
             "--speedups" => {
                 let v = value("e.g. 0,10,20 or 0-100/5")?;
+                if metron::sampling::causal::parse_speedups(&v).is_none() {
+                    return Err(format!(
+                        "metron causal: --speedups {v:?} is not accepted: expected {}",
+                        metron::sampling::causal::SPEEDUPS_GRAMMAR
+                    ));
+                }
                 plan.run_args.extend(["--causal-speedups".into(), v]);
             }
             "--experiment" => {
@@ -112,6 +133,7 @@ fn parse(args: &[String]) -> Result<Option<Plan>, String> {
                     })?;
             }
             "-o" | "--output" => plan.output = Some(PathBuf::from(value("a folder")?)),
+            "--from" => plan.from.push(PathBuf::from(value("a profile.coz file")?)),
             _ => {
                 // A flag of `metron run`: passed on whole (with its value when it has one).
                 // Every flag of `run` but `--sample` takes a value; `run` checks them.
@@ -126,7 +148,7 @@ fn parse(args: &[String]) -> Result<Option<Plan>, String> {
         }
         i += 1;
     }
-    if plan.command.is_empty() {
+    if plan.command.is_empty() && plan.from.is_empty() {
         return Err(
             "metron causal: no command given; usage: metron causal [flags] -- <command> [args...]"
                 .into(),
@@ -170,6 +192,9 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
         }
         Err(message) => return crate::usage_error(message.trim_start_matches("metron: ")),
     };
+    if !plan.from.is_empty() {
+        return from_files(&plan);
+    }
     let exe = Path::new(&plan.command[0])
         .file_name()
         .map_or_else(|| "program".into(), |n| n.to_string_lossy().into_owned());
@@ -275,6 +300,45 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
     status
 }
 
+/// `--from`: merges existing profiles and writes the causal outputs.
+fn from_files(plan: &Plan) -> ExitCode {
+    let out = plan
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("metron-output/causal-from"));
+    if let Err(e) = std::fs::create_dir_all(&out) {
+        eprintln!("metron causal: cannot create {}: {e}", out.display());
+        return ExitCode::from(1);
+    }
+    let mut merged = String::new();
+    for p in &plan.from {
+        match std::fs::read_to_string(p) {
+            Ok(text) => merged.push_str(&text),
+            Err(e) => {
+                eprintln!("metron causal: cannot read {}: {e}", p.display());
+                return ExitCode::from(1);
+            }
+        }
+    }
+    if let Err(e) = std::fs::write(out.join("profile.coz"), &merged) {
+        eprintln!(
+            "metron causal: cannot write {}/profile.coz: {e}",
+            out.display()
+        );
+        return ExitCode::from(1);
+    }
+    let mut files = Vec::new();
+    if let Err(e) = metron_report::write_causal(&out, &mut files) {
+        eprintln!("metron causal: {e}");
+        return ExitCode::from(1);
+    }
+    match std::fs::read_to_string(out.join(metron_report::CAUSAL_TXT)) {
+        Ok(table) => print!("{table}"),
+        Err(e) => eprintln!("metron causal: {e}"),
+    }
+    ExitCode::SUCCESS
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -326,6 +390,10 @@ mod tests {
         assert!(e.contains("number of runs from 1"), "{e}");
         let e = parse(&args(&["--line"])).unwrap_err();
         assert!(e.contains("FILE:LINE"), "{e}");
+        let e = parse(&args(&["--line", "main.c", "--", "x"])).unwrap_err();
+        assert!(e.contains("FILE:LINE"), "{e}");
+        let e = parse(&args(&["--speedups", "0-150/5", "--", "x"])).unwrap_err();
+        assert!(e.contains("percentages from 0 to 100"), "{e}");
         let e = parse(&args(&["-n", "2"])).unwrap_err();
         assert!(e.contains("no command"), "{e}");
     }

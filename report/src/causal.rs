@@ -5,10 +5,13 @@
 //! (their visits and their durations summed, as Coz's viewer does); the *period* of a
 //! throughput point is duration / visits, the latency of a latency point is its mean number
 //! in flight over its arrival rate (Little's law). The program speedup at line speedup s is
-//! (baseline − value) / baseline, where the baseline pools every 0 % experiment of the point,
-//! whichever line was selected: a 0 % experiment inserts no delay, so they all measure the
-//! same program (Coz's viewer uses the selected line's own 0 % experiments; pooling gives a
-//! steadier baseline with the same expectation).
+//! (baseline − value) / baseline, where the baseline pools every 0 % experiment of the point
+//! *in the same run*, whichever line was selected: a 0 % experiment inserts no delay, so they
+//! all measure the same program (Coz's viewer uses the selected line's own 0 % experiments;
+//! pooling gives a steadier baseline with the same expectation). Runs are compared each with
+//! its own baseline and then averaged, weighted by their experiments' durations, so runs made
+//! under different loads are not mixed; a run without a 0 % experiment (Coz's
+//! `--fixed-speedup` runs) is compared with the baseline of all runs.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -49,6 +52,8 @@ pub struct Experiment {
     pub selected_samples: u64,
     /// What each progress point saw.
     pub points: Vec<Observation>,
+    /// Which run (`startup` record) it belongs to, from 0.
+    pub run: usize,
 }
 
 /// A parsed `profile.coz` (several runs appended are one profile).
@@ -109,6 +114,7 @@ pub fn parse(text: &str) -> Result<Profile, String> {
                 duration: number(&fields, "duration", line_no)?,
                 selected_samples: number(&fields, "selected-samples", line_no)?,
                 points: Vec::new(),
+                run: profile.runs.saturating_sub(1),
             }),
             "throughput-point" | "progress-point" => {
                 let obs = Observation::Throughput {
@@ -189,6 +195,9 @@ impl Pool {
     }
 }
 
+/// Runs' program speedups at one line speedup: (Σ duration × speedup, Σ duration, experiments).
+type Weighted = (f64, f64, usize);
+
 /// The speedup curve of one line for one progress point.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Curve {
@@ -228,38 +237,57 @@ fn obs_name(o: &Observation) -> &str {
 /// The curves of every (point, line), each point's lines ranked by predicted speedup at 20 %
 /// (highest first), points in name order.
 pub fn curves(profile: &Profile) -> Vec<Curve> {
-    // (point, line, speedup %) → pool; point → pooled baseline.
-    let mut pools: BTreeMap<(String, String, u32), Pool> = BTreeMap::new();
+    // (point, line, speedup %, run) → pool; (point, run) and point → pooled baselines.
+    let mut pools: BTreeMap<(String, String, u32, usize), Pool> = BTreeMap::new();
+    let mut run_baselines: BTreeMap<(String, usize), Pool> = BTreeMap::new();
     let mut baselines: BTreeMap<String, Pool> = BTreeMap::new();
     for e in &profile.experiments {
         let s = (e.speedup * 100.0).round() as u32;
         for o in &e.points {
             let name = obs_name(o).to_string();
             pools
-                .entry((name.clone(), e.selected.clone(), s))
+                .entry((name.clone(), e.selected.clone(), s, e.run))
                 .or_default()
                 .add(e.duration, o);
             if s == 0 {
+                run_baselines
+                    .entry((name.clone(), e.run))
+                    .or_default()
+                    .add(e.duration, o);
                 baselines.entry(name).or_default().add(e.duration, o);
             }
         }
     }
-    let mut by_key: BTreeMap<(String, String), Vec<(u32, Pool)>> = BTreeMap::new();
-    for ((point, line, s), pool) in pools {
-        by_key.entry((point, line)).or_default().push((s, pool));
+    // (point, line) → speedup % → (Σ weight × program speedup, Σ weight, experiments).
+    let mut by_key: BTreeMap<(String, String), BTreeMap<u32, Weighted>> = BTreeMap::new();
+    for ((point, line, s, run), pool) in pools {
+        let entry = by_key
+            .entry((point.clone(), line))
+            .or_default()
+            .entry(s)
+            .or_default();
+        entry.2 += pool.experiments;
+        let base = run_baselines
+            .get(&(point.clone(), run))
+            .and_then(Pool::value)
+            .or_else(|| baselines.get(&point).and_then(Pool::value));
+        if let (Some(base), Some(v)) = (base, pool.value()) {
+            entry.0 += pool.duration * 100.0 * (base - v) / base;
+            entry.1 += pool.duration;
+        }
     }
     let mut out: Vec<Curve> = Vec::new();
     for ((point, line), list) in by_key {
-        let Some(base) = baselines.get(&point).and_then(Pool::value) else {
-            continue;
-        };
         let mut points = Vec::new();
         let mut experiments = 0;
-        for (s, pool) in &list {
-            experiments += pool.experiments;
-            if let Some(v) = pool.value() {
-                points.push((*s, 100.0 * (base - v) / base, pool.experiments));
+        for (s, (sum, weight, n)) in &list {
+            experiments += n;
+            if *weight > 0.0 {
+                points.push((*s, sum / weight, *n));
             }
+        }
+        if points.is_empty() {
+            continue;
         }
         let (num, den) = points
             .iter()
@@ -528,6 +556,28 @@ samples\tlocation=/a/x.c:10\tcount=70\n";
         assert!(table.contains("+20.0%"), "{table}");
         let svg = svg(&c);
         assert_eq!(svg.matches("<polyline").count(), 2);
+    }
+
+    #[test]
+    fn each_run_is_compared_with_its_own_baseline() {
+        // Run 2 is twice as slow throughout (a loaded machine): alone, its 20 % experiment
+        // would look like a slowdown against run 1's baseline.
+        let text = "startup\ttime=1\n\
+experiment\tselected=a.c:1\tspeedup=0.00\tduration=1000\tselected-samples=1\n\
+throughput-point\tname=p\tdelta=100\n\
+experiment\tselected=a.c:1\tspeedup=0.20\tduration=800\tselected-samples=1\n\
+throughput-point\tname=p\tdelta=100\n\
+startup\ttime=2\n\
+experiment\tselected=a.c:1\tspeedup=0.00\tduration=2000\tselected-samples=1\n\
+throughput-point\tname=p\tdelta=100\n\
+experiment\tselected=a.c:1\tspeedup=0.20\tduration=1600\tselected-samples=1\n\
+throughput-point\tname=p\tdelta=100\n";
+        let p = parse(text).unwrap();
+        assert_eq!(p.runs, 2);
+        assert_eq!(p.experiments[3].run, 1);
+        let c = curves(&p);
+        assert!((c[0].at(20).unwrap() - 20.0).abs() < 1e-9, "{c:?}");
+        assert!(c[0].at(0).unwrap().abs() < 1e-9);
     }
 
     #[test]

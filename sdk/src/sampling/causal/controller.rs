@@ -63,7 +63,7 @@ impl Xorshift {
 
 /// The order of speedups (percent) each line walks: the non-zero speedups shuffled with a
 /// fixed seed, a 0 before every third.
-pub(crate) fn schedule(speedups: &[u32]) -> Vec<u32> {
+pub fn schedule(speedups: &[u32]) -> Vec<u32> {
     let mut nonzero: Vec<u32> = speedups.iter().copied().filter(|s| *s > 0).collect();
     nonzero.sort_unstable();
     nonzero.dedup();

@@ -26,6 +26,7 @@
 //! futexes directly and are not seen (see the user guide's *Causal profiling* chapter).
 
 mod controller;
+pub use controller::schedule;
 mod delays;
 mod lines;
 mod progress;
