@@ -61,6 +61,7 @@ fn causal(exe: &Path, dir: &Path, seconds: &str, extra: &[&str]) -> PathBuf {
         .unwrap();
     assert_success(&run, "metron causal");
     println!("{}", String::from_utf8_lossy(&run.stdout));
+    std::fs::write(dir.join("stdout.txt"), &run.stdout).unwrap();
     out
 }
 
@@ -279,4 +280,45 @@ fn bad_causal_flags_say_what_is_accepted() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("FILE:LINE"), "{err}");
+}
+
+#[test]
+fn threads_created_during_experiments_and_forked_children_are_handled() {
+    let dir = temp_dir("causal-churn");
+    let exe = build("churn.c", &dir, &["-pthread"]);
+    let worker = line_of("churn.c", "WORKER:");
+    let out = causal(&exe, &dir, "4", &["--line", &worker]);
+    let coz = std::fs::read_to_string(out.join("profile.coz")).unwrap();
+    let experiments = coz
+        .lines()
+        .filter(|l| l.starts_with("experiment\t") && l.contains(&format!("/{worker}\t")))
+        .count();
+    assert!(experiments >= 5, "{coz}");
+    // Samples of the short-lived threads reached the selected line.
+    let selected: u64 = coz
+        .lines()
+        .filter_map(|l| {
+            l.split('\t')
+                .find_map(|f| f.strip_prefix("selected-samples="))
+        })
+        .map(|v| v.parse::<u64>().unwrap())
+        .sum();
+    assert!(selected > 0, "{coz}");
+    // Every fork's child exited normally.
+    let stdout = std::fs::read_to_string(dir.join("stdout.txt")).unwrap();
+    let words: Vec<u64> = stdout
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert_eq!(words.len(), 2, "{stdout}");
+    assert_eq!(
+        words[1],
+        words[0] / 50,
+        "children that exited normally: {stdout}"
+    );
+    let run = read_json(&out.join("run-1"), "metadata.json");
+    assert_eq!(run["sampling"]["causal"]["enabled"], true);
 }

@@ -14,7 +14,8 @@
 //! delays inserted meanwhile. Otherwise (no causal run: the usual case) each wrapper costs
 //! one relaxed load before calling the C library's own function, found once with
 //! `dlsym(RTLD_NEXT)`. A lock that is free is taken with `trylock` first, so uncontended locks
-//! do no accounting.
+//! do no accounting. `pthread_create` is wrapped as well: during a causal run the new thread
+//! registers with the sampler as it starts and inherits its creator's delay count.
 
 use super::*;
 use metron::sampling::causal::{self, ProgressCounter, ProgressKind};
@@ -203,6 +204,30 @@ mod real {
         Next::new(c"pthread_cond_broadcast", Some(c"GLIBC_2.3.2"));
     pub(super) static BARRIER_WAIT: Next = Next::new(c"pthread_barrier_wait", None);
     pub(super) static JOIN: Next = Next::new(c"pthread_join", None);
+    pub(super) static CREATE: Next = Next::new(c"pthread_create", None);
+
+    /// A thread's start routine.
+    pub(super) type Start = extern "C" fn(*mut c_void) -> *mut c_void;
+    type Create = unsafe extern "C" fn(
+        *mut libc::pthread_t,
+        *const libc::pthread_attr_t,
+        Start,
+        *mut c_void,
+    ) -> c_int;
+
+    /// Calls `pthread_create`.
+    ///
+    /// # Safety
+    /// The arguments are what `pthread_create` expects.
+    pub(super) unsafe fn create(
+        t: *mut libc::pthread_t,
+        attr: *const libc::pthread_attr_t,
+        f: Start,
+        arg: *mut c_void,
+    ) -> c_int {
+        // SAFETY: the address is libc's pthread_create.
+        unsafe { std::mem::transmute::<usize, Create>(CREATE.get())(t, attr, f, arg) }
+    }
 
     /// Calls a one-pointer function.
     ///
@@ -345,6 +370,53 @@ pub unsafe extern "C" fn pthread_barrier_wait(b: *mut c_void) -> c_int {
     // SAFETY: the caller's arguments, to libc's own function.
     let rc = unsafe { real::call1(&real::BARRIER_WAIT, b) };
     causal::post_block(true);
+    rc
+}
+
+/// What the wrapped start routine needs: the program's routine, its argument, and the
+/// creator's delay count.
+struct Start {
+    f: real::Start,
+    arg: *mut c_void,
+    inherited: u64,
+}
+
+/// The start routine of a thread created during a causal run: arm sampling, inherit the
+/// creator's delays, then run the program's routine.
+extern "C" fn start_sampled(p: *mut c_void) -> *mut c_void {
+    // SAFETY: `p` is the `Box<Start>` that `pthread_create` leaked for this thread only.
+    let start = unsafe { Box::from_raw(p.cast::<Start>()) };
+    let _ = catch_unwind(|| causal::thread_started(start.inherited));
+    (start.f)(start.arg)
+}
+
+/// `pthread_create`: during a causal run the new thread is sampled from its first
+/// instruction and owes what its creator owes (Coz's rule); otherwise libc's own, untouched.
+///
+/// # Safety
+/// As `pthread_create`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_create(
+    t: *mut libc::pthread_t,
+    attr: *const libc::pthread_attr_t,
+    f: real::Start,
+    arg: *mut c_void,
+) -> c_int {
+    if !causal::is_engaged() {
+        // SAFETY: the caller's arguments, to libc's own function.
+        return unsafe { real::create(t, attr, f, arg) };
+    }
+    let start = Box::into_raw(Box::new(Start {
+        f,
+        arg,
+        inherited: causal::creator_delays(),
+    }));
+    // SAFETY: the caller's arguments, with our routine and its own leaked argument.
+    let rc = unsafe { real::create(t, attr, start_sampled, start.cast()) };
+    if rc != 0 {
+        // SAFETY: the thread was not created, so `start` is still ours alone.
+        drop(unsafe { Box::from_raw(start) });
+    }
     rc
 }
 

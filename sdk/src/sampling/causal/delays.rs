@@ -16,9 +16,10 @@
 //! is credited with the delays inserted while it waited, which it could not have taken.
 //! Outside an experiment every thread's count simply follows the global one.
 //!
-//! Threads: a thread's count starts equal to the global one when the sampler first arms
-//! it (threads created during an experiment owe nothing for the time before they existed);
-//! a thread that ends takes its count with it. In a forked child the causal state is off.
+//! Threads: a thread created with `pthread_create` during a causal run is armed by the
+//! sampler as it starts and inherits its creator's count (it owes what its creator owed);
+//! a thread the sampler finds otherwise (its 20 ms scan) starts even with the global count. A
+//! thread that ends takes its count with it. In a forked child the causal state is off.
 
 use super::super::slot::ThreadSlot;
 use super::super::sys;
@@ -223,6 +224,29 @@ pub fn catch_up() {
         d.busy.store(true, Ordering::Relaxed);
         add_delays(d);
         d.busy.store(false, Ordering::Relaxed);
+    }
+}
+
+/// The calling thread's delay count, for a thread it creates to inherit (Coz's rule: the new
+/// thread owes what its creator owes); the global count when the caller is not sampled.
+pub fn creator_delays() -> u64 {
+    match current() {
+        Some(s) => s.delays.local.load(Ordering::Relaxed),
+        None => GLOBAL.load(Ordering::Relaxed),
+    }
+}
+
+/// First thing in a thread created during a causal run (the `pthread_create` wrapper's
+/// start routine): the sampler arms the thread at once, rather than at its next 20 ms scan,
+/// so a thread that lives a few milliseconds is sampled too, and its delay count starts at
+/// `inherited` (its creator's). Metron's own threads, starting unnamed, are left alone.
+pub fn thread_started(inherited: u64) {
+    if !engaged() || super::super::own_threads_starting() {
+        return;
+    }
+    super::super::on_thread_attach();
+    if let Some(s) = current() {
+        s.delays.local.store(inherited, Ordering::Relaxed);
     }
 }
 

@@ -32,7 +32,7 @@ mod lines;
 mod progress;
 
 pub(crate) use delays::ThreadDelays;
-pub use delays::{catch_up, post_block, pre_block};
+pub use delays::{catch_up, creator_delays, post_block, pre_block, thread_started};
 pub use progress::{counter, ProgressCounter, ProgressKind, ProgressSite};
 
 use serde_json::{json, Value};
