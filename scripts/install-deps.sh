@@ -44,6 +44,17 @@ if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
     echo "scripts/install-deps.sh: missing Open MPI (apt-get install openmpi-bin libopenmpi-dev); the MPI test will skip" >&2
   fi
 fi
+# The causal-profiling test of Coz compatibility (tests/tests/causal.rs, skipped without
+# /usr/include/coz.h) and tests/causal/compare-coz.sh: Debian's coz-profiler (coz.h, coz run).
+# Not fatal where the distribution lacks it.
+if [ ! -f /usr/include/coz.h ] || ! command -v coz >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq coz-profiler >/dev/null; } ||
+      echo "scripts/install-deps.sh: could not install coz-profiler; the coz.h compatibility test will skip" >&2
+  else
+    echo "scripts/install-deps.sh: missing coz-profiler (apt-get install coz-profiler); the coz.h compatibility test will skip" >&2
+  fi
+fi
 # The Perfetto trace tests decode trace.pftrace with the official protos of the `perfetto`
 # PyPI package (tests/perfetto/validate_trace.py). perfetto-sdk-sys builds with g++ (above).
 if ! python3 -c "import perfetto.protos.perfetto.trace.perfetto_trace_pb2" >/dev/null 2>&1; then

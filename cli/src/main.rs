@@ -5,6 +5,7 @@
 //!   command runs as a child: `metron run` waits for its whole process tree, which writes one
 //!   run folder (`tree/`; `METRON_PROCESSES=separate` replaces this process with the command
 //!   instead), and exits with the command's status.
+//! - `metron causal [flags] -- cmd args`: causal profiling (`causal.rs`).
 //! - `metron report DIR...`: flame graphs and a one-page `report.html` of run folders.
 //! - `metron export --format atp|occupancy|apilog [-o OUT] DIR`: a run folder in the reference
 //!   profilers' formats (`.atp`, `.occupancy`, API log).
@@ -15,6 +16,7 @@
 //! exit with status 2.
 
 mod avail;
+mod causal;
 mod export;
 mod merge;
 mod passes;
@@ -36,6 +38,9 @@ Usage:
   metron run [flags] [--] <command> [args...]   run a program under Metron
   metron sample [--freq N] [--realtime] [flags] [--] <command> [args...]
                                                 the same, sampling every thread's call stack
+  metron causal [-n N] [--progress FILE:LINE] [flags] [--] <command> [args...]
+                                                causal profiling (Coz's virtual speedups):
+                                                which lines, if faster, speed the program up
   metron merge [-o OUT] DIR...                  join the run folders of MPI ranks into one
                                                 trace and a summary across ranks
   metron report DIR...                          write flamegraph.svg, regions.svg and a
@@ -83,8 +88,9 @@ fn main() -> ExitCode {
         Some("merge") => merge::main(&args[1..]),
         Some("report") => report::main(&args[1..]),
         Some("export") => export::main(&args[1..]),
+        Some("causal") => causal::main(&args[1..]),
         Some(other) => usage_error(&format!(
-            "unknown command {other:?}; the commands are run, sample, merge, report, export and avail (see metron --help)"
+            "unknown command {other:?}; the commands are run, sample, causal, merge, report, export and avail (see metron --help)"
         )),
     }
 }

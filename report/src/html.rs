@@ -429,6 +429,18 @@ fn files_section(out: &mut String, f: &Folder) {
     out.push_str("</tbody></table>");
 }
 
+/// The causal profile: the summary table and the speedup curves, inline.
+fn causal_section(out: &mut String, f: &Folder) {
+    let Some(svg) = &f.causal else {
+        return;
+    };
+    out.push_str("<h2 id=causal>Causal profile</h2><p class=note>From <code>profile.coz</code>: how much faster each progress point would go if one line were faster (see <code>causal.txt</code>; <code>coz plot</code> opens <code>profile.coz</code> too).</p>");
+    if let Ok(table) = std::fs::read_to_string(f.dir.join(crate::CAUSAL_TXT)) {
+        let _ = write!(out, "<pre id=causal-table>{}</pre>", esc(&table));
+    }
+    let _ = write!(out, "<div id=causal-svg>{svg}</div>");
+}
+
 /// The page.
 pub(crate) fn page(f: &Folder) -> String {
     let exe = f.summary["exe"]
@@ -477,6 +489,7 @@ pub(crate) fn page(f: &Folder) -> String {
             "",
         );
     }
+    causal_section(&mut out, f);
     sampling_section(&mut out, f);
     out.push_str("<h2 id=perfetto>The timeline</h2>");
     if f.dir.join("trace.pftrace").is_file() {

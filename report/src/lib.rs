@@ -21,6 +21,7 @@ use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
 
+pub mod causal;
 mod html;
 
 /// The files [`write_pictures`] writes.
@@ -29,6 +30,39 @@ pub const FLAMEGRAPH: &str = "flamegraph.svg";
 pub const REGIONS: &str = "regions.svg";
 /// The report.
 pub const REPORT: &str = "report.html";
+/// The causal profile's speedup curves (when the folder has `profile.coz`).
+pub const CAUSAL_SVG: &str = "causal.svg";
+/// The causal profile's summary table.
+pub const CAUSAL_TXT: &str = "causal.txt";
+/// The causal profile's curves and table as JSON.
+pub const CAUSAL_JSON: &str = "causal.json";
+
+/// Writes `causal.txt`, `causal.json` and `causal.svg` from `dir/profile.coz`; `Ok(None)`
+/// when the folder has no `profile.coz`.
+pub fn write_causal(dir: &Path, files: &mut Vec<PathBuf>) -> io::Result<Option<String>> {
+    let Ok(text) = std::fs::read_to_string(dir.join("profile.coz")) else {
+        return Ok(None);
+    };
+    let profile =
+        causal::parse(&text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    let curves = causal::curves(&profile);
+    let svg = causal::svg(&curves);
+    for (name, body) in [
+        (CAUSAL_TXT, causal::summary_text(&profile, &curves)),
+        (
+            CAUSAL_JSON,
+            serde_json::to_string_pretty(&causal::summary_json(&profile, &curves))
+                .unwrap_or_default(),
+        ),
+        (CAUSAL_SVG, svg.clone()),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, body)?;
+        files.push(path);
+    }
+    Ok(Some(svg))
+}
+
 /// The GPU PC-sampling flame graph (NVIDIA, `METRON_GPU_PC_SAMPLING`).
 pub const GPU_STALLS: &str = "gpu_stalls.svg";
 
@@ -156,6 +190,8 @@ pub(crate) struct Folder {
     pub(crate) flamegraph: Option<String>,
     pub(crate) regions: Option<String>,
     pub(crate) gpu_stalls: Option<String>,
+    /// The causal profile's curves (`causal.svg`), when the folder has `profile.coz`.
+    pub(crate) causal: Option<String>,
 }
 
 /// Writes `flamegraph.svg` (when the folder has `stacks.folded`), `gpu_stalls.svg` (when it
@@ -201,6 +237,7 @@ pub fn write_pictures_with(dir: &Path, html: bool) -> io::Result<Vec<PathBuf>> {
         &format!("{exe}: GPU PC samples by region, kernel, line and stall reason"),
         &mut files,
     )?;
+    let causal = write_causal(dir, &mut files)?;
     let folded = region_folded(&summary);
     let regions = if folded.is_empty() {
         None
@@ -219,6 +256,7 @@ pub fn write_pictures_with(dir: &Path, html: bool) -> io::Result<Vec<PathBuf>> {
             flamegraph,
             regions,
             gpu_stalls,
+            causal,
         };
         let path = dir.join(REPORT);
         std::fs::write(&path, html::page(&folder))?;

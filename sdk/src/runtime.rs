@@ -562,6 +562,12 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
     // The small outputs first, into the space the reserve kept; the trace's last part after.
     crate::sinks::space::release(&run.output_dir);
     let (mut files, mut errors) = pipeline.finish(&run, crash_ns.is_some());
+    // Causal profiling's experiments (`profile.coz`), when this was a causal run.
+    match crate::sampling::causal::write_profile(&run.output_dir) {
+        Some(Ok(path)) => files.push(path),
+        Some(Err(e)) => errors.push(e),
+        None => {}
+    }
     let metadata_path = run.output_dir.join("metadata.json");
     let mut metadata_error = write_metadata(rt, &run, &pipeline, &errors, &metadata_path).err();
     let (late_files, late_errors) = pipeline.finish_late(&run);

@@ -271,6 +271,48 @@ pub static REGISTRY: &[SettingSpec] = &[
         description: "the signal that carries samples: auto picks a free real-time signal, so a program's own SIGPROF handler is left alone",
     },
     SettingSpec {
+        name: "METRON_CAUSAL",
+        kind: Kind::Bool,
+        default: "false",
+        description: "causal profiling (Coz's virtual speedups) on top of CPU-time sampling: experiments predict how much faster the progress points would go if a line were faster; writes profile.coz; `metron causal` turns it on",
+    },
+    SettingSpec {
+        name: "METRON_CAUSAL_LINES",
+        kind: Kind::Grammar(crate::sampling::Grammar::CausalLines),
+        default: "",
+        description: "causal profiling: experiment only on these lines (FILE:LINE, comma-separated); empty: the lines with the most samples in scope",
+    },
+    SettingSpec {
+        name: "METRON_CAUSAL_PROGRESS",
+        kind: Kind::Grammar(crate::sampling::Grammar::CausalLines),
+        default: "",
+        description: "causal profiling: sampled throughput points, FILE:LINE (each sample in the line counts as a visit), for programs without progress! / metron_progress / COZ_PROGRESS",
+    },
+    SettingSpec {
+        name: "METRON_CAUSAL_SOURCE_SCOPE",
+        kind: Kind::Text,
+        default: "%",
+        description: "causal profiling: source files whose lines may be selected, comma-separated patterns where % is any text (e.g. %/src/%)",
+    },
+    SettingSpec {
+        name: "METRON_CAUSAL_BINARY_SCOPE",
+        kind: Kind::Text,
+        default: "MAIN",
+        description: "causal profiling: modules whose lines may be selected, comma-separated patterns where % is any text; MAIN is the executable",
+    },
+    SettingSpec {
+        name: "METRON_CAUSAL_SPEEDUPS",
+        kind: Kind::Grammar(crate::sampling::Grammar::Speedups),
+        default: "0-100/5",
+        description: "causal profiling: the line speedups tried, percent: a comma list or lo-hi/step; 0 % (the baseline) is always included",
+    },
+    SettingSpec {
+        name: "METRON_CAUSAL_EXPERIMENT",
+        kind: Kind::Duration,
+        default: "200ms",
+        description: "causal profiling: the shortest experiment (lengthened while a progress point sees fewer than 5 visits in one)",
+    },
+    SettingSpec {
         name: "METRON_TRACE_PERIODS",
         kind: Kind::Grammar(crate::sampling::Grammar::Periods),
         default: "none",
@@ -649,6 +691,34 @@ impl Settings {
             value_of("METRON_TRACE_DELAY").duration(),
             value_of("METRON_TRACE_DURATION").duration(),
         );
+        let mut sampling = sampling;
+        sampling.causal = crate::sampling::causal::CausalConfig {
+            enabled: value_of("METRON_CAUSAL").bool(),
+            lines: crate::sampling::causal::parse_lines(&value_of("METRON_CAUSAL_LINES").text())
+                .unwrap_or_default(),
+            progress_lines: crate::sampling::causal::parse_lines(
+                &value_of("METRON_CAUSAL_PROGRESS").text(),
+            )
+            .unwrap_or_default(),
+            source_scope: crate::sampling::causal::parse_scopes(
+                &value_of("METRON_CAUSAL_SOURCE_SCOPE").text(),
+                "%",
+            ),
+            binary_scope: crate::sampling::causal::parse_scopes(
+                &value_of("METRON_CAUSAL_BINARY_SCOPE").text(),
+                "MAIN",
+            ),
+            speedups: crate::sampling::causal::parse_speedups(
+                &value_of("METRON_CAUSAL_SPEEDUPS").text(),
+            )
+            .unwrap_or_else(|| {
+                crate::sampling::causal::parse_speedups(crate::sampling::causal::DEFAULT_SPEEDUPS)
+                    .unwrap_or_default()
+            }),
+            experiment: value_of("METRON_CAUSAL_EXPERIMENT")
+                .duration()
+                .unwrap_or(std::time::Duration::from_millis(200)),
+        };
         // Counter settings have grammars of their own, checked by `crate::counters`.
         let counters = crate::counters::CounterSettings {
             events: value_of("METRON_PERF_EVENTS").text(),

@@ -29,6 +29,7 @@ mod cuda_injection;
 mod dlclose;
 pub mod errors;
 mod exec;
+mod exports_causal;
 mod exports_info;
 mod exports_instants;
 mod exports_process;

@@ -15,6 +15,10 @@ pub enum Grammar {
     Signal,
     /// Time windows, `[clock:]delay:duration[:repeat]`.
     Periods,
+    /// Causal profiling's lines, `FILE:LINE,...`.
+    CausalLines,
+    /// Causal profiling's speedups, `0,10,20` or `0-100/5`.
+    Speedups,
 }
 
 /// Highest sampling frequency accepted, in Hz.
@@ -30,6 +34,8 @@ impl Grammar {
             Grammar::ThreadList => "all, or a comma list of thread indices in the order the sampler first sees the threads, 0 being the main thread (e.g. 0,2,3)".into(),
             Grammar::Signal => "auto (the first real-time signal from SIGRTMIN+4 up whose action is the default), SIGPROF, or SIGRTMIN+N with N from 0 to SIGRTMAX-SIGRTMIN".into(),
             Grammar::Periods => PERIODS_GRAMMAR.into(),
+            Grammar::CausalLines => super::causal::LINES_GRAMMAR.into(),
+            Grammar::Speedups => super::causal::SPEEDUPS_GRAMMAR.into(),
         }
     }
 
@@ -40,6 +46,8 @@ impl Grammar {
             Grammar::ThreadList => parse_threads(raw).is_some(),
             Grammar::Signal => parse_signal(raw).is_some(),
             Grammar::Periods => parse_periods(raw).is_ok(),
+            Grammar::CausalLines => super::causal::parse_lines(raw).is_some(),
+            Grammar::Speedups => super::causal::parse_speedups(raw).is_some(),
         }
     }
 }
@@ -77,6 +85,8 @@ pub struct SamplingConfig {
     pub signal: SignalChoice,
     /// `METRON_TRACE_PERIODS`, then `METRON_TRACE_DELAY`/`_DURATION` as one more period.
     pub periods: Vec<Period>,
+    /// `METRON_CAUSAL*`: causal profiling, which runs on this sampler.
+    pub causal: super::causal::CausalConfig,
 }
 
 impl SamplingConfig {
@@ -110,6 +120,7 @@ impl SamplingConfig {
             threads: parse_threads(threads).unwrap_or(None),
             signal: parse_signal(signal).unwrap_or(SignalChoice::Auto),
             periods: windows,
+            causal: super::causal::CausalConfig::default(),
         }
     }
 
@@ -168,5 +179,23 @@ mod tests {
         assert!(Grammar::Signal.check("SIGRTMIN+5"));
         assert!(!Grammar::Signal.check("SIGRTMIN+500"));
         assert!(!Grammar::Signal.check("SIGUSR1"));
+        assert!(Grammar::CausalLines.check("main.c:42, src/q.c:7"));
+        assert!(Grammar::CausalLines.check(""));
+        assert!(!Grammar::CausalLines.check("main.c"));
+        assert!(!Grammar::CausalLines.check("main.c:0"));
+        assert!(Grammar::Speedups.check("0-100/5"));
+        assert!(Grammar::Speedups.check("10,20,30"));
+        assert!(!Grammar::Speedups.check("0-150/5"));
+        assert!(!Grammar::Speedups.check("fast"));
+        assert_eq!(
+            super::super::causal::parse_speedups("40,10").unwrap(),
+            vec![0, 10, 40]
+        );
+        assert_eq!(
+            super::super::causal::parse_speedups("0-100/5")
+                .unwrap()
+                .len(),
+            21
+        );
     }
 }

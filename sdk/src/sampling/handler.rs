@@ -3,10 +3,13 @@
 //! What it may do, and does: atomic loads and stores, one `gettid` system call, `rdtsc`, reads
 //! of the interrupted thread's stack inside its bounds, the framehop unwind (no allocation
 //! under `MustNotAllocateDuringUnwind`), stores into the thread's preallocated ring, and an
-//! `unpark` of the flusher (an atomic and a futex wake) when the ring is half full. What it
+//! `unpark` of the flusher (an atomic and a futex wake) when the ring is half full; in a causal
+//! run, the line lookup and the delay step (atomics, and `nanosleep` to take a delay: see
+//! `causal::delays`). What it
 //! never does: allocate, take a lock, touch lazily-initialised thread-local storage, format,
 //! or panic. It saves and restores `errno`.
 
+use super::causal;
 use super::slot::{self, ThreadSlot};
 use super::sys;
 use super::unwind::{self, MAX_FRAMES};
@@ -70,6 +73,10 @@ fn take_sample(info: *mut libc::siginfo_t, ctx: *mut c_void) {
     };
     let ticks = metron_components::clock::now_ticks();
     capture(slot, ticks, regs, trigger);
+    if trigger == TRIGGER_CPU && causal::engaged() {
+        // Causal profiling's safe point: pay or publish this thread's delays.
+        causal::in_handler(slot);
+    }
 }
 
 /// Unwinds from `regs` and stores the stack into `slot`'s ring. Async-signal-safe. Also the
@@ -91,6 +98,9 @@ pub(crate) fn capture(slot: &ThreadSlot, ticks: u64, regs: (u64, u64, u64), trig
             1
         }
     });
+    if trigger == TRIGGER_CPU && causal::engaged() {
+        causal::on_sample(slot, &scratch.frames[..n]);
+    }
     if n == MAX_FRAMES {
         slot.truncated.fetch_add(1, Ordering::Relaxed);
     } else if n == 1 {

@@ -33,6 +33,7 @@
 //! disabling them: they still sample the parent), and POSIX timers are not inherited.
 
 pub(crate) mod backtrace;
+pub mod causal;
 pub mod config;
 mod handler;
 mod ring;
@@ -166,6 +167,13 @@ pub(crate) fn start(
             "metron: threads started later are not sampled (cannot start the sampler thread: {e})"
         );
     }
+    if config.causal.enabled {
+        if config.cputime {
+            causal::start(&config.causal, config.period_ns());
+        } else {
+            eprintln!("metron: causal profiling off: it needs CPU-time sampling (METRON_SAMPLING_CPUTIME=on)");
+        }
+    }
     (open, true)
 }
 
@@ -253,6 +261,8 @@ pub(crate) fn finish() {
     if PLAN.get().is_none() {
         return;
     }
+    // The experiments end while the sampler still runs, so the last one is whole.
+    causal::finish();
     ARMED.store(false, Ordering::Release);
     {
         let mut reg = sampler::lock();
@@ -283,6 +293,7 @@ pub(crate) fn unwind_parked_thread(regs: (u64, u64, u64)) -> Vec<u64> {
 
 pub(crate) fn after_fork_in_child() {
     ARMED.store(false, Ordering::Relaxed);
+    causal::after_fork_in_child();
     slot::close_all_routed_in_child();
 }
 
@@ -363,6 +374,7 @@ fn build_report() -> Value {
         "stray_signals": STRAY.load(Ordering::Relaxed),
         "errors": reg.open_errors,
         "threads": listed,
+        "causal": causal::metadata(&plan.config.causal),
     })
 }
 

@@ -49,6 +49,8 @@ pub(crate) struct ThreadSlot {
     pub(crate) truncated: AtomicU64,
     /// Stacks of one frame (the pc only: unknown stack or no unwind information).
     pub(crate) pc_only: AtomicU64,
+    /// Causal profiling: this thread's delay state.
+    pub(crate) delays: super::causal::ThreadDelays,
 }
 
 impl ThreadSlot {
@@ -69,6 +71,7 @@ impl ThreadSlot {
             busy: AtomicU64::new(0),
             truncated: AtomicU64::new(0),
             pc_only: AtomicU64::new(0),
+            delays: super::causal::ThreadDelays::new(),
         }
     }
 
@@ -93,6 +96,7 @@ impl ThreadSlot {
         ] {
             c.store(0, Ordering::Relaxed);
         }
+        self.delays.reset();
         let (lo, hi) = stack.unwrap_or((0, 0));
         self.stack_lo.store(lo, Ordering::Relaxed);
         self.stack_hi.store(hi, Ordering::Relaxed);
@@ -115,6 +119,21 @@ pub(crate) fn make(index: usize) -> &'static ThreadSlot {
 #[inline]
 pub(crate) fn get(index: usize) -> Option<&'static ThreadSlot> {
     SLOTS.get(index)?.get()
+}
+
+/// The slot thread `tid` owns now, with its index. Scans the slots made so far; not for a
+/// signal handler's hot path (causal profiling's wrappers cache the answer per thread).
+pub(crate) fn find_owned_by(tid: u32) -> Option<(usize, &'static ThreadSlot)> {
+    for (i, cell) in SLOTS.iter().enumerate() {
+        let Some(s) = cell.get() else {
+            // Slots are made in index order, and freed ones are reused, never unmade.
+            break;
+        };
+        if s.tid.load(Ordering::Acquire) == tid {
+            return Some((i, s));
+        }
+    }
+    None
 }
 
 /// Routes descriptor `fd` to slot `index` (`None`: unroutes it). False if `fd` is too large.

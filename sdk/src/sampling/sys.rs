@@ -347,6 +347,19 @@ pub(super) fn monotonic_ns() -> u64 {
     clock_ns(libc::CLOCK_MONOTONIC)
 }
 
+/// Sleeps about `ns` nanoseconds; returns how long it really slept (an interrupting signal
+/// ends it early). Async-signal-safe: `nanosleep` and the vDSO clock.
+pub(super) fn sleep_ns(ns: u64) -> u64 {
+    let start = monotonic_ns();
+    let request = libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: `request` is a valid timespec; a null remainder pointer is allowed.
+    unsafe { libc::nanosleep(&request, std::ptr::null_mut()) };
+    monotonic_ns().saturating_sub(start)
+}
+
 fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,

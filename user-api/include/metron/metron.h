@@ -190,6 +190,27 @@ metron_status metron_mark(const char* name);
 /* Records a value of counter `name`. */
 metron_status metron_counter(const char* name, double value);
 
+/* ---- causal profiling: progress points (`metron causal`, see the Causal profiling chapter) */
+
+/* A progress counter: the layout of Coz's coz_counter_t, so coz.h programs count into the same
+ * counters. Increment `count` atomically (METRON_PROGRESS does). */
+typedef struct metron_progress_counter_t {
+    size_t count;   /* visits */
+    size_t backoff; /* unused (Coz's layout) */
+} metron_progress_counter_t;
+#define METRON_PROGRESS_THROUGHPUT 1
+#define METRON_PROGRESS_BEGIN_KIND 2
+#define METRON_PROGRESS_END_KIND 3
+/* The counter of progress point `name` of `kind` (made on first use; valid until the process
+ * ends); NULL for a NULL name or an unknown kind. */
+metron_progress_counter_t* metron_progress_counter(int kind, const char* name);
+/* One visit of throughput point `name` (by name: a lookup under a lock; in a loop use
+ * METRON_PROGRESS, which caches the counter). */
+metron_status metron_progress(const char* name);
+/* The start and the end of one transaction of latency point `name`. */
+metron_status metron_progress_begin(const char* name);
+metron_status metron_progress_end(const char* name);
+
 /* ---- what can be measured: counters, metrics, traces -------------------------------------- */
 
 /* What a metron_info describes. */
@@ -418,6 +439,22 @@ static __inline__ int metron_site_name_(const char* name) { return name != 0; }
 #define METRON_ANNOTATE_UINT64(key, value) metron_annotate_uint64((key), (uint64_t)(value))
 #define METRON_ANNOTATE_DOUBLE(key, value) metron_annotate_double((key), (double)(value))
 #define METRON_ANNOTATE_POINTER(key, value) metron_annotate_pointer((key), (value))
+/* Progress points for causal profiling: one relaxed atomic add once the counter is cached in
+ * a static of the call site (`name` must be the same on every pass: a literal). */
+#define METRON_PROGRESS_AT_(kind, name)                                                  \
+    do {                                                                                 \
+        static metron_progress_counter_t* metron_progress_ = 0;                          \
+        metron_progress_counter_t* metron_p_ =                                           \
+            __atomic_load_n(&metron_progress_, __ATOMIC_RELAXED);                        \
+        if (!metron_p_) {                                                                \
+            metron_p_ = metron_progress_counter((kind), (name));                         \
+            __atomic_store_n(&metron_progress_, metron_p_, __ATOMIC_RELAXED);            \
+        }                                                                                \
+        if (metron_p_) __atomic_add_fetch(&metron_p_->count, 1, __ATOMIC_RELAXED);      \
+    } while (0)
+#define METRON_PROGRESS(name) METRON_PROGRESS_AT_(METRON_PROGRESS_THROUGHPUT, name)
+#define METRON_PROGRESS_BEGIN(name) METRON_PROGRESS_AT_(METRON_PROGRESS_BEGIN_KIND, name)
+#define METRON_PROGRESS_END(name) METRON_PROGRESS_AT_(METRON_PROGRESS_END_KIND, name)
 #else
 /* Disabled: no code and no evaluation. `sizeof` keeps the arguments "used", so variables that
  * only feed Metron raise no unused-variable warning. */
@@ -447,6 +484,9 @@ static __inline__ int metron_site_name_(const char* name) { return name != 0; }
 #define METRON_ANNOTATE_UINT64(key, value) ((void)sizeof(key), (void)sizeof(value))
 #define METRON_ANNOTATE_DOUBLE(key, value) ((void)sizeof(key), (void)sizeof(value))
 #define METRON_ANNOTATE_POINTER(key, value) ((void)sizeof(key), (void)sizeof(value))
+#define METRON_PROGRESS(name) ((void)sizeof(name))
+#define METRON_PROGRESS_BEGIN(name) ((void)sizeof(name))
+#define METRON_PROGRESS_END(name) ((void)sizeof(name))
 #endif
 
 #ifdef __cplusplus

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Metron's and Coz's causal profiles of the same program (tests/causal/barrier.c built with
+# coz.h, unchanged for both): Coz 0.2.2 (`coz run`, Debian's coz-profiler) with each line fixed
+# (`--fixed-line`, its own random speedups with its own 0 % baselines in every run), RUNS runs
+# per line; Metron with the same two lines, speedups 0-40 %, 500 ms experiments as Coz's, RUNS
+# runs. Both profiles are read by the same analysis (`metron causal --from`: each run against
+# its own baseline), and the predicted program speedups at 10-40 % are printed side by side.
+#
+# Usage: tests/causal/compare-coz.sh OUT_DIR [SECONDS_PER_RUN] [RUNS]
+# Needs: coz, gcc, target/release/{metron,libmetron.so} (cargo build --release -p metron-cli
+# -p metron-user).
+set -euo pipefail
+out=${1:?usage: compare-coz.sh OUT_DIR [SECONDS_PER_RUN] [RUNS]}
+secs=${2:-30}
+runs=${3:-3}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+command -v coz >/dev/null || { echo "compare-coz.sh: coz is not installed (apt-get install coz-profiler)" >&2; exit 3; }
+mkdir -p "$out"
+# Coz reads this compiler's DWARF only as version 2, strict.
+gcc -O1 -gdwarf-2 -gstrict-dwarf -pthread -DUSE_COZ -I"$here" "$here/barrier.c" -o "$out/barrier_coz" -ldl
+critical=barrier.c:$(grep -n 'CRITICAL:' "$here/barrier.c" | cut -d: -f1)
+slack=barrier.c:$(grep -n 'SLACK:' "$here/barrier.c" | cut -d: -f1)
+rm -rf "$out"/coz-*.coz "$out/coz" "$out/metron"
+for r in $(seq "$runs"); do
+  for line in "$critical" "$slack"; do
+    coz run -o "$out/coz-${line//[:.]/_}-$r.coz" --fixed-line "$line" --- "$out/barrier_coz" "$secs" >/dev/null 2>&1
+  done
+done
+from=()
+for f in "$out"/coz-*.coz; do from+=(--from "$f"); done
+"$root/target/release/metron" causal "${from[@]}" -o "$out/coz" >/dev/null
+"$root/target/release/metron" causal -o "$out/metron" -n "$runs" --line "$critical" --line "$slack" \
+  --speedups 0,10,20,30,40 --experiment 500ms -- "$out/barrier_coz" "$((secs * 2))" >/dev/null 2>&1
+python3 - "$out" <<'PY'
+import json, sys
+out = sys.argv[1]
+def curves(name):
+    d = json.load(open(f"{out}/{name}/causal.json"))
+    return {c["line"].rsplit("/", 1)[-1]: {p["line_speedup_percent"]: (p["program_speedup_percent"], p["experiments"]) for p in c["points"]} for c in d["curves"]}
+coz, met = curves("coz"), curves("metron")
+print(f"{'line':<16}{'speedup':>8}{'Coz':>9}{'n':>4}{'Metron':>9}{'n':>4}{'diff':>8}")
+worst = 0.0
+for line in sorted(set(coz) & set(met)):
+    for s in (10, 20, 30, 40):
+        if s in coz[line] and s in met[line]:
+            (c, cn), (m, mn) = coz[line][s], met[line][s]
+            d = m - c
+            flag = "" if cn >= 5 and mn >= 5 else "  (fewer than 5 experiments)"
+            if not flag:
+                worst = max(worst, abs(d))
+            print(f"{line:<16}{s:>7}%{c:>+8.1f}%{cn:>4}{m:>+8.1f}%{mn:>4}{d:>+7.1f}{flag}")
+print(f"largest difference where both have >= 5 experiments: {worst:.1f} points")
+PY
