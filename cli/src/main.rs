@@ -12,6 +12,7 @@
 //! Usage errors (an unknown flag, a bad value, a missing command) print one clear message and
 //! exit with status 2.
 
+mod attach;
 mod avail;
 mod export;
 mod merge;
@@ -34,6 +35,7 @@ Usage:
   metron run [flags] [--] <command> [args...]   run a program under Metron
   metron sample [--freq N] [--realtime] [flags] [--] <command> [args...]
                                                 the same, sampling every thread's call stack
+  metron sample --pid PID [--duration 10s]      sample a running process from outside
   metron merge [-o OUT] DIR...                  join the run folders of MPI ranks into one
                                                 trace and a summary across ranks
   metron report DIR...                          write flamegraph.svg, regions.svg and a
