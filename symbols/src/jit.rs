@@ -79,6 +79,9 @@ pub(crate) struct JitMaps {
     /// Line of each Python function's `def`, by (file, name), and the lines of files read.
     def_lines: HashMap<(String, String), Option<u32>>,
     sources: HashMap<String, Option<Vec<String>>>,
+    /// When the jitdump was last looked for (at most once a second: a look reads
+    /// `/proc/<pid>/maps`, and lookups that miss can be many).
+    jitdump_searched: Option<std::time::Instant>,
     /// Ranges read from the perf map and from jitdumps.
     pub(crate) read_perf_map: u64,
     pub(crate) read_jitdump: u64,
@@ -98,6 +101,7 @@ impl JitMaps {
             pending_lines: HashMap::new(),
             def_lines: HashMap::new(),
             sources: HashMap::new(),
+            jitdump_searched: None,
             read_perf_map: 0,
             read_jitdump: 0,
         }
@@ -122,6 +126,12 @@ impl JitMaps {
         (addr < s.end).then_some(start)
     }
 
+    /// [`JitMaps::refresh`], looking for a jitdump whenever it was last looked for.
+    pub(crate) fn read_now(&mut self) {
+        self.jitdump_searched = None;
+        self.refresh();
+    }
+
     /// Reads what the perf map and the jitdump gained since the last read.
     pub(crate) fn refresh(&mut self) {
         if let Some(bytes) = self.perf_map.new_bytes() {
@@ -135,7 +145,12 @@ impl JitMaps {
                 }
             }
         }
-        if self.jitdump.path.is_none() {
+        if self.jitdump.path.is_none()
+            && self
+                .jitdump_searched
+                .is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(1))
+        {
+            self.jitdump_searched = Some(std::time::Instant::now());
             self.jitdump.path = find_jitdump(self.pid);
         }
         if let Some(bytes) = self.jitdump.new_bytes() {

@@ -18,8 +18,12 @@
 //!   names (`debug = "line-tables-only"`) has only the last segment.
 //! - **Fallbacks, never an empty frame**: DWARF (function, file, line, inlined frames), else
 //!   the module's symbol table (`.symtab`, else `.dynsym`, demangled), else `module+0xoffset`
-//!   (the file address), else `[unknown]+0xaddress` for an address in no module. The vDSO,
-//!   which has no file, is named from its image in memory.
+//!   (the file address); for an address in no module, the process's perf map
+//!   (`/tmp/perf-<pid>.map`) and jitdump (`jit-<pid>.dump`), read as they grow (JIT code,
+//!   Python functions as `py::function (file.py:line)`: `jit.rs`); else `[unknown]+0xaddress`.
+//!   The vDSO, which has no file, is named from its image in memory.
+//! - **Another process**: [`Symbolizer::for_process`] reads the modules of a process from
+//!   `/proc/<pid>/maps` instead of the loader (`process.rs`), for `metron sample --pid`.
 //! - **Cache**: every address is symbolized once per [`Symbolizer`].
 //!
 //! Corrupt or missing files never panic: they fall back as above.
@@ -197,7 +201,7 @@ impl Symbolizer {
     /// called when the process exits (a file written by a process that exits before Metron
     /// symbolizes its samples is read then, while it is surely there).
     pub fn read_jit_maps(&mut self) {
-        self.jit_maps().refresh();
+        self.jit_maps().read_now();
         self.note_jit_stats();
     }
 
