@@ -15,6 +15,7 @@
 //! Usage errors (an unknown flag, a bad value, a missing command) print one clear message and
 //! exit with status 2.
 
+mod attach;
 mod avail;
 mod causal;
 mod export;
@@ -38,6 +39,7 @@ Usage:
   metron run [flags] [--] <command> [args...]   run a program under Metron
   metron sample [--freq N] [--realtime] [flags] [--] <command> [args...]
                                                 the same, sampling every thread's call stack
+  metron sample --pid PID [--duration 10s]      sample a running process from outside
   metron causal [-n N] [--progress FILE:LINE] [flags] [--] <command> [args...]
                                                 causal profiling (Coz's virtual speedups):
                                                 which lines, if faster, speed the program up

@@ -668,11 +668,15 @@ pub fn set_thread_name(name: &str) {
 }
 
 pin_project_lite::pin_project! {
-    /// A future whose every poll is a region (made by `#[profile]` on an `async fn`).
+    /// A future whose every poll is a region (made by `#[profile]` on an `async fn`), and whose
+    /// whole call, from its first poll to its completion, is also an async range when it was
+    /// suspended at least once or polled on several threads (the rule of `metron-tracing`'s
+    /// spans; a call done in one poll is its one region and costs no async record).
     pub struct Instrumented<F, B> {
         site: &'static Callsite,
         #[pin]
         future: F,
+        call: CallRange,
         _bundle: PhantomData<fn() -> B>,
     }
 }
@@ -683,8 +687,62 @@ impl<F, B> Instrumented<F, B> {
         Instrumented {
             site,
             future,
+            call: CallRange {
+                first_poll_ticks: 0,
+                poller: 0,
+            },
             _bundle: PhantomData,
         }
+    }
+}
+
+thread_local! {
+    /// Its address identifies the thread (no lazy initialisation, no destructor).
+    static POLLER: u64 = const { 0 };
+}
+
+/// The call range of an [`Instrumented`] future: when it was first polled, and by whom.
+#[doc(hidden)]
+pub struct CallRange {
+    /// `now_ticks()` at the first poll.
+    first_poll_ticks: u64,
+    /// 0 before the first poll; then the first poller's thread token (an 8-aligned address)
+    /// with bit 0 set once polled again or on another thread.
+    poller: usize,
+}
+
+impl CallRange {
+    /// A poll begins on this thread.
+    #[inline(always)]
+    fn poll(&mut self) {
+        if !ENABLED {
+            return;
+        }
+        if self.poller == 0 {
+            self.first_poll_ticks = now_ticks();
+            self.poller = POLLER.with(|t| t as *const u64 as usize);
+        } else {
+            self.poller |= 1;
+        }
+    }
+
+    /// The call completed: its async range, first poll to now, if it was suspended or moved.
+    /// The cookie is this state's address, unique among live calls; both records are written
+    /// now, on one thread, so the address need not stay the same between polls.
+    #[inline(always)]
+    fn completed(&self, site: &'static Callsite) {
+        if ENABLED && self.poller & 1 != 0 {
+            write_call_range(site, self as *const CallRange as u64, self.first_poll_ticks);
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn write_call_range(site: &'static Callsite, cookie: u64, first_poll_ticks: u64) {
+    let id = site.id();
+    if by_id::async_begin_at_ticks(id, cookie, first_poll_ticks) {
+        by_id::async_end(id, cookie);
     }
 }
 
@@ -697,7 +755,12 @@ impl<F: std::future::Future> std::future::Future for Instrumented<F, NoBundle> {
     ) -> std::task::Poll<F::Output> {
         let this = self.project();
         let _scope = Scope::enter(this.site);
-        this.future.poll(cx)
+        this.call.poll();
+        let poll = this.future.poll(cx);
+        if poll.is_ready() {
+            this.call.completed(this.site);
+        }
+        poll
     }
 }
 
@@ -713,6 +776,11 @@ impl<F: std::future::Future, B: Bundle> std::future::Future for Instrumented<F, 
     ) -> std::task::Poll<F::Output> {
         let this = self.project();
         let _scope = BundleScope::<B>::enter(this.site);
-        this.future.poll(cx)
+        this.call.poll();
+        let poll = this.future.poll(cx);
+        if poll.is_ready() {
+            this.call.completed(this.site);
+        }
+        poll
     }
 }

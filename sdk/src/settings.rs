@@ -247,6 +247,12 @@ pub static REGISTRY: &[SettingSpec] = &[
         description: "also sample on wall time (a CLOCK_MONOTONIC timer per thread): blocked and sleeping threads are sampled too",
     },
     SettingSpec {
+        name: "METRON_SAMPLING_PYTHON",
+        kind: Kind::Choice(&["auto", "on", "off"]),
+        default: "auto",
+        description: "Python frames in call-stack samples: `metron sample` sets PYTHONPERFSUPPORT=1 for the program (CPython >= 3.12 then gives each Python function a native frame, named from /tmp/perf-<pid>.map as `py::function (file.py:line)`); auto: when the command is Python >= 3.12; on: always; off: never. `metron sample` records the choice here (on or off)",
+    },
+    SettingSpec {
         name: "METRON_SAMPLING_DELAY",
         kind: Kind::Duration,
         default: "0",
@@ -653,6 +659,8 @@ impl Settings {
         let _ = value_of("METRON_MPI_CLOCK_SYNC");
         // METRON_FORK has one policy so far (disable); read it so a bad value is reported.
         let _ = value_of("METRON_FORK");
+        // Read by `metron sample` (it sets PYTHONPERFSUPPORT); reported in metadata.json.
+        let _ = value_of("METRON_SAMPLING_PYTHON");
         // Read by the GPU backend (`metron-gpu`); checked and reported here like the rest.
         for gpu in [
             "METRON_GPU",

@@ -18,8 +18,12 @@
 //!   names (`debug = "line-tables-only"`) has only the last segment.
 //! - **Fallbacks, never an empty frame**: DWARF (function, file, line, inlined frames), else
 //!   the module's symbol table (`.symtab`, else `.dynsym`, demangled), else `module+0xoffset`
-//!   (the file address), else `[unknown]+0xaddress` for an address in no module. The vDSO,
-//!   which has no file, is named from its image in memory.
+//!   (the file address); for an address in no module, the process's perf map
+//!   (`/tmp/perf-<pid>.map`) and jitdump (`jit-<pid>.dump`), read as they grow (JIT code,
+//!   Python functions as `py::function (file.py:line)`: `jit.rs`); else `[unknown]+0xaddress`.
+//!   The vDSO, which has no file, is named from its image in memory.
+//! - **Another process**: [`Symbolizer::for_process`] reads the modules of a process from
+//!   `/proc/<pid>/maps` instead of the loader (`process.rs`), for `metron sample --pid`.
 //! - **Cache**: every address is symbolized once per [`Symbolizer`].
 //!
 //! Corrupt or missing files never panic: they fall back as above.
@@ -46,7 +50,9 @@
 //! ```
 
 pub mod cubin;
+mod jit;
 mod module;
+pub mod process;
 pub mod reference;
 mod sys;
 
@@ -115,6 +121,12 @@ pub struct SymbolizerStats {
     pub rescans: u64,
     /// Addresses that fell outside every module.
     pub unknown: u64,
+    /// Of those, addresses named by a perf map or jitdump (JIT code, Python functions).
+    pub jit: u64,
+    /// Ranges read from `/tmp/perf-<pid>.map` so far.
+    pub perf_map_entries: u64,
+    /// Code loads read from `jit-<pid>.dump` so far.
+    pub jitdump_entries: u64,
 }
 
 /// Symbolizes addresses of this process. See the crate docs.
@@ -129,6 +141,15 @@ pub struct Symbolizer {
     scratch: Vec<Found>,
     stats: SymbolizerStats,
     separate_debug_files: bool,
+    /// The process whose addresses these are: `None` for this one (its modules from the
+    /// loader), else another one (its modules from `/proc/<pid>/maps`).
+    target: Option<u32>,
+    /// `/proc/<pid>/maps` of the target at its last read (a miss reads it again if changed).
+    target_maps: String,
+    /// JIT code of the process (perf map, jitdump), made on the first address outside every
+    /// module; made again after a fork (another pid).
+    jit: Option<jit::JitMaps>,
+    jit_module: Arc<str>,
 }
 
 impl Default for Symbolizer {
@@ -150,9 +171,53 @@ impl Symbolizer {
             scratch: Vec::new(),
             stats: SymbolizerStats::default(),
             separate_debug_files: true,
+            target: None,
+            target_maps: String::new(),
+            jit: None,
+            jit_module: Arc::from("[jit]"),
         };
         s.rescan();
         s
+    }
+
+    /// A symbolizer for the addresses of another process, `pid` (what `metron sample --pid`
+    /// samples from outside): its modules are read from `/proc/<pid>/maps` (again when an
+    /// address falls outside every module and the mappings changed), their files from their
+    /// paths; its JIT code from its perf map and jitdump. Its vDSO is not named.
+    pub fn for_process(pid: u32) -> Symbolizer {
+        let mut s = Symbolizer::new();
+        s.target = Some(pid);
+        s.modules.clear();
+        s.rescan();
+        s
+    }
+
+    /// The process whose addresses this symbolizer names.
+    pub fn pid(&self) -> u32 {
+        self.target.unwrap_or_else(std::process::id)
+    }
+
+    /// Reads what the process's perf map and jitdump gained since they were last read, now:
+    /// called when the process exits (a file written by a process that exits before Metron
+    /// symbolizes its samples is read then, while it is surely there).
+    pub fn read_jit_maps(&mut self) {
+        self.jit_maps().read_now();
+        self.note_jit_stats();
+    }
+
+    fn jit_maps(&mut self) -> &mut jit::JitMaps {
+        let pid = self.pid();
+        if self.jit.as_ref().is_none_or(|j| j.pid() != pid) {
+            self.jit = Some(jit::JitMaps::new(pid));
+        }
+        self.jit.as_mut().expect("just made")
+    }
+
+    fn note_jit_stats(&mut self) {
+        if let Some(j) = &self.jit {
+            self.stats.perf_map_entries = j.read_perf_map;
+            self.stats.jitdump_entries = j.read_jitdump;
+        }
     }
 
     /// Whether to look for separate debug files (`/usr/lib/debug`, `.gnu_debuglink`) of
@@ -184,11 +249,19 @@ impl Symbolizer {
         self.generation = sys::load_generation();
         let mut old: Vec<Module> = std::mem::take(&mut self.modules);
         let mut modules = Vec::new();
-        for (i, obj) in sys::loaded_objects().into_iter().enumerate() {
+        let objects = match self.target {
+            None => sys::loaded_objects(),
+            Some(pid) => {
+                self.target_maps =
+                    std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+                process::loaded_objects(pid)
+            }
+        };
+        for (i, obj) in objects.into_iter().enumerate() {
             if obj.segments.is_empty() {
                 continue;
             }
-            let (path, name) = if obj.name.is_empty() && i == 0 {
+            let (path, name) = if obj.name.is_empty() && i == 0 && self.target.is_none() {
                 let real = std::fs::read_link("/proc/self/exe").ok();
                 let name = real
                     .as_deref()
@@ -229,6 +302,16 @@ impl Symbolizer {
             .collect();
         self.segments.sort_unstable();
         self.modules = modules;
+    }
+
+    /// Whether the module list may have changed since it was read: the loader's counters for
+    /// this process, the mappings for another one.
+    fn modules_may_have_changed(&self) -> bool {
+        match self.target {
+            None => sys::load_generation() != self.generation,
+            Some(pid) => std::fs::read_to_string(format!("/proc/{pid}/maps"))
+                .is_ok_and(|maps| maps != self.target_maps),
+        }
     }
 
     fn module_of(&self, addr: u64) -> Option<usize> {
@@ -279,13 +362,26 @@ impl Symbolizer {
     fn resolve(&mut self, addr: u64) -> Box<[Frame]> {
         self.stats.addresses += 1;
         let mut module = self.module_of(addr);
-        if module.is_none() && sys::load_generation() != self.generation {
+        if module.is_none() && self.modules_may_have_changed() {
             self.stats.rescans += 1;
             self.rescan();
             module = self.module_of(addr);
         }
         let Some(index) = module else {
             self.stats.unknown += 1;
+            // Anonymous memory: JIT code, if the process described it.
+            let found = self.jit_maps().lookup(addr).cloned();
+            self.note_jit_stats();
+            if let Some(s) = found {
+                self.stats.jit += 1;
+                return Box::new([Frame {
+                    function: s.function,
+                    file: s.file,
+                    line: s.line,
+                    module: Arc::clone(&self.jit_module),
+                    inlined: false,
+                }]);
+            }
             return Box::new([Frame {
                 function: format!("[unknown]+{addr:#x}"),
                 file: None,

@@ -24,7 +24,7 @@
 //! | --- | --- |
 //! | call site (`&'static Metadata`) | a call site, interned once (name, file, line; target as the module) |
 //! | span enter / exit | region begin / end on the entering thread (so each poll of an instrumented future is a region on the polling thread) |
-//! | span entered on or closed on another thread than its creator | also an async slice from creation to close, cookie = span id |
+//! | span suspended at least once (entered more than once), or entered or closed on another thread than its creator | also an async slice from creation to close, cookie = span id: one per request in the summary's async table (count, mean, p50/p90/p99, max) |
 //! | event | an instant named like the call site (`event src/main.rs:12`) |
 //! | level | with `with_level_prefix(true)`, the first word of the name (`"INFO load"`); Metron call sites have no category field |
 //! | fields (`with_fields(true)`) | annotations: a span's on every region of the span, an event's on the region open around it |
@@ -42,17 +42,19 @@
 //!
 //! | path | total | Metron's share |
 //! | --- | ---: | ---: |
-//! | [`MetronSubscriber`] | 314 | 139 (against 175 for a minimal recording subscriber) |
-//! | `Registry` + [`MetronLayer`] | 982 | 205 (against 777 for the `Registry` with an empty layer) |
+//! | [`MetronSubscriber`] | 322 | 147 (against 175 for a minimal recording subscriber) |
+//! | `Registry` + [`MetronLayer`] | 990 | 213 (against 777 for the `Registry` with an empty layer) |
 //!
 //! About 30 of each share are the two region records themselves (what a `metron::scope!` pair
 //! costs); the rest is the per-span bookkeeping in the span table (`table.rs`) and one clock
-//! read per span for the async rule (`with_async_slices(false)` saves it).
+//! read per span for the async rule (`with_async_slices(false)` saves it), and 8 for the
+//! flags of the async rule (a store at a span's first entry, an atomic `or` at later ones).
 //!
 //! # Async slices
-//! A span entered on, or closed on, a thread other than the one that created it is also an
-//! async slice from its creation to its close; see `span.rs` for why both of its records are
-//! written at the close.
+//! A span suspended at least once (entered more than once), or entered on or closed on a
+//! thread other than the one that created it, is also an async slice from its creation to its
+//! close, whatever thread closes it; see `span.rs` for why both of its records are written at
+//! the close.
 
 mod fields;
 mod layer;

@@ -1,26 +1,44 @@
 //! What Metron keeps per `tracing` span, shared by the layer and the subscriber: its region
-//! id, the thread that created it and when, whether it moved to another thread, and (only
-//! when fields are asked for) its field values.
+//! id, the thread that created it and when, whether it was suspended or moved to another
+//! thread, and (only when fields are asked for) its field values.
 //!
 //! # The async rule
 //! Every enter/exit of a span is a region (begin/end) on the thread that entered it. A span
-//! that is **entered on, or closed on, a thread other than the one that created it** is also
-//! an *async slice* from its creation to its close (`Event::AsyncBegin`/`AsyncEnd`, the cookie
-//! being the span's id). Whether a span moved is only known when it closes, so both records
-//! are written then, by the closing thread, the begin with the creation timestamp kept in the
-//! span ([`metron::by_id::async_begin_at_ticks`]; the decoder does not clamp an async begin to
-//! the thread's latest time, since it lies on a track of its own). A span created, entered and
-//! closed on one thread (the common synchronous case) costs no async record at all.
+//! that was **suspended at least once** (entered more than once: an instrumented future polled
+//! again after a `Pending`) **or that crossed threads** (entered on, or closed on, a thread
+//! other than the one that created it) is also an *async slice* from its creation to its
+//! close (`Event::AsyncBegin`/`AsyncEnd`, the cookie being the span's id), whatever thread
+//! closes it: a request served by one worker from start to end is in the latency table as
+//! much as one that moved. Whether a span qualifies is only known when it closes, so both
+//! records are written then, by the closing thread, the begin with the creation timestamp kept
+//! in the span ([`metron::by_id::async_begin_at_ticks`]; the decoder does not clamp an async
+//! begin to the thread's latest time, since it lies on a track of its own). A span created,
+//! entered once and closed on one thread (the common synchronous case) costs no async record:
+//! its one region is the whole span.
+//!
+//! The state is two flag bits beside the creator's thread token: [`ENTERED`] (a plain store
+//! on the first entry on the creator, the common path) and [`ASYNC`] (an atomic `or` on the
+//! cold path of any later entry or an entry on another thread). Two threads entering one span
+//! for the first time at the same instant could lose the creator's `ENTERED`; the span then
+//! still gets its slice if it closes on the other thread, the only case where that matters.
 
 use crate::fields::{FieldValues, OwnedValue};
 use crate::sites::Site;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 thread_local! {
     /// Its address identifies the thread (no lazy initialisation, no destructor).
     static TOKEN: u64 = const { 0 };
 }
+
+/// Flag of a span's creator word: it was entered once.
+pub(crate) const ENTERED: usize = 2;
+/// Flag of a span's creator word: it was entered again, or on another thread (it gets its
+/// async slice).
+pub(crate) const ASYNC: usize = 1;
+/// The flag bits (thread tokens are 8-aligned).
+pub(crate) const FLAGS: usize = ENTERED | ASYNC;
 
 /// An identity of the calling thread, unique among live threads (an 8-aligned address: its
 /// low bit is free for flags).
@@ -39,7 +57,7 @@ pub(crate) fn created_ticks(options: Options) -> u64 {
     }
 }
 
-/// Writes the async slice of a span that moved: its begin with the creation time, its end now.
+/// Writes the async slice of a span that was suspended or moved: its begin with the creation time, its end now.
 #[cold]
 #[inline(never)]
 pub(crate) fn write_async_slice(region: u32, cookie: u64, created_ticks: u64) {
@@ -69,8 +87,8 @@ pub(crate) struct SpanState {
     creator: usize,
     /// `metron::clock::now_ticks()` at creation (0 when async slices are off).
     created_ticks: u64,
-    /// Set when the span was entered on a thread other than its creator.
-    moved: AtomicBool,
+    /// [`ENTERED`] and [`ASYNC`].
+    flags: AtomicUsize,
     /// Field values, when asked for.
     fields: Option<Mutex<Vec<(u32, OwnedValue)>>>,
 }
@@ -88,7 +106,7 @@ impl SpanState {
             region: site.id_for(options.level_prefix),
             creator: thread_token(),
             created_ticks: created_ticks(options),
-            moved: AtomicBool::new(false),
+            flags: AtomicUsize::new(0),
             fields: match values {
                 Some(attrs) if options.fields => {
                     let mut out = FieldValues::new(site);
@@ -100,11 +118,14 @@ impl SpanState {
         }
     }
 
-    /// The span is entered on this thread: begins its region (and annotates it with the fields).
+    /// The span is entered on this thread: notes a first entry, or a suspension or move,
+    /// begins its region (and annotates it with the fields).
     #[inline(always)]
     pub(crate) fn enter(&self) {
-        if thread_token() != self.creator {
-            self.moved_here();
+        if thread_token() == self.creator && self.flags.load(Ordering::Relaxed) == 0 {
+            self.flags.store(ENTERED, Ordering::Relaxed);
+        } else {
+            self.entered_again_or_moved();
         }
         metron::by_id::begin(self.region);
         if let Some(fields) = &self.fields {
@@ -114,8 +135,8 @@ impl SpanState {
 
     #[cold]
     #[inline(never)]
-    fn moved_here(&self) {
-        self.moved.store(true, Ordering::Relaxed);
+    fn entered_again_or_moved(&self) {
+        self.flags.fetch_or(ASYNC | ENTERED, Ordering::Relaxed);
     }
 
     /// The span is exited on this thread: ends its region.
@@ -139,12 +160,12 @@ impl SpanState {
         }
     }
 
-    /// The span closed on this thread. If it moved (the async rule, in the module docs), writes
-    /// its async slice from creation to now, paired by `cookie`.
+    /// The span closed on this thread. If it was suspended or moved (the async rule, in the
+    /// module docs), writes its async slice from creation to now, paired by `cookie`.
     #[inline(always)]
     pub(crate) fn close(&self, options: Options, cookie: u64) {
         if options.async_slices
-            && (self.moved.load(Ordering::Relaxed) || thread_token() != self.creator)
+            && (self.flags.load(Ordering::Relaxed) & ASYNC != 0 || thread_token() != self.creator)
         {
             write_async_slice(self.region, cookie, self.created_ticks);
         }

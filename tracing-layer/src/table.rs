@@ -8,7 +8,7 @@
 //! an unlucky cluster) simply is not in the table: its layer or subscriber then keeps its
 //! state in the slower, allocating form (`SpanState`), and nothing is lost.
 
-use crate::span::thread_token;
+use crate::span::{thread_token, ASYNC, ENTERED, FLAGS};
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 /// Entries (a power of two): 16,384 × 32 bytes = 512 KiB of zeroed static memory, touched
@@ -25,8 +25,9 @@ pub(crate) struct Entry {
     key: AtomicU64,
     /// `metron::clock::now_ticks()` at creation (0 when async slices are off).
     created_ticks: AtomicU64,
-    /// `thread_token()` of the creating thread, its low bit set once the span was entered
-    /// on another thread (tokens are 8-aligned addresses).
+    /// `thread_token()` of the creating thread (an 8-aligned address) with the flags of
+    /// `span.rs` in its low bits: [`ENTERED`] once entered, [`ASYNC`] once entered again or
+    /// entered on another thread.
     creator: AtomicUsize,
     /// The Metron region id.
     region: AtomicU32,
@@ -103,19 +104,23 @@ impl Entry {
         self.region.load(Ordering::Relaxed)
     }
 
-    /// The span is entered on this thread: notes a move, begins its region.
+    /// The span is entered on this thread: notes a first entry on its creator (a plain
+    /// store), or a suspension or move (the async rule of `span.rs`), begins its region.
     #[inline(always)]
     pub(crate) fn enter(&self) {
-        if self.creator.load(Ordering::Relaxed) != thread_token() {
-            self.moved_here();
+        let creator = self.creator.load(Ordering::Relaxed);
+        if creator == thread_token() {
+            self.creator.store(creator | ENTERED, Ordering::Relaxed);
+        } else {
+            self.entered_again_or_moved();
         }
         metron::by_id::begin(self.region());
     }
 
     #[cold]
     #[inline(never)]
-    fn moved_here(&self) {
-        self.creator.fetch_or(1, Ordering::Relaxed);
+    fn entered_again_or_moved(&self) {
+        self.creator.fetch_or(ASYNC | ENTERED, Ordering::Relaxed);
     }
 
     /// One more reference to the span.
@@ -134,11 +139,12 @@ impl Entry {
         true
     }
 
-    /// The span closed on this thread: writes its async slice if it moved (see `span.rs`
-    /// for the rule), then frees the entry.
+    /// The span closed on this thread: writes its async slice if it was suspended or moved
+    /// (see `span.rs` for the rule), then frees the entry.
     #[inline(always)]
     pub(crate) fn close(&self, async_slices: bool, cookie: u64) {
-        if async_slices && self.creator.load(Ordering::Relaxed) != thread_token() {
+        let creator = self.creator.load(Ordering::Relaxed);
+        if async_slices && (creator & ASYNC != 0 || creator & !FLAGS != thread_token()) {
             crate::span::write_async_slice(
                 self.region(),
                 cookie,

@@ -170,14 +170,19 @@ fn matched(
 #[derive(Default)]
 struct RangeStats {
     wall: Stats,
+    /// Every duration (ns), kept for the percentiles: 8 bytes per range, sorted at the end.
+    durations: Vec<u64>,
+    /// p50, p90, p99 (ns), set by [`AsyncSummary::finish`].
+    percentiles: [u64; 3],
     /// Ranges that began and ended on different threads.
     cross_thread: u64,
     /// Ranges Metron closed at the end of the run.
     open_at_exit: u64,
 }
 
-/// The summary's part for async ranges: count, total, mean, min, max of their durations by
-/// name, and the ends that never found their begin.
+/// The summary's part for async ranges: count, mean, p50/p90/p99, min, max and total of
+/// their durations by name (the latency table of a server's requests), and the ends that
+/// never found their begin.
 #[derive(Default)]
 pub(crate) struct AsyncSummary {
     matcher: AsyncMatcher,
@@ -197,7 +202,9 @@ impl AsyncSummary {
 
     fn add(&mut self, m: &Matched) {
         let s = self.by_name.entry(m.site.name).or_default();
-        s.wall.push(m.end_ns.saturating_sub(m.begin_ns) as f64);
+        let duration = m.end_ns.saturating_sub(m.begin_ns);
+        s.wall.push(duration as f64);
+        s.durations.push(duration);
         s.cross_thread += u64::from(m.begin_thread != m.end_thread);
         s.open_at_exit += u64::from(m.closed_by_metron);
     }
@@ -210,6 +217,10 @@ impl AsyncSummary {
         self.finished = true;
         for m in self.matcher.finish(end_ns) {
             self.add(&m);
+        }
+        for s in self.by_name.values_mut() {
+            s.durations.sort_unstable();
+            s.percentiles = [50, 90, 99].map(|p| nearest_rank(&s.durations, p));
         }
         if self.matcher.unmatched_ends > 0 {
             eprintln!(
@@ -228,6 +239,9 @@ impl AsyncSummary {
                 "count": s.wall.count,
                 "total_ns": s.wall.total,
                 "mean_ns": s.wall.mean(),
+                "p50_ns": s.percentiles[0],
+                "p90_ns": s.percentiles[1],
+                "p99_ns": s.percentiles[2],
                 "min_ns": if s.wall.count > 0 { s.wall.min } else { 0.0 },
                 "max_ns": if s.wall.count > 0 { s.wall.max } else { 0.0 },
                 "cross_thread": s.cross_thread,
@@ -249,24 +263,27 @@ impl AsyncSummary {
         );
         let _ = writeln!(
             out,
-            "| {:<40} | {:>9} | {:>12} | {:>12} | {:>12} | {:>12} | {:>12} | {:>8} |",
-            "range", "count", "total", "mean", "min", "max", "cross-thread", "open"
+            "| {:<40} | {:>9} | {:>12} | {:>12} | {:>12} | {:>12} | {:>12} | {:>12} | {:>12} | {:>12} | {:>8} |",
+            "range", "count", "mean", "p50", "p90", "p99", "min", "max", "total", "cross-thread", "open"
         );
         let _ = writeln!(
             out,
-            "|{:-<42}|{:-<11}|{:-<14}|{:-<14}|{:-<14}|{:-<14}|{:-<14}|{:-<10}|",
-            "", "", "", "", "", "", "", ""
+            "|{:-<42}|{:-<11}|{:-<14}|{:-<14}|{:-<14}|{:-<14}|{:-<14}|{:-<14}|{:-<14}|{:-<14}|{:-<10}|",
+            "", "", "", "", "", "", "", "", "", "", ""
         );
         for (name, s) in &self.by_name {
             let _ = writeln!(
                 out,
-                "| {:<40} | {:>9} | {:>12.3} | {:>12.3} | {:>12.3} | {:>12.3} | {:>12} | {:>8} |",
+                "| {:<40} | {:>9} | {:>12.3} | {:>12.3} | {:>12.3} | {:>12.3} | {:>12.3} | {:>12.3} | {:>12.3} | {:>12} | {:>8} |",
                 name,
                 s.wall.count,
-                s.wall.total / 1e3,
                 s.wall.mean() / 1e3,
+                s.percentiles[0] as f64 / 1e3,
+                s.percentiles[1] as f64 / 1e3,
+                s.percentiles[2] as f64 / 1e3,
                 s.wall.min / 1e3,
                 s.wall.max / 1e3,
+                s.wall.total / 1e3,
                 s.cross_thread,
                 s.open_at_exit
             );
@@ -279,6 +296,16 @@ impl AsyncSummary {
             );
         }
     }
+}
+
+/// The `p`th percentile of sorted `values` by the nearest-rank method (the smallest value
+/// with at least `p` % of the values at or below it); 0 when empty.
+fn nearest_rank(sorted: &[u64], p: u64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let rank = (p * sorted.len() as u64).div_ceil(100).max(1);
+    sorted[rank as usize - 1]
 }
 
 #[cfg(test)]
@@ -357,5 +384,33 @@ mod tests {
         assert_eq!(r["max_ns"], 30.0);
         assert_eq!(r["cross_thread"], 1);
         assert_eq!(j["unmatched_ends"], 0);
+    }
+
+    #[test]
+    fn percentiles_are_nearest_rank_over_every_range() {
+        let mut s = AsyncSummary::default();
+        // Durations 1..=200 µs, delivered out of order.
+        let events: Vec<Event<'static>> = (1..=200u64)
+            .rev()
+            .flat_map(|d| [begin(1_000_000 * d, d), end(1_000_000 * d + 1_000 * d, d)])
+            .collect();
+        s.events(0, &events);
+        s.finish(u64::MAX);
+        let j = s.to_json();
+        let r = &j["ranges"][0];
+        assert_eq!(r["count"], 200);
+        assert_eq!(r["p50_ns"], 100_000);
+        assert_eq!(r["p90_ns"], 180_000);
+        assert_eq!(r["p99_ns"], 198_000);
+        assert_eq!(r["max_ns"], 200_000.0);
+        let mut text = String::new();
+        s.write_text(&mut text);
+        assert!(text.contains(" p50 |"), "{text}");
+        assert!(
+            text.contains("100.000 |      180.000 |      198.000 |"),
+            "{text}"
+        );
+        assert_eq!(nearest_rank(&[], 50), 0);
+        assert_eq!(nearest_rank(&[7], 99), 7);
     }
 }

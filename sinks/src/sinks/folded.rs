@@ -9,6 +9,11 @@
 //! they go there instead, and when it has both, the real-time ones go to
 //! `stacks.realtime.folded`. Backtraces taken at region starts are not samples and are left
 //! out. No samples, no file.
+//!
+//! Frames of JIT code are named from the process's perf map and jitdump (`metron-symbols`);
+//! Python functions (CPython ≥ 3.12 with `PYTHONPERFSUPPORT=1`, which `metron sample` sets)
+//! are `py::function (file.py:line)`. What was read is reported under `outputs.stacks.jit`
+//! in `metadata.json`, with the `PYTHONPERFSUPPORT` the program ran with.
 
 use super::profile::{Clock, Names, SampleCollector};
 use crate::sink::{Event, RunInfo, Sink, ThreadInfo};
@@ -114,6 +119,19 @@ impl Sink for FoldedSink {
             );
             files.push(path);
         }
+        let stats = metron_symbols::shared()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .stats();
+        report.insert(
+            "jit".into(),
+            json!({
+                "frames": stats.jit,
+                "perf_map_entries": stats.perf_map_entries,
+                "jitdump_entries": stats.jitdump_entries,
+                "python_perf_support": std::env::var("PYTHONPERFSUPPORT").ok(),
+            }),
+        );
         self.report = Some(Value::Object(report));
         Ok(files)
     }

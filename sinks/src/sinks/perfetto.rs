@@ -390,6 +390,16 @@ impl PerfettoSink {
         }
     }
 
+    /// The sink describing another process than this one (its pid, name and command line on
+    /// the process track): for `metron sample --pid`, which writes the trace of the process it
+    /// sampled from outside.
+    pub fn for_process(mut self, pid: u32, exe: &str, cmdline: &str) -> PerfettoSink {
+        self.pid = pid;
+        self.exe = exe.to_string();
+        self.cmdline = cmdline.to_string();
+        self
+    }
+
     /// The sink naming GPU devices, streams and launch regions, and drawing notes, from `gpu`
     /// (filled by the GPU glue; without it the trace knows none).
     pub fn with_gpu_context(mut self, gpu: crate::sink::gpu::GpuContext) -> PerfettoSink {
