@@ -11,15 +11,10 @@ use std::process::Command;
 /// recorded. (Not `sh`: dash leaves through `_exit`, which skips every exit handler.)
 const LOOP: &str = "sum(i * i for i in range(200000))";
 
-fn program_node(summary: &Value) -> &Value {
-    &summary["merged"][0]
-}
-
-#[test]
-fn passes_auto_runs_each_pass_and_merges_them() {
-    let dir = temp_dir("passes-auto");
-    let base = dir.join("merged");
-    let out = Command::new(artifacts().metron())
+/// `metron run --passes auto` into `base` with counters that need two passes of group size 2
+/// (IPC's cycles and instructions together), on `python3 -c program`.
+fn run_two_passes(base: &std::path::Path, program: &str) -> std::process::Output {
+    Command::new(artifacts().metron())
         .args([
             "run",
             "--perf-events",
@@ -34,12 +29,23 @@ fn passes_auto_runs_each_pass_and_merges_them() {
             "false",
             "-o",
         ])
-        .arg(&base)
-        .args(["--", "python3", "-c", LOOP])
+        .arg(base)
+        .args(["--", "python3", "-c", program])
         .env_remove("METRON_OUTPUT_PATH")
         .env_remove("LD_PRELOAD")
         .output()
-        .expect("run metron");
+        .expect("run metron")
+}
+
+fn program_node(summary: &Value) -> &Value {
+    &summary["merged"][0]
+}
+
+#[test]
+fn passes_auto_runs_each_pass_and_merges_them() {
+    let dir = temp_dir("passes-auto");
+    let base = dir.join("merged");
+    let out = run_two_passes(&base, LOOP);
     let stderr = String::from_utf8_lossy(&out.stderr);
     println!("{stderr}");
     assert!(out.status.success(), "{stderr}");
@@ -104,27 +110,7 @@ fn every_pass_runs_when_the_program_exits_non_zero() {
     let dir = temp_dir("passes-exit");
     let base = dir.join("merged");
     let program = format!("{LOOP}; import sys; sys.exit(3)");
-    let out = Command::new(artifacts().metron())
-        .args([
-            "run",
-            "--perf-events",
-            "task-clock,page-faults,cycles,instructions,branch-misses",
-            "--metrics",
-            "IPC",
-            "--perf-group-size",
-            "2",
-            "--passes",
-            "auto",
-            "--trace",
-            "false",
-            "-o",
-        ])
-        .arg(&base)
-        .args(["--", "python3", "-c", &program])
-        .env_remove("METRON_OUTPUT_PATH")
-        .env_remove("LD_PRELOAD")
-        .output()
-        .expect("run metron");
+    let out = run_two_passes(&base, &program);
     let stderr = String::from_utf8_lossy(&out.stderr);
     println!("{stderr}");
     // The program's own status, and both passes run and merged all the same.
