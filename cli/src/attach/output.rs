@@ -119,6 +119,17 @@ pub(super) fn write(options: &Options, target: &Target, sampled: &Sampled) -> Re
             outputs.insert(sinks[i].name().to_string(), m);
         }
     }
+    // The target's Python perf support, not this process's.
+    if let Some(jit) = outputs
+        .get_mut("stacks")
+        .and_then(|s| s.get_mut("jit"))
+        .and_then(|j| j.as_object_mut())
+    {
+        jit.insert(
+            "python_perf_support".into(),
+            json!(target.python_perf_support),
+        );
+    }
     write_metadata(serde_json::Value::Object(outputs))?;
     let _ = std::fs::remove_file(dir.join(metron::RUN_FOLDER_CLAIM_MARKER));
     eprintln!(

@@ -10,6 +10,8 @@ pub(super) struct Target {
     pub(super) pid: u32,
     pub(super) exe: String,
     pub(super) argv: Vec<String>,
+    /// Its `PYTHONPERFSUPPORT` (Python's perf maps: `py::` frames), read at attach time.
+    pub(super) python_perf_support: Option<String>,
 }
 
 impl Target {
@@ -35,7 +37,17 @@ impl Target {
                     .map(|s| s.trim().to_string())
             })
             .unwrap_or_else(|| format!("pid{pid}"));
-        Ok(Target { pid, exe, argv })
+        let python_perf_support = std::fs::read(proc.join("environ"))
+            .unwrap_or_default()
+            .split(|&b| b == 0)
+            .find_map(|kv| kv.strip_prefix(b"PYTHONPERFSUPPORT="))
+            .map(|v| String::from_utf8_lossy(v).into_owned());
+        Ok(Target {
+            pid,
+            exe,
+            argv,
+            python_perf_support,
+        })
     }
 
     pub(super) fn tids(&self) -> Vec<u32> {
