@@ -283,3 +283,62 @@ fn attaching_to_a_missing_process_or_with_bad_flags_is_a_clear_error() {
     assert!(err.contains(&dir.display().to_string()), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn ctrl_c_ends_the_sampling_cleanly_with_the_run_folder_written() {
+    if let Some(reason) = skip_reason() {
+        println!("SKIP: {reason}");
+        return;
+    }
+    let dir = temp_dir("attach-interrupt");
+    // A busy shell loop: something to sample.
+    let mut target = Command::new("sh")
+        .args(["-c", "i=0; while :; do i=$((i+1)); done"])
+        .spawn()
+        .unwrap();
+    let mut metron = Command::new(artifacts().metron())
+        .args(["sample", "--pid", &target.id().to_string(), "-o"])
+        .arg(dir.join("run"))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(metron.stderr.take().unwrap());
+    let mut said = String::new();
+    while !said.contains("attached to process") && !said.contains("not allowed") {
+        if err.read_line(&mut said).unwrap() == 0 {
+            break;
+        }
+    }
+    if said.contains("not allowed to sample") {
+        let _ = target.kill();
+        let _ = target.wait();
+        let _ = metron.wait();
+        println!("SKIP: {said}");
+        return;
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // SAFETY: sends SIGINT to our own child, as Ctrl-C in a terminal would.
+    unsafe { libc::kill(metron.id() as i32, libc::SIGINT) };
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+    let status = metron.wait().unwrap();
+    // The target runs on: Metron left it alone.
+    let still_running = target.try_wait().unwrap().is_none();
+    let _ = target.kill();
+    let _ = target.wait();
+    assert!(status.success(), "{status}: {said}{rest}");
+    assert!(still_running, "the target was stopped by the interrupt");
+    assert!(rest.contains("ended by interrupted"), "{rest}");
+    let metadata = read_json(&dir.join("run"), "metadata.json");
+    assert_eq!(metadata["attach"]["ended_by"], "interrupted");
+    assert!(
+        metadata["sampling"]["samples"]["cpu_time"]
+            .as_u64()
+            .unwrap()
+            > 50,
+        "{}",
+        metadata["sampling"]
+    );
+    assert!(dir.join("run/stacks.folded").is_file());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -27,21 +27,17 @@
 //! both. A target that already runs Metron is not sampled a second time: Metron says so and
 //! points to the target's own run folder.
 
+mod output;
 mod records;
 mod sys;
+mod target;
 mod unwind;
 
-use metron::sinks::folded::FoldedSink;
-use metron::sinks::late_files::LateFilesSink;
-use metron::sinks::perfetto::{Categories, PerfettoConfig, PerfettoSink, TraceFillPolicy};
-use metron::sinks::summary::SummarySink;
-use metron::{Event, RunInfo, SampleTrigger, Sink, ThreadInfo};
 use records::Record;
-use serde_json::json;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
+use target::{paranoid, refusal, Target};
 
 const HELP: &str = "\
 Usage: metron sample --pid <PID> [--duration <TIME>] [--freq N] [-o <PATH>] [--trace false]
@@ -190,132 +186,22 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
     }
 }
 
-/// The target as `/proc` shows it.
-struct Target {
-    pid: u32,
-    exe: String,
-    argv: Vec<String>,
-}
-
-impl Target {
-    fn read(pid: u32) -> Result<Target, String> {
-        let proc = PathBuf::from(format!("/proc/{pid}"));
-        if !proc.join("stat").exists() {
-            return Err(format!(
-                "no process {pid} (/proc/{pid} does not exist); give the pid of a running process"
-            ));
-        }
-        let argv: Vec<String> = std::fs::read(proc.join("cmdline"))
-            .unwrap_or_default()
-            .split(|&b| b == 0)
-            .filter(|a| !a.is_empty())
-            .map(|a| String::from_utf8_lossy(a).into_owned())
-            .collect();
-        let exe = std::fs::read_link(proc.join("exe"))
-            .ok()
-            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
-            .or_else(|| {
-                std::fs::read_to_string(proc.join("comm"))
-                    .ok()
-                    .map(|s| s.trim().to_string())
-            })
-            .unwrap_or_else(|| format!("pid{pid}"));
-        Ok(Target { pid, exe, argv })
-    }
-
-    fn tids(&self) -> Vec<u32> {
-        let mut tids: Vec<u32> = std::fs::read_dir(format!("/proc/{}/task", self.pid))
-            .map(|d| {
-                d.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                    .collect()
-            })
-            .unwrap_or_default();
-        tids.sort_unstable();
-        tids
-    }
-
-    fn thread_name(&self, tid: u32) -> Option<String> {
-        std::fs::read_to_string(format!("/proc/{}/task/{tid}/comm", self.pid))
-            .ok()
-            .map(|s| s.trim_end().to_string())
-    }
-
-    /// Gone, or a zombie.
-    fn exited(&self) -> bool {
-        match std::fs::read_to_string(format!("/proc/{}/stat", self.pid)) {
-            Ok(stat) => stat
-                .rsplit_once(')')
-                .is_some_and(|(_, rest)| rest.trim_start().starts_with(['Z', 'X'])),
-            Err(_) => true,
-        }
-    }
-
-    /// If the target runs Metron (a thread of Metron's, `metron-*`, or `libmetron` mapped),
-    /// where its run folder is, as well as can be told.
-    fn metron_run_folder(&self) -> Option<String> {
-        let proc = format!("/proc/{}", self.pid);
-        let threads = self.tids().into_iter().any(|t| {
-            self.thread_name(t)
-                .is_some_and(|n| n.starts_with("metron-"))
-        });
-        let library =
-            std::fs::read_to_string(format!("{proc}/maps")).is_ok_and(|m| m.contains("/libmetron"));
-        if !threads && !library {
-            return None;
-        }
-        // A file it writes in its run folder (the trace is written while it runs).
-        if let Ok(fds) = std::fs::read_dir(format!("{proc}/fd")) {
-            for fd in fds.flatten() {
-                if let Ok(target) = std::fs::read_link(fd.path()) {
-                    if target.extension().is_some_and(|e| e == "pftrace") {
-                        if let Some(dir) = target.parent() {
-                            return Some(dir.display().to_string());
-                        }
-                    }
-                }
-            }
-        }
-        let environ = std::fs::read(format!("{proc}/environ")).unwrap_or_default();
-        let template = environ
-            .split(|&b| b == 0)
-            .filter_map(|kv| std::str::from_utf8(kv).ok())
-            .find_map(|kv| kv.strip_prefix("METRON_OUTPUT_PATH="))
-            .map(str::to_string);
-        let cwd = std::fs::read_link(format!("{proc}/cwd")).unwrap_or_default();
-        Some(match template {
-            Some(t) => format!(
-                "{t} (METRON_OUTPUT_PATH of the process, with its pid {})",
-                self.pid
-            ),
-            None => format!(
-                "{}/metron-output/{}-{}-<start time> (the default, in its working directory)",
-                cwd.display(),
-                self.exe,
-                self.pid
-            ),
-        })
-    }
-}
-
-/// `kernel.perf_event_paranoid`, if readable.
-fn paranoid() -> Option<i32> {
-    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
-}
-
-/// The message for a refused `perf_event_open`.
-fn refusal(pid: u32, errno: i32, paranoid: Option<i32>) -> String {
-    let level = paranoid.map_or("unknown".to_string(), |p| p.to_string());
-    format!(
-        "not allowed to sample process {pid}: perf_event_open refused ({}). Sampling another \
-         process needs kernel.perf_event_paranoid <= 2 (it is {level}; e.g. `sudo sysctl \
-         kernel.perf_event_paranoid=2`) and ptrace permission over it (run metron as the \
-         process's user, or with CAP_PERFMON or CAP_SYS_PTRACE)",
-        sys::strerror(errno)
-    )
+/// What one attach collected, for the run folder.
+struct Sampled {
+    threads: BTreeMap<u32, Thread>,
+    /// Samples the kernel dropped.
+    lost: u64,
+    /// What ended it: `duration`, `interrupted`, `target exited`.
+    stop: &'static str,
+    start_ns: u64,
+    start_realtime_ns: u64,
+    end_ns: u64,
+    seconds: f64,
+    /// Threads when Metron attached.
+    at_attach: usize,
+    paranoid: Option<i32>,
+    /// Modules the unwinder has CFI of.
+    unwinder_modules: usize,
 }
 
 /// One sampled thread.
@@ -525,191 +411,22 @@ fn attach(options: &Options) -> Result<(), String> {
     }
     drop(symbolizer);
 
-    let dir = run_folder(options, &target)?;
-    let run = RunInfo {
-        output_dir: dir.clone(),
-        pid: target.pid,
-        exe: target.exe.clone(),
-        argv: target.argv.clone(),
-        hostname: std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|h| h.trim().to_string())
-            .unwrap_or_default(),
-        start_realtime_ns,
-        start_ns,
-        end_ns,
-    };
-    let samples: usize = threads.values().map(|t| t.samples.len()).sum();
-    let sampled = threads.values().filter(|t| !t.samples.is_empty()).count();
-    let created = threads.values().filter(|t| t.new).count();
-    let created_sampled = threads
-        .values()
-        .filter(|t| t.new && !t.samples.is_empty())
-        .count();
-    let metadata = json!({
-        "metron_version": env!("CARGO_PKG_VERSION"),
-        "run": run,
-        "attach": {
-            "pid": target.pid,
-            "exe": target.exe,
-            "argv": target.argv,
-            "method": "perf_event_open, software task-clock per thread (inherited by threads created while attached), PERF_SAMPLE_CALLCHAIN + REGS_USER + STACK_USER (16 KiB) unwound with framehop",
-            "frequency": options.freq,
-            "asked_duration_s": options.duration.map(|d| d.as_secs_f64()),
-            "seconds": started.elapsed().as_secs_f64(),
-            "ended_by": stop,
-            "threads_at_attach": at_attach,
-            "threads_created_while_attached": created,
-            "threads_created_while_attached_sampled": created_sampled,
-            "perf_event_paranoid": paranoid,
-            "unwinder_modules": unwinder.modules,
+    output::write(
+        options,
+        &target,
+        &Sampled {
+            threads,
+            lost,
+            stop,
+            start_ns,
+            start_realtime_ns,
+            end_ns,
+            seconds: started.elapsed().as_secs_f64(),
+            at_attach,
+            paranoid,
+            unwinder_modules: unwinder.modules,
         },
-        "sampling": {
-            "enabled": true,
-            "cpu_method": "perf_task_clock (from outside)",
-            "samples": { "cpu_time": samples, "real_time": 0 },
-            "lost_samples": lost,
-            "threads_sampled": sampled,
-        },
-        "symbolizer": symbolizer_stats(),
-    });
-    let write_metadata = |extra: serde_json::Value| -> Result<(), String> {
-        let mut m = metadata.clone();
-        m["outputs"] = extra;
-        std::fs::write(
-            dir.join("metadata.json"),
-            serde_json::to_string_pretty(&m).expect("JSON"),
-        )
-        .map_err(|e| format!("writing {}: {e}", dir.join("metadata.json").display()))
-    };
-    let mut sinks: Vec<Box<dyn Sink>> =
-        vec![Box::new(SummarySink::new()), Box::new(FoldedSink::new())];
-    if options.trace {
-        sinks.push(Box::new(
-            PerfettoSink::new(trace_config(), dir.clone()).for_process(
-                target.pid,
-                &target.exe,
-                &target.argv.join(" "),
-            ),
-        ));
-    }
-    sinks.push(Box::new(LateFilesSink::pictures()));
-    let mut order: Vec<usize> = (0..sinks.len()).collect();
-    order.sort_by_key(|&i| sinks[i].finishes_late());
-    feed(&mut sinks, &threads);
-    // The trace kept room for the small outputs (`.metron-reserve`): given back now.
-    metron::sinks::space::release(&dir);
-    let mut outputs = serde_json::Map::new();
-    let mut metadata_written = false;
-    for i in order {
-        if sinks[i].finishes_late() && !metadata_written {
-            write_metadata(serde_json::Value::Object(outputs.clone()))?;
-            metadata_written = true;
-        }
-        sinks[i].finish(&run).map_err(|e| {
-            format!(
-                "writing the {} output into {}: {e}",
-                sinks[i].name(),
-                dir.display()
-            )
-        })?;
-        if let Some(m) = sinks[i].metadata() {
-            outputs.insert(sinks[i].name().to_string(), m);
-        }
-    }
-    write_metadata(serde_json::Value::Object(outputs))?;
-    let _ = std::fs::remove_file(dir.join(metron::RUN_FOLDER_CLAIM_MARKER));
-    eprintln!(
-        "metron: wrote {} ({samples} samples of {sampled} threads, {created} created while attached; {lost} lost; ended by {stop})",
-        dir.display()
-    );
-    if lost > 0 {
-        eprintln!(
-            "metron: the kernel dropped {lost} samples (its ring buffers were full); counted as sampling.lost_samples in metadata.json"
-        );
-    }
-    Ok(())
-}
-
-fn symbolizer_stats() -> serde_json::Value {
-    let s = metron_symbols::shared()
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .stats();
-    json!({
-        "perf_map_entries": s.perf_map_entries,
-        "jitdump_entries": s.jitdump_entries,
-    })
-}
-
-/// The trace's settings: the defaults of an in-process run.
-fn trace_config() -> PerfettoConfig {
-    PerfettoConfig {
-        file_name: "trace.pftrace".into(),
-        buffer_bytes: 64 << 20,
-        fill_policy: TraceFillPolicy::Discard,
-        // No process counters: the flusher would sample this process's RSS, not the target's.
-        categories: Categories {
-            process: false,
-            ..Categories::ALL
-        },
-        write_interval: None,
-        segment_bytes: 1 << 20,
-        max_file_bytes: None,
-    }
-}
-
-/// Hands every thread's samples to the sinks, in time order, as an in-process run would.
-fn feed(sinks: &mut [Box<dyn Sink>], threads: &BTreeMap<u32, Thread>) {
-    let mut ordered: Vec<(&u32, &Thread)> = threads
-        .iter()
-        .filter(|(_, t)| !t.samples.is_empty())
-        .collect();
-    ordered.sort_by_key(|(_, t)| t.samples.first().map(|s| s.0));
-    for (index, (&tid, thread)) in ordered.into_iter().enumerate() {
-        let info = ThreadInfo {
-            tid,
-            name: if thread.name.is_empty() {
-                format!("thread-{tid}")
-            } else {
-                thread.name.clone()
-            },
-            index: index as u64,
-            is_metron: false,
-        };
-        let mut samples: Vec<&(u64, Vec<u64>)> = thread.samples.iter().collect();
-        samples.sort_by_key(|s| s.0);
-        for chunk in samples.chunks(4096) {
-            let events: Vec<Event<'_>> = chunk
-                .iter()
-                .map(|(ts, frames)| Event::Sample {
-                    ts_ns: *ts,
-                    frames,
-                    trigger: SampleTrigger::CpuTime,
-                })
-                .collect();
-            for sink in sinks.iter_mut() {
-                sink.events(&info, &events);
-            }
-        }
-    }
-}
-
-/// The run folder: the template with the target's name and pid, claimed.
-fn run_folder(options: &Options, target: &Target) -> Result<PathBuf, String> {
-    let template = options
-        .output
-        .clone()
-        .or_else(|| std::env::var("METRON_OUTPUT_PATH").ok())
-        .unwrap_or_else(|| "metron-output/%exe%-%pid%-%time%".into())
-        .replace("%pid%", &target.pid.to_string());
-    let path = metron::expand_output_path(&template, &target.exe);
-    let path = if path.is_absolute() {
-        path
-    } else {
-        std::env::current_dir().unwrap_or_default().join(path)
-    };
-    metron::claim_run_folder(&path)
-        .map_err(|e| format!("cannot create the run folder {}: {e}", path.display()))
+    )
 }
 
 #[cfg(test)]
