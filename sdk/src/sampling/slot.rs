@@ -122,7 +122,7 @@ pub(crate) fn get(index: usize) -> Option<&'static ThreadSlot> {
 }
 
 /// The slot thread `tid` owns now, with its index. Scans the slots made so far; not for a
-/// signal handler's hot path (causal profiling's wrappers cache the answer per thread).
+/// signal handler (causal profiling's wrappers, during a causal run).
 pub(crate) fn find_owned_by(tid: u32) -> Option<(usize, &'static ThreadSlot)> {
     for (i, cell) in SLOTS.iter().enumerate() {
         let Some(s) = cell.get() else {

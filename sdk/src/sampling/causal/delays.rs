@@ -23,7 +23,6 @@
 
 use super::super::slot::ThreadSlot;
 use super::super::sys;
-use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 /// A causal run is going on in this process (off before start, at finish, in a forked child).
@@ -143,39 +142,12 @@ fn add_delays(d: &ThreadDelays) {
     }
 }
 
-thread_local! {
-    /// This thread's slot: (tid, index + 1), and calls left before a failed lookup is retried.
-    static MINE: Cell<(u32, u32, u32)> = const { Cell::new((0, 0, 0)) };
-}
-
-/// Calls between lookups of a thread the sampler has not armed yet (it arms new threads
-/// within its 20 ms scan).
-const RETRY_EVERY: u32 = 64;
-
-/// The calling thread's slot, if the sampler arms it. Not for signal handlers (TLS).
+/// The calling thread's slot, if the sampler arms it: found by the kernel thread id (one
+/// `gettid` system call and a scan of the slots in use, as Coz finds its thread state by
+/// `gettid`). No thread-local storage: `libmetron.so`'s thread-local block must stay within
+/// glibc's spare static TLS (`tests/tests/tls_block.rs`). Only called while a causal run is on.
 fn current() -> Option<&'static ThreadSlot> {
-    let (tid, index, wait) = MINE.get();
-    if index != 0 {
-        if let Some(s) = super::super::slot::get(index as usize - 1) {
-            if s.tid.load(Ordering::Acquire) == tid {
-                return Some(s);
-            }
-        }
-    } else if wait > 0 {
-        MINE.set((tid, 0, wait - 1));
-        return None;
-    }
-    let me = sys::gettid();
-    match super::super::slot::find_owned_by(me) {
-        Some((i, s)) => {
-            MINE.set((me, i as u32 + 1, 0));
-            Some(s)
-        }
-        None => {
-            MINE.set((me, 0, RETRY_EVERY));
-            None
-        }
-    }
+    super::super::slot::find_owned_by(sys::gettid()).map(|(_, s)| s)
 }
 
 /// Before a call that may block (lock, wait, join).

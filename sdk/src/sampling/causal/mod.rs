@@ -179,6 +179,17 @@ pub(crate) fn finish() {
         let closing = controller::closing_lines(log);
         log.text.push_str(&closing);
     }
+    // An empty profile says why.
+    if controller::LOGGED.load(Ordering::Relaxed) == 0 {
+        let why = if progress::Snapshot::take().is_empty() {
+            "no progress point was visited (add metron::progress!, METRON_PROGRESS or COZ_PROGRESS to the program, or use --progress FILE:LINE)"
+        } else if controller::RUN.load(Ordering::Relaxed) == 0 {
+            "no line in scope was sampled (check --line, --source-scope and --binary-scope, that the program has debug line information (-g), and that it runs long enough)"
+        } else {
+            "every experiment saw fewer than 5 visits of some progress point (run longer, or count progress more often)"
+        };
+        eprintln!("metron: causal profiling logged no experiment: {why}");
+    }
 }
 
 /// Writes `profile.coz` into `dir` when this run was a causal one. `Some(Err)` says why it
