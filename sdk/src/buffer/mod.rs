@@ -106,6 +106,9 @@ pub struct BacklogStats {
     pub drops_at_limit: u64,
     /// Segments Metron's own threads took past the limit (they never wait).
     pub own_threads_past_limit: u64,
+    /// Times a waiting producer went past the limit because the callback thread freed no
+    /// segment for 10 s (a callback that never returns): the program is never hung.
+    pub past_limit_stalled_reader: u64,
 }
 
 /// Size, watermark and policy of a [`BufferedService`].

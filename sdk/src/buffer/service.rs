@@ -54,7 +54,14 @@ pub(crate) struct ServiceInner<R> {
     blocked_ns: AtomicU64,
     drops_at_limit: AtomicU64,
     own_threads_past_limit: AtomicU64,
+    /// Segments the reader recycled (its progress, seen by producers waiting at the limit).
+    recycled: AtomicU64,
+    /// Times a waiting producer went past the limit because the reader freed nothing.
+    past_limit_stalled: AtomicU64,
 }
+
+/// How long a producer waits at the backlog limit for the reader to free a segment, at most.
+const STALLED_READER: Duration = Duration::from_secs(10);
 
 impl<R: Copy + Send + 'static> ServiceInner<R> {
     pub(crate) fn new(
@@ -85,6 +92,8 @@ impl<R: Copy + Send + 'static> ServiceInner<R> {
             blocked_ns: AtomicU64::new(0),
             drops_at_limit: AtomicU64::new(0),
             own_threads_past_limit: AtomicU64::new(0),
+            recycled: AtomicU64::new(0),
+            past_limit_stalled: AtomicU64::new(0),
         });
         let weak: Weak<dyn Drainable> = Arc::downgrade(&inner) as Weak<dyn Drainable>;
         inner.thread.register(weak);
@@ -114,7 +123,18 @@ impl<R: Copy + Send + 'static> ServiceInner<R> {
         let started = Instant::now();
         let (lock, relief) = &self.relief;
         let mut guard = lock.lock().unwrap_or_else(|e| e.into_inner());
+        let mut progress = (self.recycled.load(Ordering::Relaxed), Instant::now());
         while self.backlog.load(Ordering::Acquire) >= limit {
+            // A callback thread that stopped freeing segments (a user callback that never
+            // returns, a thread that died) must not hang the program: after
+            // `STALLED_READER` without one freed, go past the limit, counted.
+            let recycled = self.recycled.load(Ordering::Relaxed);
+            if recycled != progress.0 {
+                progress = (recycled, Instant::now());
+            } else if progress.1.elapsed() >= STALLED_READER {
+                self.past_limit_stalled.fetch_add(1, Ordering::Relaxed);
+                break;
+            }
             self.wake();
             // Bounded, so that a wake-up missed between the check and the wait costs at most
             // this long.
@@ -183,6 +203,7 @@ impl<R: Copy + Send + 'static> ServiceInner<R> {
         // (us, under the drain lock) is now its only owner.
         let segment = unsafe { Box::from_raw(segment) };
         segment.reset();
+        self.recycled.fetch_add(1, Ordering::Relaxed);
         if self.backlog.fetch_sub(1, Ordering::AcqRel)
             <= self.limit_segments.load(Ordering::Relaxed)
         {
@@ -425,6 +446,7 @@ impl<R: Copy + Send + 'static> BufferedService<R> {
             blocked_ns: inner.blocked_ns.load(Ordering::Relaxed),
             drops_at_limit: inner.drops_at_limit.load(Ordering::Relaxed),
             own_threads_past_limit: inner.own_threads_past_limit.load(Ordering::Relaxed),
+            past_limit_stalled_reader: inner.past_limit_stalled.load(Ordering::Relaxed),
         }
     }
 }

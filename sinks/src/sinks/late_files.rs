@@ -2,7 +2,11 @@
 //! nothing while the program runs. They finish late (after `metadata.json` and the trace),
 //! and report in `metadata.json` what they wrote and how long it took:
 //! - `report` (`METRON_REPORT`, on by default): `flamegraph.svg`, `regions.svg` and
-//!   `report.html`, made by `metron-report` (`metron report DIR` writes the same afterwards);
+//!   `report.html`, made by `metron-report` (`metron report DIR` writes the same afterwards).
+//!   `metron-report` reads `summary.json` whole, which takes about ten times its size in
+//!   memory: past [`REPORT_MAX_SUMMARY_BYTES`] (a program with some 10^4 region names) the
+//!   pictures are left out at the end of the run, said on stderr and in `metadata.json`, so
+//!   that the run keeps its memory bound; `metron report DIR` still draws them;
 //! - `export` (`METRON_EXPORT`, off by default): `session.atp`, `session.occupancy` and
 //!   `api.log`, made by `metron-export` (`metron export --format ... DIR`).
 
@@ -12,6 +16,9 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+/// The largest `summary.json` the end of a run draws pictures from (see the module docs).
+pub const REPORT_MAX_SUMMARY_BYTES: u64 = 16 << 20;
+
 /// What a late sink writes: the files, from the run folder.
 type Write = Box<dyn FnMut(&Path) -> std::io::Result<Vec<PathBuf>> + Send>;
 
@@ -19,6 +26,8 @@ type Write = Box<dyn FnMut(&Path) -> std::io::Result<Vec<PathBuf>> + Send>;
 pub struct LateFilesSink {
     name: &'static str,
     write: Write,
+    /// The largest `summary.json` this sink reads (`None`: any).
+    max_summary_bytes: Option<u64>,
     /// Fields of its `metadata.json` section besides `files` and `seconds`.
     about: Value,
     report: Option<Value>,
@@ -30,6 +39,7 @@ impl LateFilesSink {
         LateFilesSink {
             name: "report",
             write: Box::new(metron_report::write_pictures),
+            max_summary_bytes: Some(REPORT_MAX_SUMMARY_BYTES),
             about: json!({}),
             report: None,
         }
@@ -41,6 +51,7 @@ impl LateFilesSink {
         LateFilesSink {
             name: "export",
             write: Box::new(move |dir| metron_export::write_formats(dir, &formats)),
+            max_summary_bytes: None,
             about,
             report: None,
         }
@@ -56,6 +67,23 @@ impl Sink for LateFilesSink {
 
     fn finish(&mut self, run: &RunInfo) -> std::io::Result<Vec<PathBuf>> {
         let start = Instant::now();
+        let summary_bytes =
+            std::fs::metadata(run.output_dir.join("summary.json")).map_or(0, |m| m.len());
+        if let Some(max) = self.max_summary_bytes.filter(|max| summary_bytes > *max) {
+            eprintln!(
+                "metron: {}: summary.json is {} MB, more than the {} MB the end of a run reads; \
+                 pictures left out (`metron report {}` draws them)",
+                self.name,
+                summary_bytes >> 20,
+                max >> 20,
+                run.output_dir.display()
+            );
+            let mut report = self.about.clone();
+            report["files"] = json!([]);
+            report["left_out"] = json!({ "summary_json_bytes": summary_bytes, "max_bytes": max });
+            self.report = Some(report);
+            return Ok(Vec::new());
+        }
         let files = (self.write)(&run.output_dir)?;
         let mut report = self.about.clone();
         report["files"] = files
