@@ -211,8 +211,9 @@ pub struct Curve {
     pub experiments: usize,
     /// Least-squares slope through the origin of program speedup against line speedup.
     pub slope: f64,
-    /// Predicted program speedup (%) at a 20 % line speedup: the 20 % point, else the line
-    /// between its measured neighbours, else the slope.
+    /// Predicted program speedup (%) at a 20 % line speedup: the least-squares line through
+    /// the origin of the 5-40 % points (weighted by their experiments) at 20 %; without such
+    /// points, the 20 % point or the line between its neighbours, else the slope.
     pub at_20: f64,
 }
 
@@ -299,7 +300,25 @@ pub fn curves(profile: &Profile) -> Vec<Curve> {
                 )
             });
         let slope = if den > 0.0 { num / den } else { 0.0 };
-        let at_20 = interpolate(&points, 20).unwrap_or(slope * 20.0);
+        // The 20 % prediction from every experiment at 5-40 %, each speedup weighted by its
+        // experiments (a least-squares line through the origin): one noisy 20 % point
+        // (nine experiments) no longer decides the ranking.
+        let (num, den) =
+            points
+                .iter()
+                .filter(|p| p.0 > 0 && p.0 <= 40)
+                .fold((0.0, 0.0), |(n, d), p| {
+                    let w = p.2 as f64;
+                    (
+                        n + w * f64::from(p.0) * p.1,
+                        d + w * f64::from(p.0) * f64::from(p.0),
+                    )
+                });
+        let at_20 = if den > 0.0 {
+            20.0 * num / den
+        } else {
+            interpolate(&points, 20).unwrap_or(slope * 20.0)
+        };
         out.push(Curve {
             point,
             line,
