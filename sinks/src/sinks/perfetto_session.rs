@@ -643,7 +643,7 @@ mod tests {
     }
 
     #[test]
-    fn the_scanner_counts_corrupt_framing_and_waits_for_cut_varints() {
+    fn the_scanner_counts_corrupt_framing_and_waits_for_a_cut_length() {
         // A tag whose varint passes ten bytes is corrupt, not waiting for more bytes.
         let mut scan = Scan::default();
         scan.feed(&[0x80; 11]);
