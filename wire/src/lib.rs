@@ -1,7 +1,7 @@
 //! Protocol buffers at the wire level, the one codec behind every Perfetto trace Metron writes
 //! or reads: no schema, no generated code, no dependencies beyond `std`.
 //!
-//! - [`write`]: the primitives the trace sink's encoder (`metron-sinks`, once per region) and
+//! - [`write`](mod@write): the primitives the trace sink's encoder (`metron-sinks`, once per region) and
 //!   `metron merge` append with: varints, tags, fixed-width fields, length-delimited fields,
 //!   and a nested message whose length is reserved as one byte and patched when it closes.
 //!   Everything is `#[inline]`, so the encoder's hot packets compile to the same stores as
