@@ -369,6 +369,44 @@ mod tests {
         );
     }
 
+    /// Reads every field of `msg` and of the messages nested in it; the number read.
+    fn walk(msg: &[u8], depth: u32) -> usize {
+        let mut n = 0;
+        for field in fields(msg) {
+            n += 1;
+            if let Ok((_, Value::Len(inner))) = field {
+                if depth < 4 {
+                    n += walk(inner, depth + 1);
+                    n += packed_varints(inner).count();
+                }
+            }
+        }
+        n
+    }
+
+    #[test]
+    fn any_cut_or_corrupted_byte_gives_values_or_an_error_never_a_panic() {
+        let mut inner = Vec::new();
+        put_field(&mut inner, 1, Value::Varint(300));
+        put_field(&mut inner, 2, Value::Len(b"name"));
+        put_field(&mut inner, 5, Value::Fixed64(7));
+        let mut msg = Vec::new();
+        put_field(&mut msg, 8, Value::Varint(u64::MAX));
+        put_field(&mut msg, 11, Value::Len(&inner));
+        put_field(&mut msg, 3, Value::Fixed32(9));
+        for cut in 0..=msg.len() {
+            let fields_read = walk(&msg[..cut], 0);
+            assert!(fields_read <= 2 * msg.len(), "cut at {cut}");
+        }
+        for at in 0..msg.len() {
+            for byte in [0x00, 0x01, 0x07, 0x0a, 0x7f, 0x80, 0xff] {
+                let mut bad = msg.clone();
+                bad[at] = byte;
+                walk(&bad, 0);
+            }
+        }
+    }
+
     #[test]
     fn packed_varints_read_until_their_end_or_an_error() {
         let mut bytes = Vec::new();
