@@ -6,13 +6,21 @@
 # runs. Both profiles are read by the same analysis (`metron causal --from`: each run against
 # its own baseline), and the predicted program speedups at 10-40 % are printed side by side.
 #
-# Usage: tests/causal/compare-coz.sh OUT_DIR [SECONDS_PER_RUN] [RUNS]
+# UNIT_US is barrier.c's unit (the slack line's work per round; the critical line's is twice
+# that). The default, 20000 (40 ms rounds), is a construction both tools model: Coz 0.2.2
+# publishes a thread's delays only every 10 samples (10 ms of its CPU time; its catch_up does
+# not drain the samples perf has buffered), so with 1 ms units a chunk of delay larger than
+# the slack thread's 1 ms of slack holds up the barrier and Coz under-predicts the critical
+# line (tests/causal/coz-model.py simulates both tools' rules).
+#
+# Usage: tests/causal/compare-coz.sh OUT_DIR [SECONDS_PER_RUN] [RUNS] [UNIT_US]
 # Needs: coz, gcc, target/release/{metron,libmetron.so} (cargo build --release -p metron-cli
 # -p metron-user).
 set -euo pipefail
-out=${1:?usage: compare-coz.sh OUT_DIR [SECONDS_PER_RUN] [RUNS]}
+out=${1:?usage: compare-coz.sh OUT_DIR [SECONDS_PER_RUN] [RUNS] [UNIT_US]}
 secs=${2:-30}
 runs=${3:-3}
+unit=${4:-20000}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 command -v coz >/dev/null || { echo "compare-coz.sh: coz is not installed (apt-get install coz-profiler)" >&2; exit 3; }
@@ -24,14 +32,14 @@ slack=barrier.c:$(grep -n 'SLACK:' "$here/barrier.c" | cut -d: -f1)
 rm -rf "$out"/coz-*.coz "$out/coz" "$out/metron"
 for r in $(seq "$runs"); do
   for line in "$critical" "$slack"; do
-    coz run -o "$out/coz-${line//[:.]/_}-$r.coz" --fixed-line "$line" --- "$out/barrier_coz" "$secs" >/dev/null 2>&1
+    coz run -o "$out/coz-${line//[:.]/_}-$r.coz" --fixed-line "$line" --- "$out/barrier_coz" "$secs" "$unit" >/dev/null 2>&1
   done
 done
 from=()
 for f in "$out"/coz-*.coz; do from+=(--from "$f"); done
 "$root/target/release/metron" causal "${from[@]}" -o "$out/coz" >/dev/null
 "$root/target/release/metron" causal -o "$out/metron" -n "$runs" --line "$critical" --line "$slack" \
-  --speedups 0,10,20,30,40 --experiment 500ms -- "$out/barrier_coz" "$((secs * 2))" >/dev/null 2>&1
+  --speedups 0,10,20,30,40 --experiment 500ms -- "$out/barrier_coz" "$((secs * 2))" "$unit" >/dev/null 2>&1
 python3 - "$out" <<'PY'
 import json, sys
 out = sys.argv[1]

@@ -5,9 +5,13 @@
 #ifdef USE_COZ
 #include <coz.h>
 #define PROGRESS(name) COZ_PROGRESS_NAMED(name)
+#define REGION_BEGIN(name)
+#define REGION_END(name)
 #else
 #include <metron/metron.h>
 #define PROGRESS(name) METRON_PROGRESS(name)
+#define REGION_BEGIN(name) METRON_REGION_BEGIN(name)
+#define REGION_END(name) METRON_REGION_END(name)
 #endif
 #include <stdint.h>
 #include <time.h>

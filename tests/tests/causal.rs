@@ -210,16 +210,45 @@ fn barrier_critical_line_ranks_first_and_predicts_its_speedup() {
     let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = temp_dir("causal-barrier");
     let exe = build("barrier.c", &dir, &["-pthread"]);
-    let out = causal(&exe, &dir, "20", &[]);
+    // The critical thread's round is also a Metron region, named as a latency point.
+    let out = causal(&exe, &dir, "20", &["--latency", "round"]);
     let critical = line_of("barrier.c", "CRITICAL:");
     let slack = line_of("barrier.c", "SLACK:");
     check_order(&out, &critical);
     // A round lasts max(2 units × (1 − s), 1 unit): s up to 50 %.
     check_known_answer(&out, "rounds", &critical, &slack, |s| s.min(50.0));
+    // One round is always in flight, so the region's latency is the round's length: the same
+    // construction, measured through the region's begins and ends (Little's law, as Coz).
+    check_known_answer(&out, "round", &critical, &slack, |s| s.min(50.0));
     // The outputs: Coz's format, the table, the curves in report.html.
     let coz = std::fs::read_to_string(out.join("profile.coz")).unwrap();
     assert!(coz.starts_with("startup\ttime="));
     assert!(coz.contains("throughput-point\tname=rounds\tdelta="));
+    // Every logged experiment has the region's latency line, with at least 5 rounds begun and
+    // ended, and about one round in flight at its end.
+    let experiments = coz.matches("\nexperiment\t").count();
+    let latency: Vec<&str> = coz
+        .lines()
+        .filter(|l| l.starts_with("latency-point\tname=round\t"))
+        .collect();
+    assert_eq!(latency.len(), experiments, "{coz}");
+    for l in &latency {
+        let field = |k: &str| -> u64 {
+            l.split('\t')
+                .find_map(|f| f.strip_prefix(k))
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        assert!(field("arrivals=") >= 5 && field("departures=") >= 5, "{l}");
+        assert!(field("difference=") <= 1, "{l}");
+        assert!(
+            field("arrivals=").abs_diff(field("departures=")) <= 1,
+            "{l}"
+        );
+    }
+    let table = std::fs::read_to_string(out.join("causal.txt")).unwrap();
+    assert!(table.contains("progress point round\n"), "{table}");
     assert!(coz.contains("\nruntime\ttime="));
     assert!(coz.contains(&format!(
         "samples\tlocation={}",
