@@ -379,3 +379,35 @@ fn threads_created_during_experiments_and_forked_children_are_handled() {
     let run = read_json(&out.join("run-1"), "metadata.json");
     assert_eq!(run["sampling"]["causal"]["enabled"], true);
 }
+
+#[test]
+fn a_line_that_calls_a_function_is_sped_up_with_its_callee() {
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = temp_dir("causal-callee");
+    let exe = build("callee.c", &dir, &["-pthread"]);
+    let critical = line_of("callee.c", "CRITICAL_CALL:");
+    let slack = line_of("callee.c", "SLACK_CALL:");
+    let spin = line_of("callee.c", "SPIN:");
+    let out = causal(&exe, &dir, "20", &["--line", &critical, "--line", &slack]);
+    let coz = std::fs::read_to_string(out.join("profile.coz")).unwrap();
+    // Every sample is in `spin`'s loop (the samples lines say so), yet the experiments on the
+    // call lines saw their samples: the selected line was found further out on the stack.
+    assert!(
+        coz.contains(&format!("samples\tlocation={}", dir.join(&spin).display())),
+        "{coz}"
+    );
+    for line in [&critical, &slack] {
+        let selected: u64 = coz
+            .lines()
+            .filter(|l| l.starts_with("experiment\t") && l.contains(&format!("/{line}\t")))
+            .filter_map(|l| {
+                l.split('\t')
+                    .find_map(|f| f.strip_prefix("selected-samples="))
+            })
+            .map(|v| v.parse::<u64>().unwrap())
+            .sum();
+        assert!(selected > 0, "{line}: no sample selected\n{coz}");
+    }
+    // A call costs what its callee costs: the barrier's construction (s up to 50 %, slack 0).
+    check_known_answer(&out, "rounds", &critical, &slack, |s| s.min(50.0));
+}
