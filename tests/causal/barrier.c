@@ -9,11 +9,13 @@
  * latency is the round's length and follows the same construction).
  *
  * Usage: barrier SECONDS [UNIT_US [ROUNDS]]   (default unit 1000 us; with ROUNDS > 0, stop
- * after that many rounds instead, for overhead measurements) */
+ * after that many rounds instead, for overhead measurements), or barrier calibrate (prints
+ * the spins per microsecond, which CAUSAL_SPINS_PER_US then fixes for several runs) */
 #include "progress.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static pthread_barrier_t barrier;
 static long unit;           /* spin iterations per unit */
@@ -52,6 +54,10 @@ static void* slack(void* arg) {
 }
 
 int main(int argc, char** argv) {
+    if (argc > 1 && strcmp(argv[1], "calibrate") == 0) {
+        printf("%ld\n", spins_per_us()); /* for CAUSAL_SPINS_PER_US */
+        return 0;
+    }
     double seconds = argc > 1 ? atof(argv[1]) : 5.0;
     long unit_us = argc > 2 ? atol(argv[2]) : 1000;
     max_rounds = argc > 3 ? atol(argv[3]) : 0;

@@ -83,8 +83,7 @@ pub(crate) fn place_sample(frames: &[u64], selected: u32) -> Placed {
         line: None,
         selected: false,
     };
-    // Done with the first frame in scope (or the first unresolved one) unless a selected line
-    // is looked for further out.
+    // The first frame in scope (or the first unresolved one) has been counted.
     let mut first_done = false;
     for (i, &addr) in frames.iter().take(MAX_WALK).enumerate() {
         if addr == 0 {
@@ -112,10 +111,11 @@ pub(crate) fn place_sample(frames: &[u64], selected: u32) -> Placed {
         }
         if selected != 0 && line == selected {
             placed.selected = true;
-        }
-        if selected == 0 || placed.selected {
             break;
         }
+        // Walked on even when no experiment runs: every in-scope frame's address gets into
+        // the table, so a line that only calls (never the innermost) can be named with
+        // `--line` and be found.
     }
     placed
 }
