@@ -293,6 +293,9 @@ impl Settings {
                 &value_of("METRON_CAUSAL_PROGRESS").text(),
             )
             .unwrap_or_default(),
+            latency_regions: crate::sampling::causal::parse_regions(
+                &value_of("METRON_CAUSAL_LATENCY").text(),
+            ),
             source_scope: crate::sampling::causal::parse_scopes(
                 &value_of("METRON_CAUSAL_SOURCE_SCOPE").text(),
                 "%",

@@ -228,6 +228,12 @@ pub static REGISTRY: &[SettingSpec] = &[
         description: "causal profiling: sampled throughput points, FILE:LINE (each sample in the line counts as a visit), for programs without progress! / metron_progress / COZ_PROGRESS",
     },
     SettingSpec {
+        name: "METRON_CAUSAL_LATENCY",
+        kind: Kind::Text,
+        default: "",
+        description: "causal profiling: Metron regions (by name, comma-separated) that are latency points: each begin is an arrival, each end a departure, as COZ_BEGIN/COZ_END would count them",
+    },
+    SettingSpec {
         name: "METRON_CAUSAL_SOURCE_SCOPE",
         kind: Kind::Text,
         default: "%",
