@@ -280,6 +280,7 @@ fn start() -> Runtime {
                 }
             }),
             set_collecting,
+            add_sink,
         };
         let (open, sampling) = crate::sampling::start(&settings.sampling, hooks, &flusher);
         if sampling {

@@ -111,6 +111,8 @@ pub(crate) struct SamplingHooks {
     pub deliver: Deliver,
     /// Turns recording on and off (time windows).
     pub set_collecting: fn(bool),
+    /// Adds a sink to the run (causal profiling's latency regions count region events).
+    pub add_sink: fn(Box<dyn crate::sink::Sink>),
 }
 
 /// Starts the time windows and, when `METRON_SAMPLING` is on, the sampler. Called once by the
@@ -169,7 +171,7 @@ pub(crate) fn start(
     }
     if config.causal.enabled {
         if config.cputime {
-            causal::start(&config.causal, config.period_ns());
+            causal::start(&config.causal, config.period_ns(), hooks.add_sink);
         } else {
             eprintln!("metron: causal profiling off: it needs CPU-time sampling (METRON_SAMPLING_CPUTIME=on)");
         }

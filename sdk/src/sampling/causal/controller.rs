@@ -279,7 +279,7 @@ fn now_ns() -> u64 {
 }
 
 /// The thread's body.
-pub(crate) fn run(config: CausalConfig, period_ns: u64) {
+pub(crate) fn run(config: CausalConfig, period_ns: u64, add_sink: fn(Box<dyn crate::sink::Sink>)) {
     for (i, _) in config
         .progress_lines
         .iter()
@@ -290,7 +290,7 @@ pub(crate) fn run(config: CausalConfig, period_ns: u64) {
         SAMPLED_POINT_COUNTER[i].store(c as *const _ as *mut _, Ordering::Release);
     }
     if !config.latency_regions.is_empty() {
-        super::regions::watch(&config.latency_regions);
+        super::regions::watch(&config.latency_regions, add_sink);
     }
     let mut resolver = Resolver {
         config: &config,

@@ -162,7 +162,11 @@ pub fn parse_scopes(raw: &str, default: &str) -> Vec<String> {
 static THREAD: Mutex<Option<std::thread::JoinHandle<()>>> = Mutex::new(None);
 
 /// Starts causal profiling (the sampler is running). Called by `sampling::start`.
-pub(crate) fn start(config: &CausalConfig, period_ns: u64) {
+pub(crate) fn start(
+    config: &CausalConfig,
+    period_ns: u64,
+    add_sink: fn(Box<dyn crate::sink::Sink>),
+) {
     *controller::LOG.lock().unwrap_or_else(|e| e.into_inner()) = Some(controller::Log {
         text: format!("startup\ttime={}\n", super::sys::monotonic_ns()),
         experiments: Vec::new(),
@@ -172,7 +176,9 @@ pub(crate) fn start(config: &CausalConfig, period_ns: u64) {
     });
     delays::ENGAGED.store(true, Ordering::Release);
     let config = config.clone();
-    match super::spawn_own_thread("metron-causal", move || controller::run(config, period_ns)) {
+    match super::spawn_own_thread("metron-causal", move || {
+        controller::run(config, period_ns, add_sink)
+    }) {
         Ok(handle) => *THREAD.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle),
         Err(e) => {
             delays::ENGAGED.store(false, Ordering::Release);

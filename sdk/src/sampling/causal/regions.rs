@@ -42,16 +42,17 @@ fn times() -> std::sync::MutexGuard<'static, Option<Times>> {
     TIMES.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Starts counting the regions `names` (called on the `metron-causal` thread, which may wait
-/// here until the runtime has finished starting).
-pub(crate) fn watch(names: &[String]) {
+/// Starts counting the regions `names` with a sink `add_sink` (the runtime's) adds to the run
+/// (called on the `metron-causal` thread, which may wait there until the runtime has finished
+/// starting).
+pub(crate) fn watch(names: &[String], add_sink: fn(Box<dyn Sink>)) {
     *times() = Some(Times {
         names: names.to_vec(),
         since_ns: super::super::sys::monotonic_ns(),
         begins: vec![Vec::new(); names.len()],
         ends: vec![Vec::new(); names.len()],
     });
-    crate::runtime::add_sink(Box::new(RegionSink {
+    add_sink(Box::new(RegionSink {
         index: HashMap::new(),
         names: names.to_vec(),
     }));
@@ -65,11 +66,11 @@ struct RegionSink {
 }
 
 impl RegionSink {
-    fn which(&mut self, site: &'static crate::Callsite) -> Option<usize> {
+    fn which(&mut self, site: &'static metron_core::Callsite) -> Option<usize> {
         let names = &self.names;
         *self
             .index
-            .entry(site as *const crate::Callsite as usize)
+            .entry(site as *const metron_core::Callsite as usize)
             .or_insert_with(|| names.iter().position(|n| n == site.name))
     }
 }
