@@ -291,7 +291,7 @@ pub struct DeviceLimits {
 
 /// The warps per SM each limit allows a launch, as the occupancy file's limited-wave columns
 /// give them: blocks that fit by that limit (and by the threads per SM) times warps per block.
-/// The arithmetic is the NVIDIA backend's (`metron_gpu::block_limits`, which computes
+/// The arithmetic is the NVIDIA backend's (`metron_gpu_nvidia::block_limits`, which computes
 /// `KernelOccupancy`), so `min(registers, shared, blocks) / max_warps` is the occupancy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LimitedWaves {
@@ -1050,7 +1050,7 @@ mod tests {
 
     #[test]
     fn limited_waves_follow_the_occupancy_arithmetic() {
-        // H100; the same cases as metron-gpu's occupancy test (1.0, 0.25, 0.25 of 64 warps).
+        // H100; the same cases as metron-gpu-nvidia's occupancy test (1.0, 0.25, 0.25 of 64 warps).
         let h100 = DeviceLimits {
             threads_per_sm: 2048,
             blocks_per_sm: 32,

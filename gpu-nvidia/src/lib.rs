@@ -1494,7 +1494,7 @@ fn not_started() -> Status {
     if sys::dlopen("libcuda.so.1", true).is_ok() {
         return Status::off(
             "the CUDA driver is loaded but CUPTI was not started: run under `metron run` \
-             (CUDA_INJECTION64_PATH) or call metron_gpu::start()"
+             (CUDA_INJECTION64_PATH) or call metron_gpu_nvidia::start()"
                 .into(),
         );
     }

@@ -819,7 +819,7 @@ pub fn region_begin() -> Result<(), String> {
     let Some(state) = guard.as_mut() else {
         return Err(
             "GPU counters are off: no METRON_GPU_METRICS, or the GPU backend was not started \
-             (run under `metron run` or call metron_gpu::start())"
+             (run under `metron run` or call metron_gpu_nvidia::start())"
                 .into(),
         );
     };

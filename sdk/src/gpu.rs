@@ -1,4 +1,4 @@
-//! GPU activity as the sinks see it: the records a GPU backend (the `metron-gpu` crate, CUPTI
+//! GPU activity as the sinks see it: the records a GPU backend (the `metron-gpu-nvidia` crate, CUPTI
 //! on NVIDIA; `metron-gpu-amd`, HSA on AMD) hands over, the devices they ran on, and the join of kernel launches with the
 //! Metron region open on the launching thread.
 //!
