@@ -147,6 +147,17 @@ pub fn c_region_mode() -> bool {
     range_profiler::region_requested()
 }
 
+/// Lends [`c_region_begin`]/[`c_region_end`] to the C API through the SDK's hook
+/// ([`metron::gpu::set_region_counters`]), on while region mode is ([`c_region_mode`]): the C
+/// API's hot path reads the SDK's flag and never calls this crate.
+pub(crate) fn set_c_hooks(on: bool) {
+    let hooks = metron::gpu::RegionCounters {
+        begin: c_region_begin,
+        end: c_region_end,
+    };
+    metron::gpu::set_region_counters(hooks, on);
+}
+
 /// The C API opened region number `depth` (1 = outermost) on this thread: opens a user range
 /// when region mode is on and none is open.
 pub fn c_region_begin(depth: usize) {

@@ -282,6 +282,7 @@ pub fn configure(cupti: &Cupti, cupti_path: &str) {
             );
             REGION_REQUESTED.store(requested == Mode::Region, Ordering::Relaxed);
             ACTIVE.store(true, Ordering::Release);
+            crate::component::set_c_hooks(requested == Mode::Region);
         }
         Err(e) => {
             info.error = Some(e);
@@ -305,6 +306,7 @@ fn fail(state: &mut State, e: String) {
     eprintln!("metron: GPU counters off: {e}");
     state.info.error = Some(e);
     ACTIVE.store(false, Ordering::Release);
+    crate::component::set_c_hooks(false);
 }
 
 /// This launch's kernels read NaN with `reason` (counted; said once per distinct reason).

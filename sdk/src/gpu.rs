@@ -18,6 +18,7 @@
 
 use crate::sink::{Event, RunInfo, Sink, ThreadInfo};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{LazyLock, OnceLock};
 
 // The plain GPU data types and the record types are the decoding layer's (`sink`, `sink::gpu`),
@@ -169,6 +170,49 @@ pub(crate) fn flush_backend(at_end: bool) {
 /// launched, and that thread's tid (known once the flusher saw the launch annotation).
 pub fn region_of(correlation: u32) -> Option<(&'static str, u32)> {
     CONTEXT.region_of(correlation)
+}
+
+/// What a backend does at the C API's regions when its counters are region-scoped
+/// (`METRON_GPU_COUNTER_MODE=region`): the C API calls these, never the backend crate, so its
+/// hot path reads one flag of this crate ([`region_counters_on`]) and depends on no backend.
+#[derive(Clone, Copy)]
+pub struct RegionCounters {
+    /// The C API opened region number `depth` (1 = outermost) on this thread.
+    pub begin: fn(depth: usize),
+    /// The C API is about to close region number `depth` (still open, so annotations go to it).
+    pub end: fn(depth: usize),
+}
+
+static REGION_COUNTERS: OnceLock<RegionCounters> = OnceLock::new();
+/// Set by the backend while its region-scoped counters are on (and its hooks installed).
+static REGION_COUNTERS_ON: AtomicBool = AtomicBool::new(false);
+
+/// Installs the backend's region hooks (first call wins) and switches them on or off; the
+/// backend calls it again with `on = false` when its counters go off for the rest of the run.
+pub fn set_region_counters(hooks: RegionCounters, on: bool) {
+    let _ = REGION_COUNTERS.set(hooks);
+    REGION_COUNTERS_ON.store(on, Ordering::Release);
+}
+
+/// Region-scoped GPU counters are on for the C API's regions: one relaxed load (the C API's
+/// fast path asks it on every call and leaves such regions to its checked path).
+#[inline(always)]
+pub fn region_counters_on() -> bool {
+    REGION_COUNTERS_ON.load(Ordering::Relaxed)
+}
+
+/// Calls the backend's [`RegionCounters::begin`] (nothing without a backend's hooks).
+pub fn region_counters_begin(depth: usize) {
+    if let Some(h) = REGION_COUNTERS.get() {
+        (h.begin)(depth);
+    }
+}
+
+/// Calls the backend's [`RegionCounters::end`] (nothing without a backend's hooks).
+pub fn region_counters_end(depth: usize) {
+    if let Some(h) = REGION_COUNTERS.get() {
+        (h.end)(depth);
+    }
 }
 
 /// Keeps `correlation id → region` from the launch annotations, in the context it fills.

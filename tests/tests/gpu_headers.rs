@@ -31,7 +31,11 @@ fn cupti_include() -> Option<PathBuf> {
 
 #[test]
 fn record_layouts_match_cupti_headers() {
-    check_layouts("records", &metron_gpu_nvidia::record_layouts(), &["cupti.h"]);
+    check_layouts(
+        "records",
+        &metron_gpu_nvidia::record_layouts(),
+        &["cupti.h"],
+    );
 }
 
 /// The Range Profiler parameter structs (GPU counters) against the profiler headers,

@@ -17,7 +17,10 @@ fn mode_setting_and_decision() {
         metron_gpu_nvidia::parse_gpu_counter_mode(Some(" Region ")),
         "region"
     );
-    assert_eq!(metron_gpu_nvidia::parse_gpu_counter_mode(Some("bogus")), "kernel");
+    assert_eq!(
+        metron_gpu_nvidia::parse_gpu_counter_mode(Some("bogus")),
+        "kernel"
+    );
     assert_eq!(
         metron_gpu_nvidia::decide_gpu_counter_mode("region", 1),
         ("region", None)
