@@ -35,6 +35,7 @@
 mod api_log;
 mod component;
 mod metric_list;
+mod occupancy;
 pub mod pc_sampling;
 pub mod pm_sampling;
 mod range_profiler;
@@ -47,6 +48,8 @@ mod sys_pmsampling;
 mod sys_profiler;
 
 pub use metric_list::{metrics, register_info, GpuMetric};
+pub use occupancy::{block_limits, occupancy, BlockLimits, Limits};
+use occupancy::{limits_json, limits_of};
 
 pub use component::{
     c_region_begin, c_region_end, c_region_mode, region_reason, GpuCounters, MAX_GPU_FIELDS,
@@ -1090,124 +1093,6 @@ struct Names {
 
 static NAMES: Mutex<Option<Names>> = Mutex::new(None);
 
-/// The device limits occupancy needs.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
-pub struct Limits {
-    /// Max resident threads per SM.
-    pub threads_per_sm: i32,
-    /// Max resident blocks per SM.
-    pub blocks_per_sm: i32,
-    /// 32-bit registers per SM.
-    pub registers_per_sm: i32,
-    /// Shared memory per SM, bytes.
-    pub shared_per_sm: i32,
-    /// Shared memory the driver reserves per block, bytes.
-    pub reserved_shared_per_block: i32,
-}
-
-/// What each device limit allows one kernel launch on one SM, in blocks (the terms of
-/// [`occupancy`]; `metron export` reports them as the reference profiler's limited-wave
-/// counts, `blocks * warps_per_block`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BlockLimits {
-    /// Warps per block (threads / 32, rounded up).
-    pub warps_per_block: i64,
-    /// Max resident warps per SM (threads per SM / 32).
-    pub max_warps: i64,
-    /// Blocks that fit by the threads per SM.
-    pub by_threads: i64,
-    /// Blocks per SM (the device's block count limit).
-    pub by_blocks: i64,
-    /// Blocks that fit by registers (`i64::MAX` when the kernel uses none).
-    pub by_registers: i64,
-    /// Blocks that fit by shared memory (`i64::MAX` when the kernel and driver use none).
-    pub by_shared: i64,
-}
-
-impl BlockLimits {
-    /// Resident blocks per SM: the tightest limit.
-    pub fn blocks(&self) -> i64 {
-        self.by_threads
-            .min(self.by_blocks)
-            .min(self.by_registers)
-            .min(self.by_shared)
-            .max(0)
-    }
-}
-
-/// The per-limit block counts of a launch (`None` without threads); see [`occupancy`].
-pub fn block_limits(
-    l: &Limits,
-    block_threads: i64,
-    registers: u16,
-    shared_per_block: i64,
-) -> Option<BlockLimits> {
-    if block_threads <= 0 || l.threads_per_sm <= 0 {
-        return None;
-    }
-    let warps_per_block = (block_threads + 31) / 32;
-    let max_warps = i64::from(l.threads_per_sm) / 32;
-    let by_registers = if registers == 0 {
-        i64::MAX
-    } else {
-        let per_warp = (i64::from(registers) * 32 + 255) / 256 * 256;
-        (i64::from(l.registers_per_sm) / per_warp) / warps_per_block
-    };
-    let per_block = shared_per_block + i64::from(l.reserved_shared_per_block);
-    let by_shared = if per_block <= 0 {
-        i64::MAX
-    } else {
-        i64::from(l.shared_per_sm) / per_block
-    };
-    Some(BlockLimits {
-        warps_per_block,
-        max_warps,
-        by_threads: max_warps / warps_per_block,
-        by_blocks: i64::from(l.blocks_per_sm.max(1)),
-        by_registers,
-        by_shared,
-    })
-}
-
-/// Theoretical occupancy (active warps / max warps per SM) from the launch configuration and
-/// the device limits; warps and registers allocated per warp in units of 256 registers.
-pub fn occupancy(
-    l: &Limits,
-    block_threads: i64,
-    registers: u16,
-    shared_per_block: i64,
-) -> Option<f32> {
-    let b = block_limits(l, block_threads, registers, shared_per_block)?;
-    Some((b.blocks() * b.warps_per_block) as f32 / b.max_warps as f32)
-}
-
-fn limits_of(driver: &sys::Driver, device: u32) -> Option<Limits> {
-    let d = device as i32;
-    Some(Limits {
-        threads_per_sm: driver.attribute(d, 39)?,
-        blocks_per_sm: driver.attribute(d, 106)?,
-        registers_per_sm: driver.attribute(d, 82)?,
-        shared_per_sm: driver.attribute(d, 81)?,
-        reserved_shared_per_block: driver.attribute(d, 111).unwrap_or(0),
-    })
-}
-
-/// A device's limits as `metadata.json` lists them (`gpu.devices[i].limits`): [`Limits`] and
-/// the SM count, warp size, max threads per block and compute capability (`None` where the
-/// driver did not answer).
-fn limits_json(driver: &sys::Driver, device: u32, limits: &Limits) -> Value {
-    let d = device as i32;
-    let mut v = json!(limits);
-    v["sm_count"] = json!(driver.attribute(d, 16));
-    v["warp_size"] = json!(driver.attribute(d, 10));
-    v["max_threads_per_block"] = json!(driver.attribute(d, 1));
-    v["compute_capability"] = match (driver.attribute(d, 75), driver.attribute(d, 76)) {
-        (Some(major), Some(minor)) => json!(format!("{major}.{minor}")),
-        _ => Value::Null,
-    };
-    v
-}
-
 /// `cudaLaunchKernel_v7000` → `cudaLaunchKernel`.
 fn api_name(raw: &str) -> String {
     if let Some(at) = raw.rfind("_v") {
@@ -1616,35 +1501,6 @@ mod tests {
         assert_eq!(
             api_name("cudaLaunchKernel_ptsz_v7000"),
             "cudaLaunchKernel_ptsz"
-        );
-    }
-
-    #[test]
-    fn occupancy_follows_the_tightest_limit() {
-        // H100: 2048 threads, 32 blocks, 64K registers, 228 KiB shared per SM, 1 KiB reserved.
-        let h100 = Limits {
-            threads_per_sm: 2048,
-            blocks_per_sm: 32,
-            registers_per_sm: 65536,
-            shared_per_sm: 233472,
-            reserved_shared_per_block: 1024,
-        };
-        assert_eq!(occupancy(&h100, 256, 16, 0), Some(1.0));
-        // 128 registers per thread: 16 warps of 256 threads → 2 blocks → 16 of 64 warps.
-        assert_eq!(occupancy(&h100, 256, 128, 0), Some(0.25));
-        // 100 KiB shared per block: 2 blocks of 8 warps.
-        assert_eq!(occupancy(&h100, 256, 16, 100 * 1024), Some(0.25));
-        assert_eq!(occupancy(&h100, 0, 16, 0), None);
-        // The terms: 128 registers limit to 2 blocks, threads to 8, blocks to 32.
-        let b = block_limits(&h100, 256, 128, 0).unwrap();
-        assert_eq!(
-            (b.by_registers, b.by_threads, b.by_blocks, b.by_shared),
-            (2, 8, 32, 233472 / 1024)
-        );
-        assert_eq!((b.blocks(), b.warps_per_block, b.max_warps), (2, 8, 64));
-        assert_eq!(
-            block_limits(&h100, 256, 0, 0).unwrap().by_registers,
-            i64::MAX
         );
     }
 }
