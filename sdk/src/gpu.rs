@@ -11,13 +11,12 @@
 //! **Kernel ↔ region.** At each launch (CUPTI's callback on `cudaLaunchKernel`,
 //! `cuLaunchKernel`, ...) the backend records an annotation [`LAUNCH_KEY`] with the launch's
 //! correlation id on the launching thread. The flusher resolves it to the innermost region
-//! open there (the annotation's `region`), and [`JoinSink`] keeps `correlation id → region`;
-//! the GPU sinks resolve their kernels against it when they write (at the end of the run,
-//! when every launch annotation has been seen). The trace and summary do not show these
-//! annotations.
+//! open there (the annotation's `region`), and the join sink (`sinks/src/sinks/gpu_join.rs`)
+//! keeps `correlation id → region`; the GPU sinks resolve their kernels against it when they
+//! write (at the end of the run, when every launch annotation has been seen). The trace and
+//! summary do not show these annotations.
 
-use crate::sink::{Event, RunInfo, Sink, ThreadInfo};
-use std::path::PathBuf;
+use crate::sink::Sink;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{LazyLock, OnceLock};
 
@@ -80,12 +79,7 @@ pub fn set_backend(backend: Backend, devices: Vec<GpuDevice>) -> bool {
     }
     CONTEXT.set_stream_word(word);
     CONTEXT.set_devices(devices);
-    let sinks: Vec<Box<dyn Sink>> = vec![
-        Box::new(JoinSink(context())),
-        Box::new(crate::sinks::kernels_csv::KernelsCsvSink::with_context(
-            context(),
-        )),
-    ];
+    let sinks = crate::sinks::gpu_join::backend_sinks(context());
     let hooks = {
         let mut pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
         match HOOKS.get() {
@@ -212,44 +206,6 @@ pub fn region_counters_begin(depth: usize) {
 pub fn region_counters_end(depth: usize) {
     if let Some(h) = REGION_COUNTERS.get() {
         (h.end)(depth);
-    }
-}
-
-/// Keeps `correlation id → region` from the launch annotations, in the context it fills.
-struct JoinSink(GpuContext);
-
-impl Sink for JoinSink {
-    fn name(&self) -> &str {
-        "gpu_join"
-    }
-
-    fn events(&mut self, thread: &ThreadInfo, events: &[Event<'_>]) {
-        let mut launches = Vec::new();
-        for e in events {
-            if let Event::Annotation {
-                region, key, value, ..
-            } = *e
-            {
-                if !is_launch_key(key) {
-                    // Region-mode GPU counter values (`gpu.<metric>`) for the summary.
-                    if let Some(r) = region {
-                        crate::sinks::gpu_summary::add_region_annotation(r.name, key.name, &value);
-                    }
-                    continue;
-                }
-                let corr = match value {
-                    crate::region::AnnotationValue::U64(v) => v as u32,
-                    crate::region::AnnotationValue::I64(v) => v as u32,
-                    _ => continue,
-                };
-                launches.push((corr, region.map_or("(no region)", |r| r.name), thread.tid));
-            }
-        }
-        self.0.join(launches);
-    }
-
-    fn finish(&mut self, _run: &RunInfo) -> std::io::Result<Vec<PathBuf>> {
-        Ok(Vec::new())
     }
 }
 
