@@ -7,8 +7,9 @@ Usage: scripts/check-doc-links.py [BOOK_DIR]     (default: docs/book, built by `
   docs/src/*.md, as mdBook renders it) must name a file of the book, and its `#anchor` an `id`
   on that page. Links that leave the book (`../../sdk/...`) are broken there: name a source
   file as `code`, or link its repository page with a full URL.
-- README.md (not part of the book): every relative link must name a file of the repository;
-  a link into docs/src/X.md#anchor must name an `id` of the built page X.html.
+- README.md, docs/gpu-validation.md and docs/validation/*.md (not part of the book): every
+  relative link must name a file of the repository; a link into docs/src/X.md#anchor must name
+  an `id` of the built page X.html, a `#anchor` alone a heading of the same file.
 Each broken link is printed as `FILE: link (why)`. External links (http, https, mailto) are
 not fetched: CI has no network.
 """
@@ -128,30 +129,38 @@ def main():
                 continue
             check_target(os.path.dirname(html_path), link, book, html_path, errors,
                          label=f"docs/src/{md} (as {rel(html_path)})")
-    # README.md: repository paths, anchors into the built chapters.
-    readme = os.path.join(ROOT, "README.md")
-    with open(readme, encoding="utf-8") as f:
-        text = f.read()
-
+    # README.md and the Markdown kept outside the book (docs/gpu-validation.md, docs/validation/):
+    # repository paths relative to the file, anchors into the built chapters.
     def to_html(target):
         if target.startswith(SRC + os.sep) and os.path.relpath(target, SRC) in names:
             return os.path.join(book, os.path.relpath(target, SRC)[:-3] + ".html")
         return target
 
-    for link in markdown_links(text):
-        if external(link):
+    outside = [os.path.join(ROOT, "README.md"), os.path.join(ROOT, "docs", "gpu-validation.md")]
+    validation = os.path.join(ROOT, "docs", "validation")
+    if os.path.isdir(validation):
+        outside += sorted(os.path.join(validation, f) for f in os.listdir(validation) if f.endswith(".md"))
+    for md_path in outside:
+        if not os.path.exists(md_path):
             continue
-        if link.startswith("#"):
-            if link[1:] not in github_ids(text):
-                errors.append(f"README.md: {link} (no such section in the README)")
-            continue
-        path = link.partition("#")[0]
-        if not os.path.exists(os.path.join(ROOT, urllib.parse.unquote(path))):
-            errors.append(f"README.md: {link} (no file {path})")
-            continue
-        if "#" in link or path.startswith("docs/src/"):
-            check_target(ROOT, link, ROOT, readme, errors, md_to_html=to_html)
-    checked = len(names) + 1
+        with open(md_path, encoding="utf-8") as f:
+            text = f.read()
+        base = os.path.dirname(md_path)
+        for link in markdown_links(text):
+            if external(link):
+                continue
+            if link.startswith("#"):
+                if link[1:] not in github_ids(text):
+                    errors.append(f"{rel(md_path)}: {link} (no such section in {rel(md_path)})")
+                continue
+            path = link.partition("#")[0]
+            target = os.path.normpath(os.path.join(base, urllib.parse.unquote(path)))
+            if not os.path.exists(target):
+                errors.append(f"{rel(md_path)}: {link} (no file {rel(target)})")
+                continue
+            if "#" in link or target.startswith(SRC + os.sep):
+                check_target(base, link, ROOT, md_path, errors, md_to_html=to_html)
+    checked = len(names) + len([m for m in outside if os.path.exists(m)])
     errors = list(dict.fromkeys(errors))
     if errors:
         print(f"check-doc-links: {len(errors)} broken link(s):", file=sys.stderr)

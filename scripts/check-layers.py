@@ -26,8 +26,9 @@ import sys
 LAYERS = [
     (
         "hot path",
-        "record layout, per-thread buffers, the region API, clock and syscalls, the recording "
-        "state the runtime writes, the ABI between copies of Metron in one process",
+        "record layout and recording state (crate metron-core, re-exported), per-thread "
+        "buffers, the region API, clock and syscalls, the ABI between copies of Metron in one "
+        "process",
         [
             "sys",
             "record",
@@ -38,11 +39,11 @@ LAYERS = [
             "shared_runtime::abi",
         ],
     ),
-    # These two are the crate metron-sinks (sinks/), which `metron` re-exports at its root as
-    # `sink` and `sinks`: the compiler keeps them from naming anything above.
+    # `sink` is the crate metron-core (core/), `sinks` the crate metron-sinks (sinks/), which
+    # `metron` re-exports at its root: the compiler keeps them from naming anything above.
     (
         "decoding",
-        "records decoded into `Event`s, the `Sink` trait (crate metron-sinks)",
+        "records decoded into `Event`s, the `Sink` trait (crate metron-core)",
         ["sink"],
     ),
     (
@@ -59,8 +60,8 @@ LAYERS = [
     (
         "runtime",
         "wires sources to sinks, owns the settings, the run folder, its metadata and the rank, "
-        "and the call-site table (a `Callsite` registers on first use through the symbol "
-        "metron-sinks calls, so the hot path never names it)",
+        "and the forwarding of call-site registrations to an owner copy (the table itself is "
+        "in metron-core, where a `Callsite`'s first use reaches it)",
         [
             "settings",
             "runtime",
@@ -424,25 +425,36 @@ class Graph:
         return len(LAYERS) if key == ROOT else self.layer(key)
 
 
-def below_uses_above(crate):
-    """The crate metron-sinks must not depend on `metron` (cargo would refuse the cycle; this
-    says so plainly) nor name it in code other than comments."""
+# Crates below `metron`, each with the crates above it that it must never depend on or name
+# (Cargo refuses a cycle, but not a new edge that turns the layering upside down).
+BELOW = [
+    ("core", "metron-core", ["metron", "metron-sinks"]),
+    ("sinks", "metron-sinks", ["metron"]),
+]
+
+
+def below_uses_above(crate, name, above):
+    """`name` (the crate at `crate`) must not depend on the crates in `above` nor name them in
+    code other than comments."""
     bad = []
     manifest = os.path.join(crate, "Cargo.toml")
     with open(manifest, encoding="utf-8") as f:
         for n, line in enumerate(f, 1):
-            if re.match(r"\s*metron\s*(\.workspace)?\s*=", line):
-                bad.append(f"{manifest}:{n}: metron-sinks depends on `metron`, the crate above it")
+            for up in above:
+                if re.match(rf"\s*{re.escape(up)}\s*(\.workspace)?\s*=", line):
+                    bad.append(f"{manifest}:{n}: {name} depends on `{up}`, a crate above it")
     for d, _, fs in os.walk(os.path.join(crate, "src")):
-        for name in sorted(fs):
-            if not name.endswith(".rs"):
+        for fname in sorted(fs):
+            if not fname.endswith(".rs"):
                 continue
-            path = os.path.join(d, name)
+            path = os.path.join(d, fname)
             with open(path, encoding="utf-8") as f:
                 code = strip(f.read())
             for n, line in enumerate(code.split("\n"), 1):
-                if re.search(r"(?<![\w:])metron::", line):
-                    bad.append(f"{path}:{n}: metron-sinks names `metron`, the crate above it")
+                for up in above:
+                    ident = up.replace("-", "_")
+                    if re.search(rf"(?<![\w:]){ident}::", line):
+                        bad.append(f"{path}:{n}: {name} names `{ident}`, a crate above it")
     return bad
 
 
@@ -472,13 +484,15 @@ def main(argv):
         if os.path.normpath(f) not in skip:
             g.scan(f)
 
-    sinks_crate = os.path.join(os.path.dirname(os.path.dirname(src)), "sinks")
-    if os.path.isfile(os.path.join(sinks_crate, "Cargo.toml")):
-        bad = below_uses_above(sinks_crate)
-        for line in bad:
-            print(line)
-        if bad:
-            return 1
+    repo = os.path.dirname(os.path.dirname(src))
+    for folder, name, above in BELOW:
+        crate = os.path.join(repo, folder)
+        if os.path.isfile(os.path.join(crate, "Cargo.toml")):
+            bad = below_uses_above(crate, name, above)
+            for line in bad:
+                print(line)
+            if bad:
+                return 1
 
     if g.unplaced:
         for u in sorted(g.unplaced):

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs Metron into a prefix, no root needed:
-#   PREFIX/bin/metron                       the `metron` command (run, avail)
+#   PREFIX/bin/metron                       the `metron` command (run, sample, causal, merge, report, export, avail)
 #   PREFIX/lib/libmetron.so, libmetron.a    the C API (libmetron.so is also the preload runtime)
 #   PREFIX/include/metron/metron.h          the C header
 #   PREFIX/lib/cmake/metron/                find_package(metron) -> metron::metron, metron::metron-static

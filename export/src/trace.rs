@@ -5,9 +5,12 @@
 //! (`sinks/src/sinks/perfetto*.rs`, field numbers of `perfetto_trace.proto`); the service's
 //! packets (clock snapshots, trace config, stats) are skipped.
 
+use metron_wire::{
+    packed_varints, Frame as WireFrame, PacketReader, StreamError, Value, WireError,
+};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufReader, Read};
 use std::sync::Arc;
 
 /// A trace that does not decode: what is wrong.
@@ -20,66 +23,21 @@ impl fmt::Display for TraceError {
     }
 }
 
-/// A field value on the wire.
-#[derive(Clone, Copy, Debug)]
-enum Wire<'a> {
-    Varint(u64),
-    Fixed64(u64),
-    Len(&'a [u8]),
-    Fixed32,
+impl From<WireError> for TraceError {
+    fn from(e: WireError) -> TraceError {
+        TraceError(e.to_string())
+    }
 }
 
-fn varint(buf: &[u8], pos: &mut usize) -> Result<u64, TraceError> {
-    let mut value = 0u64;
-    for shift in (0..64).step_by(7) {
-        let b = *buf
-            .get(*pos)
-            .ok_or_else(|| TraceError("a varint runs past the end of its message".into()))?;
-        *pos += 1;
-        value |= u64::from(b & 0x7f) << shift;
-        if b & 0x80 == 0 {
-            return Ok(value);
-        }
+impl From<StreamError> for TraceError {
+    fn from(e: StreamError) -> TraceError {
+        TraceError(e.to_string())
     }
-    Err(TraceError("a varint is longer than 10 bytes".into()))
 }
 
 /// The fields of one message, in order.
-fn fields(buf: &[u8]) -> Result<Vec<(u32, Wire<'_>)>, TraceError> {
-    let mut out = Vec::new();
-    let mut pos = 0;
-    while pos < buf.len() {
-        let key = varint(buf, &mut pos)?;
-        let field = (key >> 3) as u32;
-        let value = match key & 7 {
-            0 => Wire::Varint(varint(buf, &mut pos)?),
-            1 => {
-                let b = buf
-                    .get(pos..pos + 8)
-                    .ok_or_else(|| TraceError("a fixed64 field runs past its message".into()))?;
-                pos += 8;
-                Wire::Fixed64(u64::from_le_bytes(b.try_into().expect("8 bytes")))
-            }
-            2 => {
-                let n = varint(buf, &mut pos)? as usize;
-                let b = buf.get(pos..pos.saturating_add(n)).ok_or_else(|| {
-                    TraceError("a length-delimited field runs past its message".into())
-                })?;
-                pos += n;
-                Wire::Len(b)
-            }
-            5 => {
-                if pos + 4 > buf.len() {
-                    return Err(TraceError("a fixed32 field runs past its message".into()));
-                }
-                pos += 4;
-                Wire::Fixed32
-            }
-            t => return Err(TraceError(format!("unknown wire type {t}"))),
-        };
-        out.push((field, value));
-    }
-    Ok(out)
+fn fields(buf: &[u8]) -> Result<Vec<(u32, Value<'_>)>, TraceError> {
+    Ok(metron_wire::fields(buf).collect::<Result<_, _>>()?)
 }
 
 fn text(b: &[u8]) -> String {
@@ -243,52 +201,25 @@ pub fn decode(bytes: &[u8]) -> Result<Trace, TraceError> {
 /// Decodes a `Trace` read from `input`, one packet in memory at a time. A last packet cut
 /// short (a run killed while writing) ends the trace.
 pub fn decode_from(input: impl Read) -> Result<Trace, TraceError> {
-    let mut input = BufReader::with_capacity(1 << 16, input);
+    let mut input = PacketReader::new(BufReader::with_capacity(1 << 16, input));
     let mut trace = Trace::default();
     let mut d = Decoder::default();
     let mut packet = Vec::new();
-    while let Some(key) = read_varint_from(&mut input)? {
-        if key & 7 != 2 {
-            return Err(TraceError(format!(
-                "not a Perfetto trace: field {} of Trace has wire type {}",
-                key >> 3,
-                key & 7
-            )));
-        }
-        let Some(n) = read_varint_from(&mut input)? else {
-            break;
-        };
-        packet.clear();
-        let got = (&mut input)
-            .take(n)
-            .read_to_end(&mut packet)
-            .map_err(|e| TraceError(format!("reading the trace: {e}")))?;
-        if (got as u64) < n {
-            break;
-        }
-        if key >> 3 == 1 {
-            d.packet(&packet, &mut trace)?;
+    loop {
+        match input.next_frame(&mut packet)? {
+            WireFrame::Packet => d.packet(&packet, &mut trace)?,
+            WireFrame::Other { .. } => {}
+            WireFrame::NotLengthDelimited { tag } => {
+                return Err(TraceError(format!(
+                    "not a Perfetto trace: field {} of Trace has wire type {}",
+                    tag >> 3,
+                    tag & 7
+                )))
+            }
+            WireFrame::End | WireFrame::Truncated { .. } => break,
         }
     }
     Ok(trace)
-}
-
-/// A varint of `input`; `None` at the end of the input (or inside a cut varint).
-fn read_varint_from(input: &mut impl BufRead) -> Result<Option<u64>, TraceError> {
-    let mut value = 0u64;
-    for shift in (0..64).step_by(7) {
-        let mut b = [0u8];
-        match input.read(&mut b) {
-            Ok(0) => return Ok(None),
-            Ok(_) => {}
-            Err(e) => return Err(TraceError(format!("reading the trace: {e}"))),
-        }
-        value |= u64::from(b[0] & 0x7f) << shift;
-        if b[0] & 0x80 == 0 {
-            return Ok(Some(value));
-        }
-    }
-    Err(TraceError("a varint is longer than 10 bytes".into()))
 }
 
 /// The decoding state across packets.
@@ -318,15 +249,15 @@ impl Decoder {
         let mut clock = None;
         for (field, v) in &f {
             match (*field, *v) {
-                (TIMESTAMP, Wire::Varint(t)) => ts = t,
-                (SEQUENCE_ID, Wire::Varint(s)) => seq = s,
-                (TIMESTAMP_CLOCK_ID, Wire::Varint(c)) => clock = Some(c),
+                (TIMESTAMP, Value::Varint(t)) => ts = t,
+                (SEQUENCE_ID, Value::Varint(s)) => seq = s,
+                (TIMESTAMP_CLOCK_ID, Value::Varint(c)) => clock = Some(c),
                 _ => {}
             }
         }
         let mut state = self.interned.remove(&seq).unwrap_or_default();
         for (field, v) in &f {
-            if let (SEQUENCE_FLAGS, Wire::Varint(flags)) = (*field, *v) {
+            if let (SEQUENCE_FLAGS, Value::Varint(flags)) = (*field, *v) {
                 if flags & STATE_CLEARED != 0 {
                     state = Interned::default();
                 }
@@ -334,9 +265,9 @@ impl Decoder {
         }
         for (field, v) in &f {
             match (*field, *v) {
-                (INTERNED_DATA, Wire::Len(b)) => read_interned(b, &mut state)?,
-                (TRACE_PACKET_DEFAULTS, Wire::Len(b)) => read_defaults(b, &mut state)?,
-                (CLOCK_SNAPSHOT, Wire::Len(b)) => read_incremental_clock(b, &mut state)?,
+                (INTERNED_DATA, Value::Len(b)) => read_interned(b, &mut state)?,
+                (TRACE_PACKET_DEFAULTS, Value::Len(b)) => read_defaults(b, &mut state)?,
+                (CLOCK_SNAPSHOT, Value::Len(b)) => read_incremental_clock(b, &mut state)?,
                 _ => {}
             }
         }
@@ -350,7 +281,7 @@ impl Decoder {
         let mut result = Ok(());
         for (field, v) in &f {
             match (*field, *v) {
-                (TRACK_DESCRIPTOR, Wire::Len(b)) => {
+                (TRACK_DESCRIPTOR, Value::Len(b)) => {
                     let (uuid, track) = read_track(b)?;
                     let t = trace.tracks.entry(uuid).or_default();
                     // A later descriptor (a renamed thread) keeps what it leaves out.
@@ -367,7 +298,7 @@ impl Decoder {
                         t.process = track.process;
                     }
                 }
-                (TRACK_EVENT, Wire::Len(b)) => {
+                (TRACK_EVENT, Value::Len(b)) => {
                     result = read_event(b, ts, &state, trace, self);
                     if result.is_err() {
                         break;
@@ -385,10 +316,10 @@ impl Decoder {
 fn read_defaults(b: &[u8], state: &mut Interned) -> Result<(), TraceError> {
     for (field, v) in fields(b)? {
         match (field, v) {
-            (58, Wire::Varint(c)) => state.clock = c,
-            (11, Wire::Len(d)) => {
+            (58, Value::Varint(c)) => state.clock = c,
+            (11, Value::Len(d)) => {
                 for (f, v) in fields(d)? {
-                    if let (11, Wire::Varint(uuid)) = (f, v) {
+                    if let (11, Value::Varint(uuid)) = (f, v) {
                         state.track = uuid;
                     }
                 }
@@ -402,15 +333,15 @@ fn read_defaults(b: &[u8], state: &mut Interned) -> Result<(), TraceError> {
 /// A clock snapshot on the sequence: the incremental clock's starting value.
 fn read_incremental_clock(b: &[u8], state: &mut Interned) -> Result<(), TraceError> {
     for (field, v) in fields(b)? {
-        let (1, Wire::Len(c)) = (field, v) else {
+        let (1, Value::Len(c)) = (field, v) else {
             continue;
         };
         let (mut id, mut ts, mut incremental) = (0, 0, false);
         for (f, v) in fields(c)? {
             match (f, v) {
-                (1, Wire::Varint(x)) => id = x,
-                (2, Wire::Varint(x)) => ts = x,
-                (3, Wire::Varint(x)) => incremental = x != 0,
+                (1, Value::Varint(x)) => id = x,
+                (2, Value::Varint(x)) => ts = x,
+                (3, Value::Varint(x)) => incremental = x != 0,
                 _ => {}
             }
         }
@@ -423,23 +354,22 @@ fn read_incremental_clock(b: &[u8], state: &mut Interned) -> Result<(), TraceErr
 
 fn read_interned(b: &[u8], state: &mut Interned) -> Result<(), TraceError> {
     for (field, v) in fields(b)? {
-        let Wire::Len(entry) = v else { continue };
+        let Value::Len(entry) = v else { continue };
         let mut iid = 0;
         let mut name = String::new();
         let mut ints: HashMap<u32, u64> = HashMap::new();
         let mut frame_ids = Vec::new();
         for (f, v) in fields(entry)? {
             match (f, v) {
-                (1, Wire::Varint(i)) => iid = i,
-                (2, Wire::Len(s)) if field != 7 => name = text(s),
-                (2, Wire::Varint(id)) if field == 7 => frame_ids.push(id),
-                (2, Wire::Len(packed)) if field == 7 => {
-                    let mut p = 0;
-                    while p < packed.len() {
-                        frame_ids.push(varint(packed, &mut p)?);
+                (1, Value::Varint(i)) => iid = i,
+                (2, Value::Len(s)) if field != 7 => name = text(s),
+                (2, Value::Varint(id)) if field == 7 => frame_ids.push(id),
+                (2, Value::Len(packed)) if field == 7 => {
+                    for id in packed_varints(packed) {
+                        frame_ids.push(id?);
                     }
                 }
-                (f, Wire::Varint(i)) => {
+                (f, Value::Varint(i)) => {
                     ints.insert(f, i);
                 }
                 _ => {}
@@ -484,28 +414,28 @@ fn read_track(b: &[u8]) -> Result<(u64, Track), TraceError> {
     let mut thread_name = None;
     for (f, v) in fields(b)? {
         match (f, v) {
-            (1, Wire::Varint(u)) => uuid = u,
-            (2, Wire::Len(s)) => t.name = text(s),
-            (5, Wire::Varint(p)) => t.parent = p,
-            (3, Wire::Len(p)) => {
+            (1, Value::Varint(u)) => uuid = u,
+            (2, Value::Len(s)) => t.name = text(s),
+            (5, Value::Varint(p)) => t.parent = p,
+            (3, Value::Len(p)) => {
                 let mut pid = 0;
                 let mut name = String::new();
                 for (f, v) in fields(p)? {
                     match (f, v) {
-                        (1, Wire::Varint(x)) => pid = x as u32,
-                        (6, Wire::Len(s)) => name = text(s),
+                        (1, Value::Varint(x)) => pid = x as u32,
+                        (6, Value::Len(s)) => name = text(s),
                         _ => {}
                     }
                 }
                 t.process = Some((pid, name));
             }
-            (4, Wire::Len(p)) => {
+            (4, Value::Len(p)) => {
                 let (mut pid, mut tid) = (0, 0);
                 for (f, v) in fields(p)? {
                     match (f, v) {
-                        (1, Wire::Varint(x)) => pid = x as u32,
-                        (2, Wire::Varint(x)) => tid = x as u32,
-                        (5, Wire::Len(s)) => thread_name = Some(text(s)),
+                        (1, Value::Varint(x)) => pid = x as u32,
+                        (2, Value::Varint(x)) => tid = x as u32,
+                        (5, Value::Len(s)) => thread_name = Some(text(s)),
                         _ => {}
                     }
                 }
@@ -531,18 +461,18 @@ fn read_args(
     let mut value = None;
     for (f, v) in fields(b)? {
         match (f, v) {
-            (1, Wire::Varint(iid)) => {
+            (1, Value::Varint(iid)) => {
                 name = state
                     .annotation_names
                     .get(&iid)
                     .cloned()
                     .unwrap_or_default()
             }
-            (10, Wire::Len(s)) => name = text(s),
-            (2 | 3, Wire::Varint(x)) => value = Some(Arg::U(x)),
-            (4, Wire::Varint(x)) => value = Some(Arg::I(x as i64)),
-            (5, Wire::Fixed64(x)) => value = Some(Arg::F(f64::from_bits(x))),
-            (6, Wire::Len(s)) => value = Some(Arg::S(text(s))),
+            (10, Value::Len(s)) => name = text(s),
+            (2 | 3, Value::Varint(x)) => value = Some(Arg::U(x)),
+            (4, Value::Varint(x)) => value = Some(Arg::I(x as i64)),
+            (5, Value::Fixed64(x)) => value = Some(Arg::F(f64::from_bits(x))),
+            (6, Value::Len(s)) => value = Some(Arg::S(text(s))),
             _ => {}
         }
     }
@@ -566,12 +496,12 @@ fn read_event(
     let mut args = BTreeMap::new();
     for (f, v) in fields(b)? {
         match (f, v) {
-            (9, Wire::Varint(k)) => kind = k,
-            (11, Wire::Varint(u)) => track = u,
-            (10, Wire::Varint(iid)) => name = state.event_names.get(&iid).map(String::as_str),
-            (23, Wire::Len(s)) => name = std::str::from_utf8(s).ok(),
-            (56, Wire::Varint(iid)) => callstack = Some(iid),
-            (4, Wire::Len(a)) => read_args(a, state, &mut args)?,
+            (9, Value::Varint(k)) => kind = k,
+            (11, Value::Varint(u)) => track = u,
+            (10, Value::Varint(iid)) => name = state.event_names.get(&iid).map(String::as_str),
+            (23, Value::Len(s)) => name = std::str::from_utf8(s).ok(),
+            (56, Value::Varint(iid)) => callstack = Some(iid),
+            (4, Value::Len(a)) => read_args(a, state, &mut args)?,
             _ => {}
         }
     }
@@ -635,22 +565,7 @@ fn read_event(
 mod tests {
     use super::*;
 
-    fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-        while v >= 0x80 {
-            out.push((v as u8) | 0x80);
-            v >>= 7;
-        }
-        out.push(v as u8);
-    }
-    fn len(out: &mut Vec<u8>, field: u32, body: &[u8]) {
-        put_varint(out, u64::from(field) << 3 | 2);
-        put_varint(out, body.len() as u64);
-        out.extend_from_slice(body);
-    }
-    fn uint(out: &mut Vec<u8>, field: u32, v: u64) {
-        put_varint(out, u64::from(field) << 3);
-        put_varint(out, v);
-    }
+    use metron_wire::{put_bytes as len, put_uint as uint};
 
     #[test]
     fn nested_slices_with_interned_names_and_arguments() {
@@ -718,5 +633,25 @@ mod tests {
         assert_eq!(cut.slices.len(), 2);
         assert_eq!(cut.slices[0].end_ns, None);
         assert_eq!(cut.slices[1].end_ns, Some(120));
+    }
+
+    #[test]
+    fn a_malformed_packet_is_an_error_that_says_what_and_where() {
+        let mut packet = Vec::new();
+        uint(&mut packet, 8, 5);
+        packet.extend_from_slice(&[0x5a, 0x09, 0x00]); // track_event of 9 bytes, 1 there
+        let mut trace = Vec::new();
+        len(&mut trace, 1, &packet);
+        let err = decode(&trace).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "a length-delimited field of 9 bytes runs past the end of its message \
+             (at byte 2 of a 5-byte message)"
+        );
+        let err = decode(&[0x08, 0x01]).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "not a Perfetto trace: field 1 of Trace has wire type 0"
+        );
     }
 }

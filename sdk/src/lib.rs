@@ -51,9 +51,9 @@ mod metadata;
 mod output_path;
 mod pipeline;
 pub mod ranks;
-pub mod record;
+pub use metron_core::record;
 mod region;
-mod run_state;
+use metron_core::run_state;
 mod runtime;
 pub mod sampling;
 pub mod settings;
@@ -81,7 +81,7 @@ pub use sampling::Backtrace;
 pub use shared_runtime::{process_runtime, ProcessRuntime};
 pub use sink::{Event, RunInfo, SampleTrigger, Sink, ThreadInfo};
 // The decoding layer and the outputs live in their own crate, below the runtime.
-use metron_sinks::sink;
+use metron_core::sink;
 pub use metron_sinks::sinks;
 pub use thread_buffer::{pause_thread, resume_thread, thread_paused};
 

@@ -57,6 +57,9 @@ static START_BEFORE_MAIN: extern "C" fn() = start_before_main;
 extern "C" fn start_before_main() {
     // Must not unwind into the dynamic loader. A copy that joins another starts nothing.
     let _ = std::panic::catch_unwind(|| {
+        // A copy that joins another forwards its call-site registrations from here on, before
+        // any call site of the program registers (`callsite::forward_to_owner`).
+        let _ = crate::shared_runtime::process_runtime();
         crate::runtime::on_start(install);
         #[cfg(feature = "enabled")]
         crate::runtime::get();

@@ -4,7 +4,7 @@
 //! zero-sized and have no `Drop`, so nothing is emitted at all.
 
 use metron_components::Bundle;
-use metron_sinks::Callsite;
+use metron_core::Callsite;
 use std::marker::PhantomData;
 
 use crate::record::{
@@ -584,7 +584,7 @@ pub mod by_id {
     }
 }
 
-pub use metron_sinks::AnnotationValue;
+pub use metron_core::AnnotationValue;
 
 /// Cuts `text` to at most `max` bytes at a character boundary.
 pub(crate) fn truncate(text: &str, max: usize) -> &str {

@@ -7,8 +7,9 @@
 //! data intact: each thread keeps its own stack of open regions ([`thread_state`]), checked
 //! before anything reaches the recording layer.
 //!
-//! Names are interned once per distinct name and cached per thread by address (confirmed by
-//! content), so `metron_region_begin("solve")` takes no lock after its first call on a thread.
+//! Names are interned once per distinct name and cached per thread by content (a 256-entry
+//! direct-mapped cache keyed by a hash of the bytes, `thread_state.rs`), so
+//! `metron_region_begin("solve")` takes no lock after its first call on a thread.
 //!
 //! The same library is the `LD_PRELOAD` runtime of `metron run` ([`preload`]), an NVTX v3
 //! injection library (`nvtx`: `NVTX_INJECTION64_PATH=libmetron.so`) and a recording, forwarding

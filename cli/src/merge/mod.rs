@@ -16,7 +16,6 @@ mod archive;
 mod inputs;
 mod summary;
 mod trace;
-mod wire;
 
 use inputs::RankRun;
 use serde_json::{json, Value};

@@ -4,9 +4,12 @@
 //! named `rank N (host, pid)`, and the service's per-run packets (clock snapshots, trace config,
 //! service events) are left out: the merged trace has one clock snapshot of its own.
 
-use super::wire::{self, fields, put, put_nested, put_varint, Value, WireError};
+use metron_wire::{
+    fields, packed_varints, put_field, put_varint, Frame, PacketReader, Value, WireError,
+    TRACE_PACKET,
+};
 use std::collections::HashMap;
-use std::io::{self, BufRead, Read as _, Write};
+use std::io::{self, BufRead, Write};
 
 /// `BuiltinClock` ids.
 pub(crate) const CLOCK_REALTIME: u64 = 1;
@@ -17,8 +20,55 @@ const CLOCK_BOOTTIME: u64 = 6;
 /// nanoseconds since the sequence's previous packet.
 const CLOCK_INCREMENTAL: u64 = 64;
 
-/// `Trace.packet`.
-const TRACE_PACKET: u32 = 1;
+/// Why a packet cannot be rewritten (it is counted as unreadable and left out).
+#[derive(Debug)]
+enum Unreadable {
+    /// It does not parse.
+    Wire(WireError),
+    /// It holds what the merge does not rewrite.
+    Unsupported(&'static str),
+}
+
+impl std::fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unreadable::Wire(e) => e.fmt(f),
+            Unreadable::Unsupported(what) => f.write_str(what),
+        }
+    }
+}
+
+impl From<WireError> for Unreadable {
+    fn from(e: WireError) -> Unreadable {
+        Unreadable::Wire(e)
+    }
+}
+
+/// The error for a top-level field with tag `tag` that is not a packet.
+fn not_a_trace(tag: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("not a Perfetto trace: top-level field tag {tag} is not a packet"),
+    )
+}
+
+/// Appends a length-delimited field whose bytes `body` writes (into a scratch buffer taken
+/// from and given back to `scratch`, so nested rewrites allocate once).
+fn put_nested(
+    out: &mut Vec<u8>,
+    field: u32,
+    scratch: &mut Vec<Vec<u8>>,
+    body: impl FnOnce(&mut Vec<u8>, &mut Vec<Vec<u8>>) -> Result<(), Unreadable>,
+) -> Result<(), Unreadable> {
+    let mut inner = scratch.pop().unwrap_or_default();
+    inner.clear();
+    let result = body(&mut inner, scratch);
+    if result.is_ok() {
+        put_field(out, field, Value::Len(&inner));
+    }
+    scratch.push(inner);
+    result
+}
 
 mod packet {
     pub(super) const CLOCK_SNAPSHOT: u32 = 6;
@@ -299,30 +349,27 @@ impl<'m> Rewriter<'m> {
         out: &mut impl Write,
         next_seq: &mut u32,
     ) -> io::Result<()> {
+        let mut input = PacketReader::new(input);
         let mut packet = Vec::new();
         let mut rewritten = Vec::new();
         let mut framed = Vec::new();
         loop {
-            match read_packet(input, &mut packet)? {
+            match input.next_frame(&mut packet)? {
+                Frame::Packet => {}
                 Frame::End => break,
-                Frame::Truncated(bytes) => {
+                Frame::Truncated { bytes } => {
                     self.counts.truncated_tail_bytes = bytes;
                     break;
                 }
-                Frame::Other(tag) => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        format!("not a Perfetto trace: top-level field tag {tag} is not a packet"),
-                    ))
-                }
-                Frame::Packet => {}
+                Frame::Other { field } => return Err(not_a_trace(field << 3 | 2)),
+                Frame::NotLengthDelimited { tag } => return Err(not_a_trace(tag)),
             }
             self.counts.packets_in += 1;
             rewritten.clear();
             match self.packet(&packet, &mut rewritten, next_seq) {
                 Ok(Outcome::Write) => {
                     framed.clear();
-                    put(&mut framed, TRACE_PACKET, Value::Len(&rewritten));
+                    put_field(&mut framed, TRACE_PACKET, Value::Len(&rewritten));
                     out.write_all(&framed)?;
                     self.counts.packets_out += 1;
                 }
@@ -338,7 +385,7 @@ impl<'m> Rewriter<'m> {
         raw: &[u8],
         out: &mut Vec<u8>,
         next_seq: &mut u32,
-    ) -> Result<Outcome, WireError> {
+    ) -> Result<Outcome, Unreadable> {
         // First pass: the sequence, the clock and what kind of packet this is.
         let mut seq_id = 0u32;
         let mut clock_id = None;
@@ -380,7 +427,9 @@ impl<'m> Rewriter<'m> {
                     self.counts.service_packets_left_out += 1;
                     return Ok(Outcome::Skip);
                 }
-                (packet::COMPRESSED, _) => return Err(WireError("compressed packets")),
+                (packet::COMPRESSED, _) => {
+                    return Err(Unreadable::Unsupported("compressed packets"))
+                }
                 _ => {}
             }
         }
@@ -428,28 +477,28 @@ impl<'m> Rewriter<'m> {
             let (field, value) = f?;
             match (field, value) {
                 (packet::TIMESTAMP | packet::CLOCK_ID, _) if self.map.keep_clocks => {
-                    put(out, field, value)
+                    put_field(out, field, value)
                 }
                 (packet::CLOCK_SNAPSHOT, _) if incremental_base.is_some() => {}
                 (packet::TIMESTAMP, Value::Varint(ts)) => match self
                     .to_realtime(clock, absolute.unwrap_or(ts))
                 {
                     Some(t) => {
-                        put(out, field, Value::Varint(t));
+                        put_field(out, field, Value::Varint(t));
                         self.counts.first_ts = Some(self.counts.first_ts.map_or(t, |f| f.min(t)));
                         self.counts.last_ts = Some(self.counts.last_ts.map_or(t, |l| l.max(t)));
                         if clock_id.is_none() && state.clock.is_none() {
                             // The packet used the trace's default clock: say which it is now.
-                            put(out, packet::CLOCK_ID, Value::Varint(CLOCK_REALTIME));
+                            put_field(out, packet::CLOCK_ID, Value::Varint(CLOCK_REALTIME));
                         }
                     }
                     None => self.counts.timestamps_dropped += 1,
                 },
                 (packet::CLOCK_ID, Value::Varint(_)) => {
-                    put(out, field, Value::Varint(CLOCK_REALTIME))
+                    put_field(out, field, Value::Varint(CLOCK_REALTIME))
                 }
                 (packet::SEQUENCE_ID, Value::Varint(_)) => {
-                    put(out, field, Value::Varint(u64::from(state.new_id)))
+                    put_field(out, field, Value::Varint(u64::from(state.new_id)))
                 }
                 (packet::DEFAULTS, Value::Len(d)) => {
                     let mut scratch = std::mem::take(&mut self.scratch);
@@ -464,7 +513,7 @@ impl<'m> Rewriter<'m> {
                         self.track_event(e, o)?;
                         mpi = self.mpi_event(seq_id, e)?;
                         if let Some((n, id)) = mpi.flow {
-                            put(o, n, Value::Fixed64(id));
+                            put_field(o, n, Value::Fixed64(id));
                         }
                         Ok(())
                     });
@@ -492,9 +541,9 @@ impl<'m> Rewriter<'m> {
                         for g in fields(p) {
                             match g? {
                                 (n @ (sample::PID | sample::TID), Value::Varint(v)) => {
-                                    put(o, n, Value::Varint(self.pid(v)))
+                                    put_field(o, n, Value::Varint(self.pid(v)))
                                 }
-                                (n, v) => put(o, n, v),
+                                (n, v) => put_field(o, n, v),
                             }
                         }
                         Ok(())
@@ -502,7 +551,7 @@ impl<'m> Rewriter<'m> {
                     self.scratch = scratch;
                     r?;
                 }
-                _ => put(out, field, value),
+                _ => put_field(out, field, value),
             }
         }
         Ok(Outcome::Write)
@@ -535,7 +584,7 @@ impl<'m> Rewriter<'m> {
 
     /// Remembers the interned annotation names that are MPI keys and the event names that
     /// are MPI calls.
-    fn read_interned(&mut self, seq_id: u32, d: &[u8]) -> Result<(), WireError> {
+    fn read_interned(&mut self, seq_id: u32, d: &[u8]) -> Result<(), Unreadable> {
         for f in fields(d) {
             let (field, value) = f?;
             if let (interned::EVENT_NAMES, Value::Len(n)) = (field, value) {
@@ -580,7 +629,7 @@ impl<'m> Rewriter<'m> {
     /// What an event says about MPI: its type, name, track, `mpi.bytes`, and the flow field
     /// and id when it carries an MPI send's or receive's annotations (`flow_ids` on a send,
     /// `terminating_flow_ids` on a receive). Only MPI runs' events are read.
-    fn mpi_event(&self, seq_id: u32, e: &[u8]) -> Result<MpiEvent, WireError> {
+    fn mpi_event(&self, seq_id: u32, e: &[u8]) -> Result<MpiEvent, Unreadable> {
         let mut out = MpiEvent::default();
         if !self.map.mpi {
             return Ok(out);
@@ -641,7 +690,7 @@ impl<'m> Rewriter<'m> {
         u64::try_from(mono + i128::from(self.map.offset_ns)).ok()
     }
 
-    fn read_snapshot(&mut self, s: &[u8]) -> Result<(), WireError> {
+    fn read_snapshot(&mut self, s: &[u8]) -> Result<(), Unreadable> {
         let (mut boot, mut mono) = (None, None);
         for f in fields(s) {
             if let (snapshot::CLOCKS, Value::Len(c)) = f? {
@@ -671,25 +720,25 @@ impl<'m> Rewriter<'m> {
         d: &[u8],
         out: &mut Vec<u8>,
         scratch: &mut Vec<Vec<u8>>,
-    ) -> Result<(), WireError> {
+    ) -> Result<(), Unreadable> {
         for f in fields(d) {
             match f? {
                 (defaults::CLOCK_ID, Value::Varint(_)) if !self.map.keep_clocks => {
-                    put(out, defaults::CLOCK_ID, Value::Varint(CLOCK_REALTIME))
+                    put_field(out, defaults::CLOCK_ID, Value::Varint(CLOCK_REALTIME))
                 }
                 (defaults::TRACK_EVENT_DEFAULTS, Value::Len(e)) => {
                     put_nested(out, defaults::TRACK_EVENT_DEFAULTS, scratch, |o, _| {
                         self.track_event(e, o)
                     })?
                 }
-                (n, v) => put(out, n, v),
+                (n, v) => put_field(out, n, v),
             }
         }
         Ok(())
     }
 
     /// A `TrackEvent` (or `TrackEventDefaults`, whose uuid fields have the same numbers).
-    fn track_event(&self, e: &[u8], out: &mut Vec<u8>) -> Result<(), WireError> {
+    fn track_event(&self, e: &[u8], out: &mut Vec<u8>) -> Result<(), Unreadable> {
         for f in fields(e) {
             let (n, v) = f?;
             match (n, v) {
@@ -698,33 +747,31 @@ impl<'m> Rewriter<'m> {
                     | event::EXTRA_COUNTER_UUIDS
                     | event::EXTRA_DOUBLE_COUNTER_UUIDS,
                     Value::Varint(u),
-                ) => put(out, n, Value::Varint(self.uuid(u))),
+                ) => put_field(out, n, Value::Varint(self.uuid(u))),
                 (event::EXTRA_COUNTER_UUIDS | event::EXTRA_DOUBLE_COUNTER_UUIDS, Value::Len(p)) => {
                     let mut packed = Vec::new();
-                    for u in wire::packed_varints(p)? {
-                        put_varint(&mut packed, self.uuid(u));
+                    for u in packed_varints(p) {
+                        put_varint(&mut packed, self.uuid(u?));
                     }
-                    put(out, n, Value::Len(&packed));
+                    put_field(out, n, Value::Len(&packed));
                 }
                 (event::FLOW_IDS_OLD | event::TERMINATING_FLOW_IDS_OLD, Value::Varint(id)) => {
-                    put(out, n, Value::Varint(self.flow(id)))
+                    put_field(out, n, Value::Varint(self.flow(id)))
                 }
                 (event::FLOW_IDS | event::TERMINATING_FLOW_IDS, Value::Fixed64(id)) => {
-                    put(out, n, Value::Fixed64(self.flow(id)))
+                    put_field(out, n, Value::Fixed64(self.flow(id)))
                 }
                 (event::FLOW_IDS | event::TERMINATING_FLOW_IDS, Value::Len(p)) => {
                     let mut packed = Vec::with_capacity(p.len());
                     for chunk in p.chunks(8) {
-                        let id = u64::from_le_bytes(
-                            chunk
-                                .try_into()
-                                .map_err(|_| WireError("a packed fixed64 list of odd length"))?,
-                        );
+                        let id = u64::from_le_bytes(chunk.try_into().map_err(|_| {
+                            Unreadable::Unsupported("a packed fixed64 list of odd length")
+                        })?);
                         packed.extend_from_slice(&self.flow(id).to_le_bytes());
                     }
-                    put(out, n, Value::Len(&packed));
+                    put_field(out, n, Value::Len(&packed));
                 }
-                _ => put(out, n, v),
+                _ => put_field(out, n, v),
             }
         }
         Ok(())
@@ -735,14 +782,14 @@ impl<'m> Rewriter<'m> {
         t: &[u8],
         out: &mut Vec<u8>,
         scratch: &mut Vec<Vec<u8>>,
-    ) -> Result<(), WireError> {
+    ) -> Result<(), Unreadable> {
         let is_process = fields(t).any(|f| matches!(f, Ok((track::PROCESS, _))));
         for f in fields(t) {
             match f? {
                 (n @ (track::UUID | track::PARENT_UUID), Value::Varint(u)) => {
-                    put(out, n, Value::Varint(self.uuid(u)))
+                    put_field(out, n, Value::Varint(self.uuid(u)))
                 }
-                (track::NAME, Value::Len(_)) if is_process => put(
+                (track::NAME, Value::Len(_)) if is_process => put_field(
                     out,
                     track::NAME,
                     Value::Len(self.map.process_name.as_bytes()),
@@ -752,13 +799,13 @@ impl<'m> Rewriter<'m> {
                         for g in fields(p) {
                             match g? {
                                 (track::PID, Value::Varint(v)) => {
-                                    put(o, track::PID, Value::Varint(self.pid(v)))
+                                    put_field(o, track::PID, Value::Varint(self.pid(v)))
                                 }
                                 (track::PROCESS_NAME, _) => {}
-                                (n, v) => put(o, n, v),
+                                (n, v) => put_field(o, n, v),
                             }
                         }
-                        put(
+                        put_field(
                             o,
                             track::PROCESS_NAME,
                             Value::Len(self.map.process_name.as_bytes()),
@@ -771,15 +818,15 @@ impl<'m> Rewriter<'m> {
                         for g in fields(p) {
                             match g? {
                                 (n @ (track::PID | track::TID), Value::Varint(v)) => {
-                                    put(o, n, Value::Varint(self.pid(v)))
+                                    put_field(o, n, Value::Varint(self.pid(v)))
                                 }
-                                (n, v) => put(o, n, v),
+                                (n, v) => put_field(o, n, v),
                             }
                         }
                         Ok(())
                     })?
                 }
-                (n, v) => put(out, n, v),
+                (n, v) => put_field(out, n, v),
             }
         }
         Ok(())
@@ -788,7 +835,7 @@ impl<'m> Rewriter<'m> {
 
 /// The starting value of the sequence-scoped incremental clock a clock snapshot declares
 /// (`CLOCK_INCREMENTAL` with `is_incremental`), if it declares one.
-fn incremental_clock(s: &[u8]) -> Result<Option<u64>, WireError> {
+fn incremental_clock(s: &[u8]) -> Result<Option<u64>, Unreadable> {
     let mut found = None;
     for f in fields(s) {
         if let (snapshot::CLOCKS, Value::Len(c)) = f? {
@@ -813,91 +860,37 @@ fn incremental_clock(s: &[u8]) -> Result<Option<u64>, WireError> {
 /// clock (`primary_trace_clock`), on a sequence of its own.
 pub(crate) fn realtime_clock_packet(realtime_ns: u64, seq_id: u32) -> Vec<u8> {
     let mut clock = Vec::new();
-    put(
+    put_field(
         &mut clock,
         snapshot::CLOCK_ID,
         Value::Varint(CLOCK_REALTIME),
     );
-    put(&mut clock, snapshot::TIMESTAMP, Value::Varint(realtime_ns));
+    put_field(&mut clock, snapshot::TIMESTAMP, Value::Varint(realtime_ns));
     // A second, sequence-scoped clock (ids 64-127 belong to this packet's sequence and are
     // used nowhere else), so the snapshot relates two clocks as Trace Processor expects.
     let mut own = Vec::new();
-    put(&mut own, snapshot::CLOCK_ID, Value::Varint(64));
-    put(&mut own, snapshot::TIMESTAMP, Value::Varint(realtime_ns));
+    put_field(&mut own, snapshot::CLOCK_ID, Value::Varint(64));
+    put_field(&mut own, snapshot::TIMESTAMP, Value::Varint(realtime_ns));
     let mut snap = Vec::new();
-    put(&mut snap, snapshot::CLOCKS, Value::Len(&clock));
-    put(&mut snap, snapshot::CLOCKS, Value::Len(&own));
-    put(
+    put_field(&mut snap, snapshot::CLOCKS, Value::Len(&clock));
+    put_field(&mut snap, snapshot::CLOCKS, Value::Len(&own));
+    put_field(
         &mut snap,
         snapshot::PRIMARY_TRACE_CLOCK,
         Value::Varint(CLOCK_REALTIME),
     );
     let mut pkt = Vec::new();
-    put(&mut pkt, packet::TIMESTAMP, Value::Varint(realtime_ns));
-    put(&mut pkt, packet::CLOCK_ID, Value::Varint(CLOCK_REALTIME));
-    put(
+    put_field(&mut pkt, packet::TIMESTAMP, Value::Varint(realtime_ns));
+    put_field(&mut pkt, packet::CLOCK_ID, Value::Varint(CLOCK_REALTIME));
+    put_field(
         &mut pkt,
         packet::SEQUENCE_ID,
         Value::Varint(u64::from(seq_id)),
     );
-    put(&mut pkt, packet::CLOCK_SNAPSHOT, Value::Len(&snap));
+    put_field(&mut pkt, packet::CLOCK_SNAPSHOT, Value::Len(&snap));
     let mut framed = Vec::new();
-    put(&mut framed, TRACE_PACKET, Value::Len(&pkt));
+    put_field(&mut framed, TRACE_PACKET, Value::Len(&pkt));
     framed
-}
-
-/// What [`read_packet`] found.
-enum Frame {
-    Packet,
-    End,
-    /// The file ends inside a packet: this many bytes of it.
-    Truncated(u64),
-    /// A top-level field other than `packet`.
-    Other(u64),
-}
-
-/// Reads the next top-level `Trace.packet` of `input` into `packet`.
-fn read_packet(input: &mut impl BufRead, packet: &mut Vec<u8>) -> io::Result<Frame> {
-    let mut consumed = 0u64;
-    let Some(tag) = read_stream_varint(input, &mut consumed)? else {
-        return Ok(if consumed == 0 {
-            Frame::End
-        } else {
-            Frame::Truncated(consumed)
-        });
-    };
-    if tag != u64::from(TRACE_PACKET << 3 | 2) {
-        return Ok(Frame::Other(tag));
-    }
-    let Some(len) = read_stream_varint(input, &mut consumed)? else {
-        return Ok(Frame::Truncated(consumed));
-    };
-    packet.clear();
-    let got = input.take(len).read_to_end(packet)? as u64;
-    if got < len {
-        return Ok(Frame::Truncated(consumed + got));
-    }
-    Ok(Frame::Packet)
-}
-
-/// A varint from a stream; `None` at the end of the stream.
-fn read_stream_varint(input: &mut impl BufRead, consumed: &mut u64) -> io::Result<Option<u64>> {
-    let mut value = 0u64;
-    for shift in (0..64).step_by(7) {
-        let mut byte = [0u8];
-        if input.read(&mut byte)? == 0 {
-            return Ok(None);
-        }
-        *consumed += 1;
-        value |= u64::from(byte[0] & 0x7f) << shift;
-        if byte[0] & 0x80 == 0 {
-            return Ok(Some(value));
-        }
-    }
-    Err(io::Error::new(
-        io::ErrorKind::InvalidData,
-        "a varint longer than 10 bytes at the top level",
-    ))
 }
 
 #[cfg(test)]
@@ -907,7 +900,7 @@ mod tests {
     /// A packet with `fields`, framed as `Trace.packet`.
     fn framed(body: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
-        put(&mut out, TRACE_PACKET, Value::Len(body));
+        put_field(&mut out, TRACE_PACKET, Value::Len(body));
         out
     }
 
@@ -923,17 +916,17 @@ mod tests {
     fn rank_trace() -> Vec<u8> {
         let clock = |id: u64, ts: u64| {
             msg(|c| {
-                put(c, snapshot::CLOCK_ID, Value::Varint(id));
-                put(c, snapshot::TIMESTAMP, Value::Varint(ts));
+                put_field(c, snapshot::CLOCK_ID, Value::Varint(id));
+                put_field(c, snapshot::TIMESTAMP, Value::Varint(ts));
             })
         };
         let snap = msg(|s| {
-            put(
+            put_field(
                 s,
                 snapshot::CLOCKS,
                 Value::Len(&clock(CLOCK_BOOTTIME, 6_000)),
             );
-            put(
+            put_field(
                 s,
                 snapshot::CLOCKS,
                 Value::Len(&clock(CLOCK_MONOTONIC, 5_000)),
@@ -941,42 +934,43 @@ mod tests {
         });
         let mut trace = Vec::new();
         trace.extend(framed(&msg(|p| {
-            put(p, packet::SEQUENCE_ID, Value::Varint(1));
-            put(p, packet::CLOCK_SNAPSHOT, Value::Len(&snap));
+            put_field(p, packet::SEQUENCE_ID, Value::Varint(1));
+            put_field(p, packet::CLOCK_SNAPSHOT, Value::Len(&snap));
         })));
         trace.extend(framed(&msg(|p| {
-            put(p, packet::SEQUENCE_ID, Value::Varint(1));
-            put(p, packet::TRACE_CONFIG, Value::Len(b""));
+            put_field(p, packet::SEQUENCE_ID, Value::Varint(1));
+            put_field(p, packet::TRACE_CONFIG, Value::Len(b""));
         })));
         let process = msg(|d| {
-            put(d, track::PID, Value::Varint(4242));
-            put(d, track::PROCESS_NAME, Value::Len(b"app"));
+            put_field(d, track::PID, Value::Varint(4242));
+            put_field(d, track::PROCESS_NAME, Value::Len(b"app"));
         });
         let descriptor = msg(|t| {
-            put(t, track::UUID, Value::Varint(1));
-            put(t, track::PROCESS, Value::Len(&process));
+            put_field(t, track::UUID, Value::Varint(1));
+            put_field(t, track::PROCESS, Value::Len(&process));
         });
-        let defaults_body = msg(|d| put(d, defaults::CLOCK_ID, Value::Varint(CLOCK_MONOTONIC)));
+        let defaults_body =
+            msg(|d| put_field(d, defaults::CLOCK_ID, Value::Varint(CLOCK_MONOTONIC)));
         trace.extend(framed(&msg(|p| {
-            put(p, packet::SEQUENCE_ID, Value::Varint(100));
-            put(p, packet::SEQUENCE_FLAGS, Value::Varint(1));
-            put(p, packet::DEFAULTS, Value::Len(&defaults_body));
-            put(p, packet::TIMESTAMP, Value::Varint(10_000));
-            put(p, packet::TRACK_DESCRIPTOR, Value::Len(&descriptor));
+            put_field(p, packet::SEQUENCE_ID, Value::Varint(100));
+            put_field(p, packet::SEQUENCE_FLAGS, Value::Varint(1));
+            put_field(p, packet::DEFAULTS, Value::Len(&defaults_body));
+            put_field(p, packet::TIMESTAMP, Value::Varint(10_000));
+            put_field(p, packet::TRACK_DESCRIPTOR, Value::Len(&descriptor));
         })));
         let event_body = msg(|e| {
-            put(e, kind::TYPE, Value::Varint(kind::SLICE_BEGIN));
-            put(e, event::TRACK_UUID, Value::Varint(1));
-            put(e, event::FLOW_IDS, Value::Fixed64(77));
+            put_field(e, kind::TYPE, Value::Varint(kind::SLICE_BEGIN));
+            put_field(e, event::TRACK_UUID, Value::Varint(1));
+            put_field(e, event::FLOW_IDS, Value::Fixed64(77));
         });
         trace.extend(framed(&msg(|p| {
-            put(p, packet::SEQUENCE_ID, Value::Varint(100));
-            put(p, packet::TIMESTAMP, Value::Varint(20_000));
-            put(p, packet::TRACK_EVENT, Value::Len(&event_body));
+            put_field(p, packet::SEQUENCE_ID, Value::Varint(100));
+            put_field(p, packet::TIMESTAMP, Value::Varint(20_000));
+            put_field(p, packet::TRACK_EVENT, Value::Len(&event_body));
         })));
         trace.extend(framed(&msg(|p| {
-            put(p, packet::SEQUENCE_ID, Value::Varint(1));
-            put(p, packet::TIMESTAMP, Value::Varint(31_000));
+            put_field(p, packet::SEQUENCE_ID, Value::Varint(1));
+            put_field(p, packet::TIMESTAMP, Value::Varint(31_000));
         })));
         trace
     }

@@ -9,7 +9,7 @@
 
 use crate::record::Slot;
 use metron_components::{ComponentInfo, Field, Unit};
-use metron_sinks::CallsiteKind;
+use metron_core::CallsiteKind;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, AtomicU64};
 

@@ -224,6 +224,8 @@ fn join() -> Role {
         ));
     }
     page.joined.fetch_add(1, Ordering::Relaxed);
+    // From now on this copy's call sites are numbered by the owner.
+    crate::callsite::forward_to_owner(api);
     Role::Joined(page, api)
 }
 

@@ -162,9 +162,9 @@ pub(crate) type FastMap<K, V> =
 pub(crate) type FastSet<K> =
     std::collections::HashSet<K, std::hash::BuildHasherDefault<FastHasher>>;
 
-const VARINT: u32 = 0;
-const FIXED64: u32 = 1;
-const LEN: u32 = 2;
+use metron_wire::{
+    close_len, open_len, put_fixed64, put_tag, put_varint, put_varint_at, LEN, VARINT,
+};
 
 /// The packet buffer and what was encoded into it.
 #[derive(Default)]
@@ -177,24 +177,15 @@ pub(crate) struct Encoder {
 
 impl Encoder {
     #[inline]
-    fn varint(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.buf.push(v as u8 | 0x80);
-            v >>= 7;
-        }
-        self.buf.push(v as u8);
-    }
-
-    #[inline]
     fn tag(&mut self, field: u32, wire: u32) {
-        self.varint(u64::from(field << 3 | wire));
+        put_tag(&mut self.buf, field, wire);
     }
 
     /// A `uint64`/`uint32`/`bool`/enum field.
     #[inline]
     pub(crate) fn uint(&mut self, field: u32, v: u64) {
         self.tag(field, VARINT);
-        self.varint(v);
+        put_varint(&mut self.buf, v);
     }
 
     /// An `int64`/`int32` field (negative values take ten bytes, as in protobuf).
@@ -206,47 +197,27 @@ impl Encoder {
     /// A `double` field.
     #[inline]
     pub(crate) fn double(&mut self, field: u32, v: f64) {
-        self.tag(field, FIXED64);
-        self.buf.extend_from_slice(&v.to_le_bytes());
+        put_fixed64(&mut self.buf, field, v.to_bits());
     }
 
     /// A `string`/`bytes` field.
     #[inline]
     pub(crate) fn bytes(&mut self, field: u32, b: &[u8]) {
         self.tag(field, LEN);
-        self.varint(b.len() as u64);
+        put_varint(&mut self.buf, b.len() as u64);
         self.buf.extend_from_slice(b);
     }
 
     /// Starts a nested message; returns where its length goes (for [`Encoder::close`]).
     #[inline]
     pub(crate) fn open(&mut self, field: u32) -> usize {
-        self.tag(field, LEN);
-        self.buf.push(0);
-        self.buf.len() - 1
+        open_len(&mut self.buf, field)
     }
 
     /// Ends the nested message opened at `at`, writing its length as a minimal varint.
     #[inline]
     pub(crate) fn close(&mut self, at: usize) {
-        let len = self.buf.len() - at - 1;
-        if len < 0x80 {
-            self.buf[at] = len as u8;
-            return;
-        }
-        let mut n = 1;
-        while len >> (7 * n) != 0 {
-            n += 1;
-        }
-        let old = self.buf.len();
-        self.buf.resize(old + n - 1, 0);
-        self.buf.copy_within(at + 1..old, at + n);
-        let mut v = len;
-        for i in 0..n {
-            let more = if i + 1 < n { 0x80 } else { 0 };
-            self.buf[at + i] = (v & 0x7f) as u8 | more;
-            v >>= 7;
-        }
+        close_len(&mut self.buf, at);
     }
 
     /// Starts a `Trace.packet` on Metron's sequence with its timestamp and sequence flags.
@@ -341,9 +312,9 @@ impl Encoder {
         b[0] = (TRACE_PACKET << 3 | LEN) as u8;
         let mut n = 2;
         b[n] = (packet::TIMESTAMP << 3 | VARINT) as u8;
-        n = put_varint(&mut b, n + 1, ts - *clock);
+        n = put_varint_at(&mut b, n + 1, ts - *clock);
         b[n] = (packet::TRUSTED_PACKET_SEQUENCE_ID << 3 | VARINT) as u8;
-        n = put_varint(&mut b, n + 1, seq);
+        n = put_varint_at(&mut b, n + 1, seq);
         b[n] = (packet::TRACK_EVENT << 3 | LEN) as u8;
         let len_at = n + 1;
         n += 2;
@@ -352,7 +323,7 @@ impl Encoder {
             Some(iid) => {
                 b[n + 1] = event::TYPE_SLICE_BEGIN as u8;
                 b[n + 2] = (event::NAME_IID << 3 | VARINT) as u8;
-                n = put_varint(&mut b, n + 3, iid);
+                n = put_varint_at(&mut b, n + 3, iid);
             }
             None => {
                 b[n + 1] = event::TYPE_SLICE_END as u8;
@@ -403,24 +374,12 @@ impl Encoder {
     }
 }
 
-/// Writes `v` as a varint at `b[at..]`; returns the position after it.
-#[inline(always)]
-fn put_varint(b: &mut [u8; 48], mut at: usize, mut v: u64) -> usize {
-    while v >= 0x80 {
-        b[at] = v as u8 | 0x80;
-        v >>= 7;
-        at += 1;
-    }
-    b[at] = v as u8;
-    at + 1
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn lengths_are_minimal_varints_even_past_one_byte() {
+    fn lengths_are_minimal_even_past_one_byte() {
         for len in [0usize, 1, 127, 128, 300, 16383, 16384, 70000] {
             let mut e = Encoder::default();
             e.buf.push(0xaa);
@@ -432,17 +391,9 @@ mod tests {
             let b = &e.buf;
             assert_eq!(b[0], 0xaa);
             assert_eq!(b[1], 2 << 3 | 2);
-            let (mut v, mut shift, mut pos) = (0usize, 0, 2);
-            loop {
-                let byte = b[pos];
-                pos += 1;
-                v |= usize::from(byte & 0x7f) << shift;
-                shift += 7;
-                if byte & 0x80 == 0 {
-                    break;
-                }
-            }
-            assert_eq!(v, len);
+            let mut pos = 2;
+            let v = metron_wire::read_varint(b, &mut pos).unwrap();
+            assert_eq!(v, len as u64);
             assert!(b[pos..pos + len].iter().all(|&x| x == 7));
             assert_eq!(&b[pos + len..], &[3 << 3, 1]);
             let minimal = if len < 128 {

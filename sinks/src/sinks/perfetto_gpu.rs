@@ -363,13 +363,7 @@ fn describe(e: &mut Encoder, ts: u64, uuid: u64, parent: u64, name: &str) {
 }
 
 fn fixed64(e: &mut Encoder, field: u32, v: u64) {
-    let mut tag = u64::from(field) << 3 | 1;
-    while tag >= 0x80 {
-        e.buf.push((tag as u8) | 0x80);
-        tag >>= 7;
-    }
-    e.buf.push(tag as u8);
-    e.buf.extend_from_slice(&v.to_le_bytes());
+    metron_wire::put_fixed64(&mut e.buf, field, v);
 }
 
 fn arg_u(e: &mut Encoder, name: &str, v: u64) {
@@ -599,12 +593,7 @@ mod tests {
         assert_eq!(text.matches("long_scoreboard").count(), 3);
         // The stream track's uuid is the parent of its note track (parent_uuid, field 5).
         let mut parent = vec![5u8 << 3];
-        let mut u = GPU_UUID_BASE;
-        while u >= 0x80 {
-            parent.push((u as u8) | 0x80);
-            u >>= 7;
-        }
-        parent.push(u as u8);
+        metron_wire::put_varint(&mut parent, GPU_UUID_BASE);
         assert_eq!(
             e.buf
                 .windows(parent.len())

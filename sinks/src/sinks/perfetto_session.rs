@@ -37,6 +37,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use super::perfetto_encode::{is_metron_sequence, FastSet};
+use metron_wire::{read_varint, tag as tag_of, Malformed, Value, LEN, TRACE_PACKET};
 
 /// The data source Metron writes its packets through.
 pub(crate) const DATA_SOURCE_NAME: &str = "dev.metron.trace";
@@ -288,75 +289,17 @@ pub(crate) struct Scan {
     pub(crate) own_sequence: u64,
 }
 
+/// Calls `f(field, varint_value, bytes)` for each varint and length-delimited field of `msg`
+/// (fixed-width fields are skipped); false if the message does not parse (the fields before
+/// the malformed one have been seen).
 #[inline]
-fn varint(buf: &[u8], pos: &mut usize) -> Option<u64> {
-    // Most fields of the hot packets are one byte long.
-    if let Some(&b) = buf.get(*pos) {
-        if b < 0x80 {
-            *pos += 1;
-            return Some(u64::from(b));
-        }
-    }
-    varint_long(buf, pos)
-}
-
-fn varint_long(buf: &[u8], pos: &mut usize) -> Option<u64> {
-    let mut value = 0u64;
-    let mut shift = 0;
-    while *pos < buf.len() {
-        let b = buf[*pos];
-        *pos += 1;
-        value |= u64::from(b & 0x7f) << shift;
-        if b & 0x80 == 0 {
-            return Some(value);
-        }
-        shift += 7;
-        if shift > 63 {
-            return None;
-        }
-    }
-    None
-}
-
-/// Calls `f(field, wire_type, varint_value, bytes)` for each field of `msg`; false if the
-/// message does not parse.
-#[inline]
-fn fields<'m>(msg: &'m [u8], mut f: impl FnMut(u32, u8, u64, &'m [u8])) -> bool {
-    let mut pos = 0;
-    while pos < msg.len() {
-        let Some(tag) = varint(msg, &mut pos) else {
-            return false;
-        };
-        let (field, wire) = ((tag >> 3) as u32, (tag & 7) as u8);
-        match wire {
-            0 => match varint(msg, &mut pos) {
-                Some(v) => f(field, wire, v, &[]),
-                None => return false,
-            },
-            1 => {
-                if pos + 8 > msg.len() {
-                    return false;
-                }
-                pos += 8;
-            }
-            2 => {
-                let Some(len) = varint(msg, &mut pos) else {
-                    return false;
-                };
-                let end = pos.saturating_add(len as usize);
-                if end > msg.len() {
-                    return false;
-                }
-                f(field, wire, 0, &msg[pos..end]);
-                pos = end;
-            }
-            5 => {
-                if pos + 4 > msg.len() {
-                    return false;
-                }
-                pos += 4;
-            }
-            _ => return false,
+fn fields<'m>(msg: &'m [u8], mut f: impl FnMut(u32, u64, &'m [u8])) -> bool {
+    for field in metron_wire::fields(msg) {
+        match field {
+            Ok((n, Value::Varint(v))) => f(n, v, &[]),
+            Ok((n, Value::Len(bytes))) => f(n, 0, bytes),
+            Ok((_, Value::Fixed64(_) | Value::Fixed32(_))) => {}
+            Err(_) => return false,
         }
     }
     true
@@ -387,16 +330,25 @@ impl Scan {
         let mut pos = 0;
         loop {
             let start = pos;
-            let Some(tag) = varint(buf, &mut pos) else {
-                return start;
+            // A varint cut at the end of the piece is completed by the next one; one over ten
+            // bytes is as corrupt as a tag that is not `Trace.packet`.
+            let tag = match read_varint(buf, &mut pos) {
+                Ok(tag) => tag,
+                Err(e) if e.what == Malformed::VarintTruncated => return start,
+                Err(_) => u64::MAX,
             };
-            if tag != (1 << 3 | 2) {
+            if tag != tag_of(TRACE_PACKET, LEN) {
                 // Not `Trace.packet`: the stream is corrupt; skip the rest of this piece.
                 self.malformed += 1;
                 return buf.len();
             }
-            let Some(len) = varint(buf, &mut pos) else {
-                return start;
+            let len = match read_varint(buf, &mut pos) {
+                Ok(len) => len,
+                Err(e) if e.what == Malformed::VarintTruncated => return start,
+                Err(_) => {
+                    self.malformed += 1;
+                    return buf.len();
+                }
             };
             let end = pos.saturating_add(len as usize);
             if end > buf.len() {
@@ -414,7 +366,7 @@ impl Scan {
         let mut first = false;
         let mut stats: Option<&[u8]> = None;
         let mut own = false;
-        let ok = fields(packet, |field, _, v, bytes| match field {
+        let ok = fields(packet, |field, v, bytes| match field {
             10 => own = is_metron_sequence(v),
             11 => track_event = true,
             42 => dropped = v != 0,
@@ -444,9 +396,9 @@ impl Scan {
             packets_after_a_drop: self.loss.packets_after_a_drop,
             ..PerfettoLoss::default()
         };
-        fields(stats, |field, _, v, bytes| match field {
+        fields(stats, |field, v, bytes| match field {
             1 => {
-                fields(bytes, |f, _, v, _| match f {
+                fields(bytes, |f, v, _| match f {
                     3 => loss.chunks_overwritten += v,
                     18 => loss.chunks_discarded += v,
                     19 => loss.trace_writer_packet_loss += v,
@@ -688,6 +640,33 @@ mod tests {
             assert_eq!(scan.track_events, 2);
             assert_eq!(scan.leftover(), 0);
         }
+    }
+
+    #[test]
+    fn the_scanner_counts_corrupt_framing_and_waits_for_a_cut_length() {
+        // A tag whose varint passes ten bytes is corrupt, not waiting for more bytes.
+        let mut scan = Scan::default();
+        scan.feed(&[0x80; 11]);
+        assert_eq!((scan.malformed, scan.leftover()), (1, 0));
+        // So is a packet length over ten bytes.
+        let mut scan = Scan::default();
+        let mut bytes = vec![0x0a];
+        bytes.extend_from_slice(&[0xff; 11]);
+        scan.feed(&bytes);
+        assert_eq!((scan.malformed, scan.leftover()), (1, 0));
+        // A length cut at the end of a piece is completed by the next piece.
+        let mut scan = Scan::default();
+        let body = [0x5a, 0x00].repeat(100);
+        let mut bytes = vec![0x0a, 0xc8, 0x01];
+        bytes.extend_from_slice(&body);
+        scan.feed(&bytes[..2]);
+        assert_eq!((scan.packets, scan.leftover()), (0, 2));
+        scan.feed(&bytes[2..]);
+        assert_eq!((scan.packets, scan.track_events, scan.malformed), (1, 1, 0));
+        // A malformed packet body is counted, and its fields before the fault are read.
+        let mut scan = Scan::default();
+        scan.feed(&packet(&[0x5a, 0x00, 0x0b]));
+        assert_eq!((scan.packets, scan.track_events, scan.malformed), (1, 1, 1));
     }
 
     #[test]

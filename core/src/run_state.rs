@@ -6,25 +6,25 @@
 use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
 
 /// Recording is on.
-pub(crate) const ON: u8 = 1;
+pub const ON: u8 = 1;
 /// Recording is off.
-pub(crate) const OFF: u8 = 2;
+pub const OFF: u8 = 2;
 
 /// Starts as `ON`: before the runtime exists, the first record of every thread takes the cold
 /// path anyway (its producer is not attached yet), and that path starts the runtime, which turns
 /// the state `OFF` if `METRON_ENABLED` says so. So the hot-path check is one load and compare,
 /// and collection disabled at run time costs a handful of instructions per region.
-pub(crate) static STATE: AtomicU8 = AtomicU8::new(ON);
+pub static STATE: AtomicU8 = AtomicU8::new(ON);
 
 /// True when recording is on (or the runtime has not started yet: see [`STATE`]). One
 /// relaxed load on the hot path.
 #[inline(always)]
-pub(crate) fn collecting() -> bool {
+pub fn collecting() -> bool {
     STATE.load(Ordering::Relaxed) == ON
 }
 
 /// Turns recording on or off: the state byte, and with it the C header's [`GATE`].
-pub(crate) fn set(on: bool) {
+pub fn set(on: bool) {
     STATE.store(if on { ON } else { OFF }, Ordering::Release);
     let map = if on {
         INLINE_IDS.as_ptr()
@@ -51,14 +51,14 @@ static GATE: AtomicPtr<u8> = AtomicPtr::new(INLINE_IDS.as_ptr().cast::<u8>().cas
 
 /// Lets the C header's inline begin record region `id` (ids from `INLINE_ID_COUNT` on always
 /// go through the library).
-pub(crate) fn accept_inline(id: u32) {
+pub fn accept_inline(id: u32) {
     if let Some(byte) = INLINE_IDS.get(id as usize) {
         byte.store(1, Ordering::Relaxed);
     }
 }
 
 /// The address of [`GATE`], which the C header's inline begin reads with a relaxed load.
-pub(crate) fn inline_gate() -> *const AtomicPtr<u8> {
+pub fn inline_gate() -> *const AtomicPtr<u8> {
     &GATE
 }
 
@@ -66,6 +66,6 @@ pub(crate) fn inline_gate() -> *const AtomicPtr<u8> {
 static CLOSED: AtomicPtr<u8> = AtomicPtr::new(NO_IDS.as_ptr().cast::<u8>().cast_mut());
 
 /// The address of a gate that never lets the inline begin record.
-pub(crate) fn closed_gate() -> *const AtomicPtr<u8> {
+pub fn closed_gate() -> *const AtomicPtr<u8> {
     &CLOSED
 }

@@ -154,7 +154,8 @@ impl GpuContext {
     }
 
     /// The notes added so far (the trace takes them when it writes its GPU tracks).
-    pub(crate) fn take_notes(&self) -> Vec<GpuNote> {
+    #[doc(hidden)]
+    pub fn take_notes(&self) -> Vec<GpuNote> {
         std::mem::take(&mut *self.0.notes.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }
