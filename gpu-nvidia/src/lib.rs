@@ -60,6 +60,7 @@ mod sys_pmsampling;
 mod sys_profiler;
 mod sys_profiler_host;
 mod sys_profiler_layouts;
+mod sys_profiler_params;
 mod sys_profiler_range;
 
 pub use callbacks::ApiMode;
@@ -72,10 +73,9 @@ pub use occupancy::{block_limits, occupancy, BlockLimits, Limits};
 use occupancy::{limits_json, limits_of};
 use records::*;
 
-pub use component::{
-    c_region_begin, c_region_end, c_region_mode, region_reason, GpuCounters, MAX_GPU_FIELDS,
-};
+pub use component::{region_reason, GpuCounters, MAX_GPU_FIELDS};
 pub use pc_sampling::{stall_reasons, GpuPcSampling};
+pub use range_profiler::{c_region_begin, c_region_end, c_region_mode};
 
 /// The PC Sampling API layouts Metron reads and writes: `("CStruct.field", offset)`,
 /// `("sizeof CStruct", size)` and `("PARAMS_SIZE CStruct", CStructSize)`, for checking against
@@ -121,7 +121,7 @@ pub fn record_layouts() -> Vec<(&'static str, usize)> {
 /// against `cupti_range_profiler.h`, `cupti_profiler_host.h`, `cupti_profiler_target.h` and
 /// `cupti_target.h`.
 pub fn profiler_layouts() -> Vec<(&'static str, usize)> {
-    sys_profiler::layouts()
+    sys_profiler_layouts::layouts()
 }
 
 /// `METRON_GPU_METRICS` as the backend reads it (split, trimmed, deduplicated).

@@ -10,36 +10,10 @@
 use crate::sys::{sym, Cupti, CuptiResult, CUPTI_SUCCESS};
 use std::ffi::{c_char, c_void, CStr, CString};
 
-/// `CUPTI_PROFILER_STRUCT_SIZE(type, lastfield)`.
-macro_rules! struct_size {
-    ($t:ty, $f:ident) => {{
-        // The size of the field, through a function of the field's type (no value needed).
-        const fn size_of_field<T, F>(_: fn(&T) -> &F) -> usize {
-            std::mem::size_of::<F>()
-        }
-        std::mem::offset_of!($t, $f) + size_of_field::<$t, _>(|s: &$t| &s.$f)
-    }};
-}
-pub(crate) use struct_size;
-
 pub use crate::sys_profiler_host::*;
-pub use crate::sys_profiler_layouts::layouts;
+use crate::sys_profiler_params::struct_size;
+pub use crate::sys_profiler_params::Params;
 pub use crate::sys_profiler_range::*;
-
-/// A parameter struct: its `*_STRUCT_SIZE`.
-pub trait Params: Copy {
-    /// `CUPTI_PROFILER_STRUCT_SIZE(type, last field)`.
-    const SIZE: usize;
-    /// All zero, with `structSize` set.
-    fn new() -> Self {
-        // SAFETY: every Params struct is plain data (integers and raw pointers), for which all
-        // zero is a valid value; structSize is its first field (checked by the layout test).
-        let mut p: Self = unsafe { std::mem::zeroed() };
-        // SAFETY: the first field of every Params struct is `structSize: usize`.
-        unsafe { *(&mut p as *mut Self).cast::<usize>() = Self::SIZE };
-        p
-    }
-}
 
 /// `CUPTI_PROFILER_TYPE_RANGE_PROFILER`.
 pub const RANGE_PROFILER: i32 = 0;

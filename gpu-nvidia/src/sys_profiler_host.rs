@@ -2,7 +2,7 @@
 //! hand from the header (checked by `tests/gpu_headers.rs`); [`crate::sys_profiler`] resolves
 //! and calls the functions that take them.
 
-use crate::sys_profiler::{struct_size, Params};
+use crate::sys_profiler_params::{struct_size, Params};
 use std::ffi::{c_char, c_void};
 
 /// `CUpti_Profiler_Host_Initialize_Params`.

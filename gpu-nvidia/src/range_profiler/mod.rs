@@ -12,7 +12,7 @@
 //!   (`Start`, `PushRange`) and [`region_end`] (`PopRange`, `Stop`, `DecodeData`, evaluation,
 //!   a fresh counter-data image) bracket one region instance on the calling thread's current
 //!   context, called by the `GpuCounters` component and the C API's regions
-//!   (`component.rs`). One range per context at a time: a nested region on the same thread,
+//!   (`component.rs`, `c_api.rs`). One range per context at a time: a nested region on the same thread,
 //!   or a region of another thread that overlaps it on the same GPU, reads NaN with the
 //!   reason, and so does the open region when another thread launched work on its context
 //!   meanwhile (the GPU's counters cannot tell them apart). CUPTI's CONCURRENT_KERNEL activity
@@ -55,8 +55,10 @@ use std::ffi::{c_void, CString};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
+mod c_api;
 mod kernel;
 mod region;
+pub use c_api::*;
 pub use kernel::*;
 pub use region::*;
 
@@ -287,7 +289,7 @@ pub fn configure(cupti: &Cupti, cupti_path: &str) {
             );
             REGION_REQUESTED.store(requested == Mode::Region, Ordering::Relaxed);
             ACTIVE.store(true, Ordering::Release);
-            crate::component::set_c_hooks(requested == Mode::Region);
+            c_api::set_c_hooks(requested == Mode::Region);
         }
         Err(e) => {
             info.error = Some(e);
@@ -311,7 +313,7 @@ fn fail(state: &mut State, e: String) {
     eprintln!("metron: GPU counters off: {e}");
     state.info.error = Some(e);
     ACTIVE.store(false, Ordering::Release);
-    crate::component::set_c_hooks(false);
+    c_api::set_c_hooks(false);
 }
 
 /// This launch's kernels read NaN with `reason` (counted; said once per distinct reason).
