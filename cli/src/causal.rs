@@ -16,12 +16,14 @@ Causal profiling, as Coz does it: experiments make one line virtually faster (by
 every other thread whenever that line runs) and measure how much faster the program's
 progress points go. The program counts progress with metron::progress!(\"name\") (Rust),
 METRON_PROGRESS(\"name\") / metron_progress(\"name\") (C), Coz's COZ_PROGRESS / COZ_BEGIN /
-COZ_END (coz.h, unchanged), or --progress FILE:LINE (no change to the program). It needs
-debug line information (-g).
+COZ_END (coz.h, unchanged), --progress FILE:LINE (no change to the program), or
+--latency REGION (a Metron region as a latency point). It needs debug line information (-g).
 
 Flags:
       --progress <FILE:LINE>  a sampled throughput point: each sample in that line is a visit
                               (repeatable; METRON_CAUSAL_PROGRESS)
+      --latency <REGION>      a Metron region (by name) as a latency point: its begins are
+                              arrivals, its ends departures (repeatable; METRON_CAUSAL_LATENCY)
       --line <FILE:LINE>      experiment only on this line (repeatable; METRON_CAUSAL_LINES);
                               default: the lines with the most samples in scope
       --source-scope <PAT>    source files whose lines may be chosen, % is any text
@@ -64,8 +66,8 @@ fn parse(args: &[String]) -> Result<Option<Plan>, String> {
         command: Vec::new(),
         from: Vec::new(),
     };
-    let (mut lines, mut progress, mut sources, mut binaries) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut lines, mut progress, mut sources, mut binaries, mut latency) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut i = 0;
     while i < args.len() {
         let arg = &args[i];
@@ -105,6 +107,15 @@ fn parse(args: &[String]) -> Result<Option<Plan>, String> {
                 } else {
                     progress.push(v);
                 }
+            }
+            "--latency" => {
+                let v = value("a region name")?;
+                if v.trim().is_empty() || v.contains(',') {
+                    return Err(format!(
+                        "metron causal: --latency {v:?} is not accepted: expected one region's name (not empty, no comma; repeat the flag for several)"
+                    ));
+                }
+                latency.push(v);
             }
             "--source-scope" => sources.push(value("a pattern, % is any text")?),
             "--binary-scope" => binaries.push(value("a pattern, % is any text, or MAIN")?),
@@ -159,6 +170,7 @@ fn parse(args: &[String]) -> Result<Option<Plan>, String> {
         ("--causal-progress", progress),
         ("--causal-source-scope", sources),
         ("--causal-binary-scope", binaries),
+        ("--causal-latency", latency),
     ] {
         if !list.is_empty() {
             plan.run_args.extend([name.to_string(), list.join(",")]);
@@ -355,6 +367,9 @@ mod tests {
             "--line=b.c:4",
             "--progress",
             "a.c:9",
+            "--latency",
+            "request",
+            "--latency=batch",
             "-n",
             "3",
             "--speedups",
@@ -379,7 +394,9 @@ mod tests {
                 "--causal-lines",
                 "a.c:3,b.c:4",
                 "--causal-progress",
-                "a.c:9"
+                "a.c:9",
+                "--causal-latency",
+                "request,batch"
             ])
         );
     }
@@ -394,6 +411,8 @@ mod tests {
         assert!(e.contains("FILE:LINE"), "{e}");
         let e = parse(&args(&["--speedups", "0-150/5", "--", "x"])).unwrap_err();
         assert!(e.contains("percentages from 0 to 100"), "{e}");
+        let e = parse(&args(&["--latency", "a,b", "--", "x"])).unwrap_err();
+        assert!(e.contains("one region's name"), "{e}");
         let e = parse(&args(&["-n", "2"])).unwrap_err();
         assert!(e.contains("no command"), "{e}");
     }

@@ -40,6 +40,8 @@ mod sys_aqlprofile;
 mod sys_fake_runtime;
 mod sys_hooks;
 mod sys_sdk;
+mod sys_sdk_records;
+mod sys_sdk_types;
 #[allow(dead_code)]
 mod sys_tables;
 

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
 
-/// The counter settings as written (see the registry in `settings.rs`).
+/// The counter settings as written (see the registry in `settings/registry.rs`).
 #[derive(Clone, Debug, Default)]
 pub struct CounterSettings {
     /// `METRON_PERF_EVENTS`.

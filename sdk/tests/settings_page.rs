@@ -165,14 +165,14 @@ fn row(spec: &SettingSpec) -> String {
 /// The whole page, from the registry.
 fn render() -> String {
     let mut page = String::from(
-        "<!-- Generated from metron::settings::REGISTRY (sdk/src/settings.rs) by sdk/tests/settings_page.rs.
+        "<!-- Generated from metron::settings::REGISTRY (sdk/src/settings/registry.rs) by sdk/tests/settings_page.rs.
      Do not edit: change the registry, then run
      UPDATE_DOCS=1 cargo test --release -p metron --test settings_page -->
 
 # Settings
 
 Every setting is a `METRON_*` environment variable, defined once in the registry of
-`sdk/src/settings.rs` (`metron::settings::REGISTRY`), which is also what `metron avail --settings`
+`sdk/src/settings/registry.rs` (`metron::settings::REGISTRY`), which is also what `metron avail --settings`
 prints and what `metadata.json` records under `settings` (each value and whether it came from
 the environment or the default). Settings are read once, when the runtime starts (before
 `main`): set them in the environment of the process, not with `std::env::set_var` in the
@@ -269,7 +269,7 @@ fn the_settings_page_of_the_guide_matches_the_registry() {
     let have = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         have == want,
-        "docs/src/settings.md differs from the settings registry (sdk/src/settings.rs):\n{}\n\
+        "docs/src/settings.md differs from the settings registry (sdk/src/settings/registry.rs):\n{}\n\
          Regenerate it with:\n  UPDATE_DOCS=1 cargo test --release -p metron --test settings_page",
         diff(&have, &want)
     );

@@ -4,14 +4,18 @@
  * line, the "slack" thread for 1 unit on another; a round ends when both arrive, so it lasts
  * 2 units. Making the critical line s % faster makes every round, and the program, s % faster
  * (up to 50 %, where the slack thread becomes critical); making the slack line faster changes
- * nothing. The progress point counts rounds.
+ * nothing. The progress point counts rounds; the critical thread's round is also a Metron
+ * region, "round" (a latency point with `--latency round`: one round always in flight, so its
+ * latency is the round's length and follows the same construction).
  *
  * Usage: barrier SECONDS [UNIT_US [ROUNDS]]   (default unit 1000 us; with ROUNDS > 0, stop
- * after that many rounds instead, for overhead measurements) */
+ * after that many rounds instead, for overhead measurements), or barrier calibrate (prints
+ * the spins per microsecond, which CAUSAL_SPINS_PER_US then fixes for several runs) */
 #include "progress.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static pthread_barrier_t barrier;
 static long unit;           /* spin iterations per unit */
@@ -27,10 +31,12 @@ static void* critical(void* arg) {
     (void)arg;
     volatile unsigned long s = 0;
     for (long r = 0;; r++) {
+        REGION_BEGIN("round");
         for (long i = 0; i < 2 * unit; i++) s += i; /* CRITICAL: 2 units a round */
         int stop = max_rounds ? r + 1 >= max_rounds : now_ns() >= deadline;
         if (stop) last_round = r;
         pthread_barrier_wait(&barrier);
+        REGION_END("round");
         PROGRESS("rounds");
         rounds++;
         if (stop) return NULL;
@@ -48,6 +54,10 @@ static void* slack(void* arg) {
 }
 
 int main(int argc, char** argv) {
+    if (argc > 1 && strcmp(argv[1], "calibrate") == 0) {
+        printf("%ld\n", spins_per_us()); /* for CAUSAL_SPINS_PER_US */
+        return 0;
+    }
     double seconds = argc > 1 ? atof(argv[1]) : 5.0;
     long unit_us = argc > 2 ? atol(argv[2]) : 1000;
     max_rounds = argc > 3 ? atol(argv[3]) : 0;

@@ -6,13 +6,34 @@
 # runs. Both profiles are read by the same analysis (`metron causal --from`: each run against
 # its own baseline), and the predicted program speedups at 10-40 % are printed side by side.
 #
-# Usage: tests/causal/compare-coz.sh OUT_DIR [SECONDS_PER_RUN] [RUNS]
+# UNIT_US is barrier.c's unit (the slack line's work per round; the critical line's is twice
+# that). The default, 20000 (40 ms rounds), is a construction both tools model: Coz 0.2.2
+# publishes a thread's delays only every 10 samples (10 ms of its CPU time; its catch_up does
+# not drain the samples perf has buffered), so with 1 ms units a chunk of delay larger than
+# the slack thread's 1 ms of slack holds up the barrier and Coz under-predicts the critical
+# line (tests/causal/coz-model.py simulates both tools' rules).
+#
+# MODE random (the default) runs Coz as it runs by itself: random speedups, 0 % in about a
+# quarter of the experiments, so about 1 experiment in 28 at each of 10/20/30/40 %; MODE fixed
+# runs Coz once per line and speedup (0,10,20,30,40, `--fixed-speedup`), SECONDS_PER_RUN each,
+# RUNS times, so every speedup gets experiments (the 0 % runs are the baseline of the others:
+# this needs a machine whose load does not change between runs).
+#
+# NICE (e.g. NICE=-10) runs both tools' programs at that niceness, for a machine shared with
+# other work (virtual speedups assume each thread has a core when it can run).
+#
+# Usage: tests/causal/compare-coz.sh OUT_DIR [SECONDS_PER_RUN] [RUNS] [UNIT_US] [MODE]
 # Needs: coz, gcc, target/release/{metron,libmetron.so} (cargo build --release -p metron-cli
 # -p metron-user).
 set -euo pipefail
-out=${1:?usage: compare-coz.sh OUT_DIR [SECONDS_PER_RUN] [RUNS]}
+out=${1:?usage: compare-coz.sh OUT_DIR [SECONDS_PER_RUN] [RUNS] [UNIT_US]}
 secs=${2:-30}
 runs=${3:-3}
+unit=${4:-20000}
+mode=${5:-random}
+# Metron's run lasts as long as Coz's runs of one round of both lines.
+if [ "$mode" = fixed ]; then metron_secs=$((secs * 10)); else metron_secs=$((secs * 2)); fi
+nice=(nice -n "${NICE:-0}")
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 command -v coz >/dev/null || { echo "compare-coz.sh: coz is not installed (apt-get install coz-profiler)" >&2; exit 3; }
@@ -22,16 +43,27 @@ gcc -O1 -gdwarf-2 -gstrict-dwarf -pthread -DUSE_COZ -I"$here" "$here/barrier.c" 
 critical=barrier.c:$(grep -n 'CRITICAL:' "$here/barrier.c" | cut -d: -f1)
 slack=barrier.c:$(grep -n 'SLACK:' "$here/barrier.c" | cut -d: -f1)
 rm -rf "$out"/coz-*.coz "$out/coz" "$out/metron"
+# One calibration for every run, so that the runs spin the same and one run's 0 % experiments
+# are a baseline for another's (each run would otherwise calibrate under its own load).
+CAUSAL_SPINS_PER_US=$("${nice[@]}" "$out/barrier_coz" calibrate)
+export CAUSAL_SPINS_PER_US
 for r in $(seq "$runs"); do
   for line in "$critical" "$slack"; do
-    coz run -o "$out/coz-${line//[:.]/_}-$r.coz" --fixed-line "$line" --- "$out/barrier_coz" "$secs" >/dev/null 2>&1
+    if [ "$mode" = fixed ]; then
+      for s in 0 10 20 30 40; do
+        "${nice[@]}" coz run -o "$out/coz-${line//[:.]/_}-$r-$s.coz" --fixed-line "$line" --fixed-speedup "$s" \
+          --- "$out/barrier_coz" "$secs" "$unit" >/dev/null 2>&1
+      done
+    else
+      "${nice[@]}" coz run -o "$out/coz-${line//[:.]/_}-$r.coz" --fixed-line "$line" --- "$out/barrier_coz" "$secs" "$unit" >/dev/null 2>&1
+    fi
   done
 done
 from=()
 for f in "$out"/coz-*.coz; do from+=(--from "$f"); done
 "$root/target/release/metron" causal "${from[@]}" -o "$out/coz" >/dev/null
-"$root/target/release/metron" causal -o "$out/metron" -n "$runs" --line "$critical" --line "$slack" \
-  --speedups 0,10,20,30,40 --experiment 500ms -- "$out/barrier_coz" "$((secs * 2))" >/dev/null 2>&1
+"${nice[@]}" "$root/target/release/metron" causal -o "$out/metron" -n "$runs" --line "$critical" --line "$slack" \
+  --speedups 0,10,20,30,40 --experiment 500ms -- "$out/barrier_coz" "$metron_secs" "$unit" >/dev/null 2>&1
 python3 - "$out" <<'PY'
 import json, sys
 out = sys.argv[1]

@@ -5,11 +5,16 @@
 #ifdef USE_COZ
 #include <coz.h>
 #define PROGRESS(name) COZ_PROGRESS_NAMED(name)
+#define REGION_BEGIN(name)
+#define REGION_END(name)
 #else
 #include <metron/metron.h>
 #define PROGRESS(name) METRON_PROGRESS(name)
+#define REGION_BEGIN(name) METRON_REGION_BEGIN(name)
+#define REGION_END(name) METRON_REGION_END(name)
 #endif
 #include <stdint.h>
+#include <stdlib.h>
 #include <time.h>
 
 static inline uint64_t now_ns(void) {
@@ -19,8 +24,11 @@ static inline uint64_t now_ns(void) {
 }
 
 /* Iterations of a `spin` loop per microsecond on this machine (the least time of a few
- * tries, so a preempted try does not count). */
+ * tries, so a preempted try does not count), or $CAUSAL_SPINS_PER_US when set: runs that are
+ * compared with each other's baselines (compare-coz.sh's fixed mode) must spin the same. */
 static inline long spins_per_us(void) {
+    const char* fixed = getenv("CAUSAL_SPINS_PER_US");
+    if (fixed && atol(fixed) > 0) return atol(fixed);
     volatile unsigned long s = 0;
     uint64_t best = UINT64_MAX;
     const long n = 2000000;

@@ -210,16 +210,45 @@ fn barrier_critical_line_ranks_first_and_predicts_its_speedup() {
     let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = temp_dir("causal-barrier");
     let exe = build("barrier.c", &dir, &["-pthread"]);
-    let out = causal(&exe, &dir, "20", &[]);
+    // The critical thread's round is also a Metron region, named as a latency point.
+    let out = causal(&exe, &dir, "20", &["--latency", "round"]);
     let critical = line_of("barrier.c", "CRITICAL:");
     let slack = line_of("barrier.c", "SLACK:");
     check_order(&out, &critical);
     // A round lasts max(2 units × (1 − s), 1 unit): s up to 50 %.
     check_known_answer(&out, "rounds", &critical, &slack, |s| s.min(50.0));
+    // One round is always in flight, so the region's latency is the round's length: the same
+    // construction, measured through the region's begins and ends (Little's law, as Coz).
+    check_known_answer(&out, "round", &critical, &slack, |s| s.min(50.0));
     // The outputs: Coz's format, the table, the curves in report.html.
     let coz = std::fs::read_to_string(out.join("profile.coz")).unwrap();
     assert!(coz.starts_with("startup\ttime="));
     assert!(coz.contains("throughput-point\tname=rounds\tdelta="));
+    // Every logged experiment has the region's latency line, with at least 5 rounds begun and
+    // ended, and about one round in flight at its end.
+    let experiments = coz.matches("\nexperiment\t").count();
+    let latency: Vec<&str> = coz
+        .lines()
+        .filter(|l| l.starts_with("latency-point\tname=round\t"))
+        .collect();
+    assert_eq!(latency.len(), experiments, "{coz}");
+    for l in &latency {
+        let field = |k: &str| -> u64 {
+            l.split('\t')
+                .find_map(|f| f.strip_prefix(k))
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        assert!(field("arrivals=") >= 5 && field("departures=") >= 5, "{l}");
+        assert!(field("difference=") <= 1, "{l}");
+        assert!(
+            field("arrivals=").abs_diff(field("departures=")) <= 1,
+            "{l}"
+        );
+    }
+    let table = std::fs::read_to_string(out.join("causal.txt")).unwrap();
+    assert!(table.contains("progress point round\n"), "{table}");
     assert!(coz.contains("\nruntime\ttime="));
     assert!(coz.contains(&format!(
         "samples\tlocation={}",
@@ -349,4 +378,36 @@ fn threads_created_during_experiments_and_forked_children_are_handled() {
     );
     let run = read_json(&out.join("run-1"), "metadata.json");
     assert_eq!(run["sampling"]["causal"]["enabled"], true);
+}
+
+#[test]
+fn a_line_that_calls_a_function_is_sped_up_with_its_callee() {
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = temp_dir("causal-callee");
+    let exe = build("callee.c", &dir, &["-pthread"]);
+    let critical = line_of("callee.c", "CRITICAL_CALL:");
+    let slack = line_of("callee.c", "SLACK_CALL:");
+    let spin = line_of("callee.c", "SPIN:");
+    let out = causal(&exe, &dir, "20", &["--line", &critical, "--line", &slack]);
+    let coz = std::fs::read_to_string(out.join("profile.coz")).unwrap();
+    // Every sample is in `spin`'s loop (the samples lines say so), yet the experiments on the
+    // call lines saw their samples: the selected line was found further out on the stack.
+    assert!(
+        coz.contains(&format!("samples\tlocation={}", dir.join(&spin).display())),
+        "{coz}"
+    );
+    for line in [&critical, &slack] {
+        let selected: u64 = coz
+            .lines()
+            .filter(|l| l.starts_with("experiment\t") && l.contains(&format!("/{line}\t")))
+            .filter_map(|l| {
+                l.split('\t')
+                    .find_map(|f| f.strip_prefix("selected-samples="))
+            })
+            .map(|v| v.parse::<u64>().unwrap())
+            .sum();
+        assert!(selected > 0, "{line}: no sample selected\n{coz}");
+    }
+    // A call costs what its callee costs: the barrier's construction (s up to 50 %, slack 0).
+    check_known_answer(&out, "rounds", &critical, &slack, |s| s.min(50.0));
 }

@@ -38,9 +38,46 @@ pub(crate) static LOGGED: AtomicU64 = AtomicU64::new(0);
 
 /// What the thread wrote so far (`profile.coz`), and the line names.
 pub(crate) struct Log {
+    /// The `startup` line.
     pub(crate) text: String,
+    /// The experiments logged, in order.
+    pub(crate) experiments: Vec<Logged>,
+    /// The `runtime` and `samples` lines, once the run is over.
+    pub(crate) closing: String,
     pub(crate) lines: Vec<String>,
     pub(crate) start_ns: u64,
+}
+
+/// One logged experiment: its lines, and its window (for the latency points of regions,
+/// counted when the profile is written).
+pub(crate) struct Logged {
+    pub(crate) text: String,
+    pub(crate) start_ns: u64,
+    pub(crate) end_ns: u64,
+}
+
+impl Log {
+    /// The whole `profile.coz`: each experiment with its regions' `latency-point` lines; an
+    /// experiment that saw fewer than 5 transactions of a named region is left out (counted).
+    /// Returns the text and the experiments written.
+    pub(crate) fn compose(&self) -> (String, u64) {
+        let windows = super::regions::Windows::take();
+        let mut text = self.text.clone();
+        let (mut written, mut short) = (0, 0);
+        for e in &self.experiments {
+            match windows.lines(e.start_ns, e.end_ns) {
+                Some(latency) => {
+                    text.push_str(&e.text);
+                    text.push_str(&latency);
+                    written += 1;
+                }
+                None => short += 1,
+            }
+        }
+        super::regions::SHORT.store(short, Ordering::Relaxed);
+        text.push_str(&self.closing);
+        (text, written)
+    }
 }
 
 pub(crate) static LOG: Mutex<Option<Log>> = Mutex::new(None);
@@ -252,6 +289,9 @@ pub(crate) fn run(config: CausalConfig, period_ns: u64) {
         let c = progress::counter(ProgressKind::Throughput, &config.progress_lines[i]);
         SAMPLED_POINT_COUNTER[i].store(c as *const _ as *mut _, Ordering::Release);
     }
+    if !config.latency_regions.is_empty() {
+        super::regions::watch(&config.latency_regions);
+    }
     let mut resolver = Resolver {
         config: &config,
         names: Vec::new(),
@@ -265,7 +305,9 @@ pub(crate) fn run(config: CausalConfig, period_ns: u64) {
         resolver.pass();
         publish_names(&resolver.names);
         let candidates = resolver.candidates();
-        if candidates.is_empty() || Snapshot::take().is_empty() {
+        if candidates.is_empty()
+            || (Snapshot::take().is_empty() && config.latency_regions.is_empty())
+        {
             if !wait(Duration::from_millis(10)) {
                 return;
             }
@@ -336,7 +378,11 @@ pub(crate) fn run(config: CausalConfig, period_ns: u64) {
         // An experiment cut short by the end of the run is not logged: its visits are partial.
         if finished && min_delta >= TARGET_DELTA {
             if let Some(log) = log().as_mut() {
-                log.text.push_str(&text);
+                log.experiments.push(Logged {
+                    text,
+                    start_ns: start,
+                    end_ns: end,
+                });
             }
             LOGGED.fetch_add(1, Ordering::Relaxed);
         }

@@ -91,15 +91,21 @@ pub(crate) fn engaged() -> bool {
 /// line's credit and the sampled progress points. Async-signal-safe (atomics only).
 #[inline]
 pub(in crate::sampling) fn on_sample(slot: &ThreadSlot, frames: &[u64]) {
-    let Some(line) = super::lines::line_of_sample(frames) else {
-        return;
+    let selected = if ACTIVE.load(Ordering::Acquire) {
+        SELECTED.load(Ordering::Relaxed)
+    } else {
+        0
     };
-    if ACTIVE.load(Ordering::Acquire) && SELECTED.load(Ordering::Relaxed) == line {
+    let placed = super::lines::place_sample(frames, selected);
+    if placed.selected {
         SELECTED_SAMPLES.fetch_add(1, Ordering::Relaxed);
         slot.delays
             .local
             .fetch_add(DELAY_NS.load(Ordering::Relaxed), Ordering::Relaxed);
     }
+    let Some(line) = placed.line else {
+        return;
+    };
     for (i, l) in SAMPLED_POINT_LINE.iter().enumerate() {
         if l.load(Ordering::Relaxed) == line {
             let c = SAMPLED_POINT_COUNTER[i].load(Ordering::Acquire);

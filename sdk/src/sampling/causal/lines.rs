@@ -10,7 +10,10 @@
 //! async-signal-safe: atomics on static arrays, no allocation.
 //!
 //! A sample belongs to the first frame, innermost first, whose address is in scope (Coz's
-//! rule): a sample inside `memcpy` called from line 40 of the program is line 40's.
+//! rule): a sample inside `memcpy` called from line 40 of the program is line 40's. During an
+//! experiment it also speeds up the selected line when that line is on *any* in-scope frame
+//! of the stack, as Coz's `match_line` does: a line that calls a function in scope is sped up
+//! with the time spent in that function (the call costs what its callee costs).
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -63,34 +66,58 @@ fn entry(key: u64) -> Option<usize> {
     None
 }
 
-/// The line id of a sample's stack (`frames[0]` the pc, the others return addresses), or
-/// `None` when no frame in scope is resolved yet. Counts the sample on the entry it is
-/// attributed to. Async-signal-safe.
+/// Where a sample is: its line and whether it speeds up the selected line.
+pub(crate) struct Placed {
+    /// The line of the first frame in scope (`None`: no frame in scope resolved yet).
+    pub(crate) line: Option<u32>,
+    /// The selected line is on one of the stack's frames in scope.
+    pub(crate) selected: bool,
+}
+
+/// Places a sample's stack (`frames[0]` the pc, the others return addresses): its line, and
+/// whether line `selected` (0: none, an experiment is not running) is on one of its frames.
+/// Counts the sample on the entry it is attributed to. Async-signal-safe.
 #[inline]
-pub(crate) fn line_of_sample(frames: &[u64]) -> Option<u32> {
+pub(crate) fn place_sample(frames: &[u64], selected: u32) -> Placed {
+    let mut placed = Placed {
+        line: None,
+        selected: false,
+    };
+    // The first frame in scope (or the first unresolved one) has been counted.
+    let mut first_done = false;
     for (i, &addr) in frames.iter().take(MAX_WALK).enumerate() {
         if addr == 0 {
             break;
         }
         let key = if i == 0 { addr } else { addr - 1 };
         let Some(e) = entry(key) else {
-            TABLE_FULL.fetch_add(1, Ordering::Relaxed);
-            return None;
-        };
-        match LINES[e].load(Ordering::Acquire) {
-            OUT_OF_SCOPE => continue,
-            UNRESOLVED => {
-                COUNTS[e].fetch_add(1, Ordering::Relaxed);
-                UNATTRIBUTED.fetch_add(1, Ordering::Relaxed);
-                return None;
+            if !first_done {
+                TABLE_FULL.fetch_add(1, Ordering::Relaxed);
             }
-            line => {
-                COUNTS[e].fetch_add(1, Ordering::Relaxed);
-                return Some(line);
+            break;
+        };
+        let line = LINES[e].load(Ordering::Acquire);
+        if line == OUT_OF_SCOPE {
+            continue;
+        }
+        if !first_done {
+            first_done = true;
+            COUNTS[e].fetch_add(1, Ordering::Relaxed);
+            if line == UNRESOLVED {
+                UNATTRIBUTED.fetch_add(1, Ordering::Relaxed);
+            } else {
+                placed.line = Some(line);
             }
         }
+        if selected != 0 && line == selected {
+            placed.selected = true;
+            break;
+        }
+        // Walked on even when no experiment runs: every in-scope frame's address gets into
+        // the table, so a line that only calls (never the innermost) can be named with
+        // `--line` and be found.
     }
-    None
+    placed
 }
 
 /// Resolves every unresolved address with `resolve` (controller thread). Returns how many
@@ -118,4 +145,41 @@ pub(crate) fn samples_per_line(lines: usize) -> Vec<u64> {
         }
     }
     counts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(key: u64, line: u32) {
+        let e = entry(key).unwrap();
+        LINES[e].store(line, Ordering::Release);
+    }
+
+    #[test]
+    fn a_sample_is_its_innermost_line_and_speeds_up_a_selected_line_further_out() {
+        // Addresses no program of the test binary has: a pc in line 10, a return address
+        // out of scope, a return address in line 12 (return addresses are looked up at - 1).
+        let (pc, lib, caller, fresh) = (
+            0x7e57_0000_1000,
+            0x7e57_0000_2001,
+            0x7e57_0000_3001,
+            0x7e57_0000_4000,
+        );
+        set(pc, 10);
+        set(lib - 1, OUT_OF_SCOPE);
+        set(caller - 1, 12);
+        let frames = [pc, lib, caller];
+        let p = place_sample(&frames, 0);
+        assert_eq!((p.line, p.selected), (Some(10), false));
+        let p = place_sample(&frames, 12);
+        assert_eq!((p.line, p.selected), (Some(10), true));
+        let p = place_sample(&frames, 10);
+        assert_eq!((p.line, p.selected), (Some(10), true));
+        let p = place_sample(&frames, 99);
+        assert_eq!((p.line, p.selected), (Some(10), false));
+        // An innermost address never seen is not attributed, but a selected caller still is.
+        let p = place_sample(&[fresh, caller], 12);
+        assert_eq!((p.line, p.selected), (None, true));
+    }
 }

@@ -14,7 +14,9 @@
 //! - `progress`: the progress counters (Coz's counter layout; the `progress!` macros);
 //! - `lines`: the address → line table the signal handler reads;
 //! - `delays`: the delay accounting, in the handler and around blocking calls;
-//! - `controller`: the `metron-causal` thread that runs the experiments and logs them.
+//! - `controller`: the `metron-causal` thread that runs the experiments and logs them;
+//! - `regions`: Metron regions named as latency points (`--latency REGION`), counted from
+//!   the recorded region events, off the hot path.
 //!
 //! The output is `profile.coz` in the run folder, in Coz's own format (`coz plot` reads it);
 //! `metron causal` adds the summary and the curves (`metron_report::causal`).
@@ -30,6 +32,7 @@ pub use controller::schedule;
 mod delays;
 mod lines;
 mod progress;
+mod regions;
 
 pub(crate) use delays::ThreadDelays;
 pub use delays::{catch_up, creator_delays, post_block, pre_block, thread_started};
@@ -53,6 +56,8 @@ pub struct CausalConfig {
     pub lines: Vec<String>,
     /// `METRON_CAUSAL_PROGRESS`: sampled progress points `FILE:LINE`.
     pub progress_lines: Vec<String>,
+    /// `METRON_CAUSAL_LATENCY`: Metron regions, by name, that are latency points.
+    pub latency_regions: Vec<String>,
     /// `METRON_CAUSAL_SOURCE_SCOPE`: source file patterns (`%` any text).
     pub source_scope: Vec<String>,
     /// `METRON_CAUSAL_BINARY_SCOPE`: module patterns, `MAIN` the executable.
@@ -69,6 +74,7 @@ impl Default for CausalConfig {
             enabled: false,
             lines: Vec::new(),
             progress_lines: Vec::new(),
+            latency_regions: Vec::new(),
             source_scope: vec!["%".into()],
             binary_scope: vec!["MAIN".into()],
             speedups: parse_speedups(DEFAULT_SPEEDUPS).unwrap_or_default(),
@@ -126,6 +132,18 @@ pub fn parse_speedups(raw: &str) -> Option<Vec<u32>> {
     Some(out)
 }
 
+/// Splits `METRON_CAUSAL_LATENCY`, a comma list of region names (any text but a comma).
+pub fn parse_regions(raw: &str) -> Vec<String> {
+    let mut v: Vec<String> = raw
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect();
+    v.dedup();
+    v
+}
+
 /// Splits a comma list of scope patterns (empty: `default`).
 pub fn parse_scopes(raw: &str, default: &str) -> Vec<String> {
     let v: Vec<String> = raw
@@ -147,6 +165,8 @@ static THREAD: Mutex<Option<std::thread::JoinHandle<()>>> = Mutex::new(None);
 pub(crate) fn start(config: &CausalConfig, period_ns: u64) {
     *controller::LOG.lock().unwrap_or_else(|e| e.into_inner()) = Some(controller::Log {
         text: format!("startup\ttime={}\n", super::sys::monotonic_ns()),
+        experiments: Vec::new(),
+        closing: String::new(),
         lines: Vec::new(),
         start_ns: super::sys::monotonic_ns(),
     });
@@ -176,8 +196,7 @@ pub(crate) fn finish() {
         .unwrap_or_else(|e| e.into_inner())
         .as_mut()
     {
-        let closing = controller::closing_lines(log);
-        log.text.push_str(&closing);
+        log.closing = controller::closing_lines(log);
     }
     // An empty profile says why.
     if controller::LOGGED.load(Ordering::Relaxed) == 0 {
@@ -198,8 +217,17 @@ pub fn write_profile(dir: &Path) -> Option<Result<PathBuf, String>> {
     let guard = controller::LOG.lock().unwrap_or_else(|e| e.into_inner());
     let log = guard.as_ref()?;
     let path = dir.join("profile.coz");
+    // The regions named as latency points have all reached their sink by now (the last
+    // flush came first).
+    let (text, written) = log.compose();
+    if !log.experiments.is_empty() && written == 0 {
+        eprintln!(
+            "metron: causal profiling logged no experiment: every one saw fewer than 5 begins or 5 ends of a region named with --latency (lengthen --experiment)"
+        );
+    }
+    controller::LOGGED.store(written, Ordering::Relaxed);
     Some(
-        std::fs::write(&path, &log.text)
+        std::fs::write(&path, text)
             .map(|()| path.clone())
             .map_err(|e| format!("cannot write {}: {e}", path.display())),
     )
@@ -211,6 +239,8 @@ pub(crate) fn metadata(config: &CausalConfig) -> Value {
         "enabled": config.enabled,
         "lines": config.lines,
         "progress_lines": config.progress_lines,
+        "latency_regions": config.latency_regions,
+        "experiments_short_of_transactions": regions::SHORT.load(Ordering::Relaxed),
         "source_scope": config.source_scope,
         "binary_scope": config.binary_scope,
         "speedups_percent": config.speedups,
@@ -222,7 +252,7 @@ pub(crate) fn metadata(config: &CausalConfig) -> Value {
         "slept_ns": delays::SLEPT_NS.load(Ordering::Relaxed),
         "samples_unattributed_first_sight": lines::UNATTRIBUTED.load(Ordering::Relaxed),
         "samples_unattributed_table_full": lines::TABLE_FULL.load(Ordering::Relaxed),
-        "note": "experiments_logged counts those where every progress point saw at least 5 visits; slept_ns is the time threads really slept to take their delays",
+        "note": "experiments_logged counts those where every progress point saw at least 5 visits (a region named as a latency point at least 5 begins and 5 ends: experiments_short_of_transactions were not logged for that); slept_ns is the time threads really slept to take their delays",
     })
 }
 
