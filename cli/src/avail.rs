@@ -106,7 +106,7 @@ fn report(sections: &[&str]) -> Value {
     }
     if sections.contains(&"counters") {
         let (counters, metrics) = perf::probe_all();
-        let gpu_probe = metron_gpu::probe();
+        let gpu_probe = metron_gpu_nvidia::probe();
         let list = |kind: &str| -> Vec<Value> {
             counters
                 .iter()
@@ -142,14 +142,14 @@ fn report(sections: &[&str]) -> Value {
 
 /// Per GPU: name, CUPTI version and its metrics (from the CUPTI profiler host API), or why
 /// none.
-fn gpu_metrics(probe: &metron_gpu::Status) -> Vec<Value> {
+fn gpu_metrics(probe: &metron_gpu_nvidia::Status) -> Vec<Value> {
     probe
         .devices
         .iter()
         .map(|d| {
             let mut entry = gpu_metrics_of(probe, d);
             // What METRON_GPU_PC_SAMPLING attributes samples to (CUPTI's PC sampling names).
-            entry["stall_reasons"] = match metron_gpu::stall_reasons(d.index) {
+            entry["stall_reasons"] = match metron_gpu_nvidia::stall_reasons(d.index) {
                 Ok(reasons) => json!({
                     "names": reasons.iter().map(|(_, name)| name).collect::<Vec<_>>(),
                     "reason": Value::Null,
@@ -161,8 +161,8 @@ fn gpu_metrics(probe: &metron_gpu::Status) -> Vec<Value> {
         .collect()
 }
 
-fn gpu_metrics_of(probe: &metron_gpu::Status, d: &metron::gpu::GpuDevice) -> Value {
-    match metron_gpu::metrics(d.index) {
+fn gpu_metrics_of(probe: &metron_gpu_nvidia::Status, d: &metron::gpu::GpuDevice) -> Value {
+    match metron_gpu_nvidia::metrics(d.index) {
         Ok(list) => {
             let full: usize = list.iter().map(|m| m.submetrics.len().max(1)).sum();
             json!({

@@ -22,6 +22,7 @@ use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
 
+pub mod occupancy;
 pub mod trace;
 
 use trace::{Step, Trace};
@@ -291,8 +292,8 @@ pub struct DeviceLimits {
 
 /// The warps per SM each limit allows a launch, as the occupancy file's limited-wave columns
 /// give them: blocks that fit by that limit (and by the threads per SM) times warps per block.
-/// The arithmetic is the NVIDIA backend's (`metron_gpu::block_limits`, which computes
-/// `KernelOccupancy`), so `min(registers, shared, blocks) / max_warps` is the occupancy.
+/// The arithmetic is [`occupancy::block_limits`], from which the NVIDIA backend computes
+/// `KernelOccupancy`, so `min(registers, shared, blocks) / max_warps` is the occupancy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LimitedWaves {
     /// Max resident warps per SM.
@@ -316,32 +317,21 @@ pub fn limited_waves(
     registers: i64,
     shared_per_block: i64,
 ) -> Option<LimitedWaves> {
-    if block_threads <= 0 || l.threads_per_sm <= 0 {
-        return None;
-    }
-    let warps_per_block = (block_threads + 31) / 32;
-    let max_warps = l.threads_per_sm / 32;
-    let by_threads = max_warps / warps_per_block;
-    let by_blocks = l.blocks_per_sm.max(1);
-    let by_registers = if registers <= 0 {
-        i64::MAX
-    } else {
-        let per_warp = (registers * 32 + 255) / 256 * 256;
-        (l.registers_per_sm / per_warp) / warps_per_block
+    let sm = occupancy::SmLimits {
+        threads_per_sm: l.threads_per_sm,
+        blocks_per_sm: l.blocks_per_sm,
+        registers_per_sm: l.registers_per_sm,
+        shared_per_sm: l.shared_per_sm,
+        reserved_shared_per_block: l.reserved_shared_per_block,
     };
-    let per_block = shared_per_block + l.reserved_shared_per_block;
-    let by_shared = if per_block <= 0 {
-        i64::MAX
-    } else {
-        l.shared_per_sm / per_block
-    };
-    let waves = |blocks: i64| blocks.min(by_threads).max(0) * warps_per_block;
+    let b = occupancy::block_limits(&sm, block_threads, registers, shared_per_block)?;
+    let waves = |blocks: i64| blocks.min(b.by_threads).max(0) * b.warps_per_block;
     Some(LimitedWaves {
-        max_warps,
-        warps_per_block,
-        registers: waves(by_registers),
-        shared: waves(by_shared),
-        blocks: waves(by_blocks),
+        max_warps: b.max_warps,
+        warps_per_block: b.warps_per_block,
+        registers: waves(b.by_registers),
+        shared: waves(b.by_shared),
+        blocks: waves(b.by_blocks),
     })
 }
 
@@ -1050,7 +1040,7 @@ mod tests {
 
     #[test]
     fn limited_waves_follow_the_occupancy_arithmetic() {
-        // H100; the same cases as metron-gpu's occupancy test (1.0, 0.25, 0.25 of 64 warps).
+        // H100: limited waves from the occupancy model (its own test checks it against CUDA's calculator).
         let h100 = DeviceLimits {
             threads_per_sm: 2048,
             blocks_per_sm: 32,

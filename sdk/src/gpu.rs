@@ -1,4 +1,4 @@
-//! GPU activity as the sinks see it: the records a GPU backend (the `metron-gpu` crate, CUPTI
+//! GPU activity as the sinks see it: the records a GPU backend (the `metron-gpu-nvidia` crate, CUPTI
 //! on NVIDIA; `metron-gpu-amd`, HSA on AMD) hands over, the devices they ran on, and the join of kernel launches with the
 //! Metron region open on the launching thread.
 //!
@@ -11,13 +11,13 @@
 //! **Kernel ↔ region.** At each launch (CUPTI's callback on `cudaLaunchKernel`,
 //! `cuLaunchKernel`, ...) the backend records an annotation [`LAUNCH_KEY`] with the launch's
 //! correlation id on the launching thread. The flusher resolves it to the innermost region
-//! open there (the annotation's `region`), and [`JoinSink`] keeps `correlation id → region`;
-//! the GPU sinks resolve their kernels against it when they write (at the end of the run,
-//! when every launch annotation has been seen). The trace and summary do not show these
-//! annotations.
+//! open there (the annotation's `region`), and the join sink (`sinks/src/sinks/gpu_join.rs`)
+//! keeps `correlation id → region`; the GPU sinks resolve their kernels against it when they
+//! write (at the end of the run, when every launch annotation has been seen). The trace and
+//! summary do not show these annotations.
 
-use crate::sink::{Event, RunInfo, Sink, ThreadInfo};
-use std::path::PathBuf;
+use crate::sink::Sink;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{LazyLock, OnceLock};
 
 // The plain GPU data types and the record types are the decoding layer's (`sink`, `sink::gpu`),
@@ -79,12 +79,7 @@ pub fn set_backend(backend: Backend, devices: Vec<GpuDevice>) -> bool {
     }
     CONTEXT.set_stream_word(word);
     CONTEXT.set_devices(devices);
-    let sinks: Vec<Box<dyn Sink>> = vec![
-        Box::new(JoinSink(context())),
-        Box::new(crate::sinks::kernels_csv::KernelsCsvSink::with_context(
-            context(),
-        )),
-    ];
+    let sinks = crate::sinks::gpu_join::backend_sinks(context());
     let hooks = {
         let mut pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
         match HOOKS.get() {
@@ -171,41 +166,46 @@ pub fn region_of(correlation: u32) -> Option<(&'static str, u32)> {
     CONTEXT.region_of(correlation)
 }
 
-/// Keeps `correlation id → region` from the launch annotations, in the context it fills.
-struct JoinSink(GpuContext);
+/// What a backend does at the C API's regions when its counters are region-scoped
+/// (`METRON_GPU_COUNTER_MODE=region`): the C API calls these, never the backend crate, so its
+/// hot path reads one flag of this crate ([`region_counters_on`]) and depends on no backend.
+#[derive(Clone, Copy)]
+pub struct RegionCounters {
+    /// The C API opened region number `depth` (1 = outermost) on this thread.
+    pub begin: fn(depth: usize),
+    /// The C API is about to close region number `depth` (still open, so annotations go to it).
+    pub end: fn(depth: usize),
+}
 
-impl Sink for JoinSink {
-    fn name(&self) -> &str {
-        "gpu_join"
+static REGION_COUNTERS: OnceLock<RegionCounters> = OnceLock::new();
+/// Set by the backend while its region-scoped counters are on (and its hooks installed).
+static REGION_COUNTERS_ON: AtomicBool = AtomicBool::new(false);
+
+/// Installs the backend's region hooks (first call wins) and switches them on or off; the
+/// backend calls it again with `on = false` when its counters go off for the rest of the run.
+pub fn set_region_counters(hooks: RegionCounters, on: bool) {
+    let _ = REGION_COUNTERS.set(hooks);
+    REGION_COUNTERS_ON.store(on, Ordering::Release);
+}
+
+/// Region-scoped GPU counters are on for the C API's regions: one relaxed load (the C API's
+/// fast path asks it on every call and leaves such regions to its checked path).
+#[inline(always)]
+pub fn region_counters_on() -> bool {
+    REGION_COUNTERS_ON.load(Ordering::Relaxed)
+}
+
+/// Calls the backend's [`RegionCounters::begin`] (nothing without a backend's hooks).
+pub fn region_counters_begin(depth: usize) {
+    if let Some(h) = REGION_COUNTERS.get() {
+        (h.begin)(depth);
     }
+}
 
-    fn events(&mut self, thread: &ThreadInfo, events: &[Event<'_>]) {
-        let mut launches = Vec::new();
-        for e in events {
-            if let Event::Annotation {
-                region, key, value, ..
-            } = *e
-            {
-                if !is_launch_key(key) {
-                    // Region-mode GPU counter values (`gpu.<metric>`) for the summary.
-                    if let Some(r) = region {
-                        crate::sinks::gpu_summary::add_region_annotation(r.name, key.name, &value);
-                    }
-                    continue;
-                }
-                let corr = match value {
-                    crate::region::AnnotationValue::U64(v) => v as u32,
-                    crate::region::AnnotationValue::I64(v) => v as u32,
-                    _ => continue,
-                };
-                launches.push((corr, region.map_or("(no region)", |r| r.name), thread.tid));
-            }
-        }
-        self.0.join(launches);
-    }
-
-    fn finish(&mut self, _run: &RunInfo) -> std::io::Result<Vec<PathBuf>> {
-        Ok(Vec::new())
+/// Calls the backend's [`RegionCounters::end`] (nothing without a backend's hooks).
+pub fn region_counters_end(depth: usize) {
+    if let Some(h) = REGION_COUNTERS.get() {
+        (h.end)(depth);
     }
 }
 

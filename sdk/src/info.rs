@@ -57,7 +57,7 @@ pub struct InfoItem {
     pub reason: Option<String>,
 }
 
-/// What a GPU backend (the `metron-gpu` crate) lends [`devices`] and [`iterate`]: the SDK
+/// What a GPU backend (the `metron-gpu-nvidia` crate) lends [`devices`] and [`iterate`]: the SDK
 /// does not depend on it, so it registers these functions itself ([`set_gpu_provider`]).
 #[derive(Clone, Copy, Debug)]
 pub struct GpuInfoProvider {

@@ -1,6 +1,6 @@
 #!/bin/bash
 # End-of-stop device check (2026-11-25): `metron avail` lists PC sampling's stall reasons;
-# pc_probe (the Rust crate + metron-gpu, probes now sharing examples/probe_support) attributes
+# pc_probe (the Rust crate + metron-gpu-nvidia, probes now sharing examples/probe_support) attributes
 # PC samples to its `step` region; the same program under `metron run` (two copies of Metron
 # in one process: the crate's joins the preloaded libmetron.so) writes one run folder.
 set -u

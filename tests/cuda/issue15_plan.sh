@@ -81,7 +81,7 @@ if [[ $PHASES == *lines* ]]; then
   $B/pc_stall_reasons > $R/stall_reasons.txt 2>&1; echo "pc_stall_reasons rc=$?"; head -12 $R/stall_reasons.txt
 fi
 if [[ $PHASES == *probe* ]]; then
-  # GpuPcSampling in a Rust bundle (gpu/examples/pc_probe.rs: JIT-compiled PTX, no line info).
+  # GpuPcSampling in a Rust bundle (gpu-nvidia/examples/pc_probe.rs: JIT-compiled PTX, no line info).
   log probe
   METRON_GPU_PC_SAMPLING=10 METRON_OUTPUT_PATH=$R/probe timeout 60 $B/pc_probe > $R/probe.log 2>&1; echo "rc=$?" >> $R/probe.log
   tail -3 $R/probe.log; sed -n '/GPU stall reasons/,$p' $R/probe/summary.txt | head -12

@@ -557,7 +557,7 @@ int main(int argc, char** argv) {
         MUST("cuptiSubscribe", cuptiSubscribe(&sub, (CUpti_CallbackFunc)on_cb, nullptr));
         for (CUpti_CallbackId id : kLaunchCbids)
             MUST("cuptiEnableCallback(launch)", cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API, id));
-        // Metron's driver-domain launch ids too (gpu/src/sys.rs DRIVER_LAUNCH_CBIDS).
+        // Metron's driver-domain launch ids too (gpu-nvidia/src/sys.rs DRIVER_LAUNCH_CBIDS).
         for (CUpti_CallbackId id : {307u, 442u, 477u, 478u, 652u, 653u})
             MUST("cuptiEnableCallback(driver launch)", cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, id));
         MUST("cuptiEnableCallback(CONTEXT_CREATED)",

@@ -34,7 +34,7 @@ use std::process::Command;
 fn flush(_at_end: bool) {}
 
 /// The fake device's limits (an H100's), as the NVIDIA backend reads them.
-const LIMITS: metron_gpu::Limits = metron_gpu::Limits {
+const LIMITS: metron_gpu_nvidia::Limits = metron_gpu_nvidia::Limits {
     threads_per_sm: 2048,
     blocks_per_sm: 32,
     registers_per_sm: 65536,
@@ -74,7 +74,7 @@ fn kernel(name: &str, start: u64, end: u64, corr: u32, stream: u32, regs: u16) -
     r.static_shared = 512;
     r.dynamic_shared = 1024;
     // As the NVIDIA backend computes it from the device limits.
-    r.occupancy = metron_gpu::occupancy(&LIMITS, 192, regs, 1536);
+    r.occupancy = metron_gpu_nvidia::occupancy(&LIMITS, 192, regs, 1536);
     r
 }
 

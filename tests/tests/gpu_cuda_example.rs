@@ -59,7 +59,7 @@ fn cuda_example_builds_and_runs_where_it_can() {
     );
     assert!(exe.is_file(), "{} not built", exe.display());
     assert!(build.join("cmake/launch_overhead").is_file());
-    if metron_gpu::probe().driver_path.is_none() {
+    if metron_gpu_nvidia::probe().driver_path.is_none() {
         println!(
             "built {}; SKIP running it: no NVIDIA driver here",
             exe.display()

@@ -1,7 +1,7 @@
 //! The CUPTI layouts Metron reads and writes against the real headers: a C program compiled
 //! with them prints `offsetof`/`sizeof` and the struct-size macros of the same fields, for the
-//! activity records (`metron_gpu::record_layouts`, `cupti.h`), the Range Profiler structs and
-//! the PC Sampling API's (`metron_gpu::pcsampling_layouts`: parameter structs,
+//! activity records (`metron_gpu_nvidia::record_layouts`, `cupti.h`), the Range Profiler structs and
+//! the PC Sampling API's (`metron_gpu_nvidia::pcsampling_layouts`: parameter structs,
 //! `CUpti_PCSamplingData`/`PCData`, the resource-callback data; `cupti_pcsampling.h`).
 //! Headers: `$METRON_CUDA_ROOT/include`, `/usr/local/cuda/include`, the pip toolchain of
 //! `../shared/tools/cuda-toolchain.sh` (`~/.cache/metron-cuda/nvidia/cu13/include`), or the
@@ -31,7 +31,11 @@ fn cupti_include() -> Option<PathBuf> {
 
 #[test]
 fn record_layouts_match_cupti_headers() {
-    check_layouts("records", &metron_gpu::record_layouts(), &["cupti.h"]);
+    check_layouts(
+        "records",
+        &metron_gpu_nvidia::record_layouts(),
+        &["cupti.h"],
+    );
 }
 
 /// The Range Profiler parameter structs (GPU counters) against the profiler headers,
@@ -40,7 +44,7 @@ fn record_layouts_match_cupti_headers() {
 fn range_profiler_layouts_match_cupti_headers() {
     check_layouts(
         "range_profiler",
-        &metron_gpu::profiler_layouts(),
+        &metron_gpu_nvidia::profiler_layouts(),
         &[
             "cupti.h",
             "cupti_target.h",
@@ -57,7 +61,7 @@ fn range_profiler_layouts_match_cupti_headers() {
 fn pc_sampling_layouts_match_cupti_headers() {
     check_layouts(
         "pcsampling",
-        &metron_gpu::pcsampling_layouts(),
+        &metron_gpu_nvidia::pcsampling_layouts(),
         &["cupti.h", "cupti_pcsampling.h"],
     );
 }

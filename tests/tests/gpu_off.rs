@@ -6,7 +6,7 @@ use std::process::Command;
 
 fn driver_present() -> bool {
     // The same lookup the backend does, without starting it.
-    let probe = metron_gpu::probe();
+    let probe = metron_gpu_nvidia::probe();
     probe.driver_path.is_some()
 }
 
@@ -16,7 +16,7 @@ fn without_a_driver_start_fails_with_the_reason_and_the_run_goes_on() {
         println!("SKIP: an NVIDIA driver is present here; the off path is not reachable");
         return;
     }
-    let probe = metron_gpu::probe();
+    let probe = metron_gpu_nvidia::probe();
     let why = probe.reason.clone().expect("a reason when off");
     assert!(why.contains("libcuda.so.1"), "{why}");
     assert!(!probe.enabled);
@@ -28,10 +28,10 @@ fn without_a_driver_start_fails_with_the_reason_and_the_run_goes_on() {
         "METRON_GPU_METRICS",
         "smsp__inst_executed.sum,dram__bytes_read.sum",
     );
-    let err = metron_gpu::start().expect_err("no driver here");
+    let err = metron_gpu_nvidia::start().expect_err("no driver here");
     assert!(err.contains("libcuda.so.1 not found"), "{err}");
     // A second start answers the same, without loading anything again.
-    assert_eq!(metron_gpu::start().expect_err("still off"), err);
+    assert_eq!(metron_gpu_nvidia::start().expect_err("still off"), err);
     {
         let _r = metron::scope!("cpu work");
     }
@@ -87,7 +87,7 @@ fn metron_avail_names_the_reason() {
 #[test]
 fn gpu_metrics_and_info_devices_follow_the_driver() {
     use metron::info::{self, InfoKind};
-    metron_gpu::register_info();
+    metron_gpu_nvidia::register_info();
     if driver_present() {
         let devices = info::devices();
         assert!(devices.iter().any(|d| d == "gpu0"), "{devices:?}");
@@ -95,7 +95,7 @@ fn gpu_metrics_and_info_devices_follow_the_driver() {
         assert!(!metrics.is_empty());
         return;
     }
-    let why = metron_gpu::metrics(0).expect_err("no driver here");
+    let why = metron_gpu_nvidia::metrics(0).expect_err("no driver here");
     assert!(why.contains("libcuda.so.1"), "{why}");
     assert_eq!(info::devices(), ["cpu"]);
     let err = info::iterate("gpu0", InfoKind::Metric, |_| {

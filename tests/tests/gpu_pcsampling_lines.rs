@@ -124,7 +124,7 @@ fn sampled_pcs_resolve_to_nvdisasm_lines() {
     let bytes = build_cubin(&root, repo, "pc_lines.cu", BUILD_DIR);
     let cupti = root.join("lib/libcupti.so.13");
     let cupti = cupti.to_str().unwrap();
-    let crc = metron_gpu::pc_sampling::cubin_crc(cupti, &bytes).expect("cuptiGetCubinCrc");
+    let crc = metron_gpu_nvidia::pc_sampling::cubin_crc(cupti, &bytes).expect("cuptiGetCubinCrc");
     if crc != want_crc {
         println!("SKIP: the cubin built here (crc {crc:#x}) is not the one disassembled on the GPU machine ({want_crc:#x}): another nvcc, or pc_lines.cu changed");
         return;
@@ -134,7 +134,7 @@ fn sampled_pcs_resolve_to_nvdisasm_lines() {
     let mut mismatches = Vec::new();
     for ((function, off), line) in &lines {
         functions.insert(function.clone());
-        match metron_gpu::pc_sampling::cubin_source_line(cupti, &bytes, function, *off) {
+        match metron_gpu_nvidia::pc_sampling::cubin_source_line(cupti, &bytes, function, *off) {
             Ok(Some((_, file, got))) => {
                 assert!(file.ends_with("pc_lines.cu"), "{file}");
                 if got != *line {

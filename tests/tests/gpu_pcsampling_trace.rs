@@ -1,5 +1,5 @@
 //! PC sampling's stall annotations in the Perfetto trace, without a GPU: a fake backend submits
-//! kernel records, `metron_gpu::pc_sampling::replay` feeds recorded CUPTI PC records (laid out
+//! kernel records, `metron_gpu_nvidia::pc_sampling::replay` feeds recorded CUPTI PC records (laid out
 //! as `CUpti_PCSamplingData`, decoded as Metron decodes CUPTI's, in continuous mode), and the
 //! run writes its outputs. The trace, decoded by the independent validator with the official
 //! Perfetto protos, must have a `PC sampling` track under the kernels' stream track with one
@@ -7,7 +7,7 @@
 //! for that kernel (samples, top three stalls and their %, hottest line and its stall).
 
 use metron::gpu::{GpuKind, GpuRecord};
-use metron_gpu::pc_sampling::{replay, Mode, RecordedBuffer, RecordedPc};
+use metron_gpu_nvidia::pc_sampling::{replay, Mode, RecordedBuffer, RecordedPc};
 use metron_tests::fake_gpu;
 use serde_json::Value;
 use std::collections::HashMap;

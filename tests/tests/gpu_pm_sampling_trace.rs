@@ -1,7 +1,7 @@
 //! GPU metrics over time (PM sampling, issue 16) in the Perfetto trace and the summary, without a
 //! GPU: PM samples recorded on the H100 (`tests/data/pm_sampling_h100.json`: 318 samples of the
 //! five default metrics at 100 µs across three copy and three FMA kernels of `pm_mix`, with the
-//! run's kernels) go through `metron_gpu::pm_sampling::replay`, the decode path of a real run
+//! run's kernels) go through `metron_gpu_nvidia::pm_sampling::replay`, the decode path of a real run
 //! (time base, counter records, batch), while a fake backend submits the kernels. The trace,
 //! decoded by the independent validator with the official Perfetto protos, must have one counter
 //! track per metric under the GPU's metrics track with exactly the recorded values, and
@@ -11,7 +11,7 @@
 //! FMA kernels and low in the copies.
 
 use metron::gpu::{GpuKind, GpuRecord};
-use metron_gpu::pm_sampling::{replay, RecordedSample};
+use metron_gpu_nvidia::pm_sampling::{replay, RecordedSample};
 use metron_tests::fake_gpu;
 use serde_json::Value;
 use std::collections::HashMap;

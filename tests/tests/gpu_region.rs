@@ -3,7 +3,7 @@
 //! the mode decision (region mode only for single-pass metric sets).
 
 use metron::Component;
-use metron_gpu::{GpuCounters, MAX_GPU_FIELDS};
+use metron_gpu_nvidia::{GpuCounters, MAX_GPU_FIELDS};
 
 #[derive(metron::Bundle, Default)]
 struct WithGpu {
@@ -12,28 +12,31 @@ struct WithGpu {
 
 #[test]
 fn mode_setting_and_decision() {
-    assert_eq!(metron_gpu::parse_gpu_counter_mode(None), "kernel");
+    assert_eq!(metron_gpu_nvidia::parse_gpu_counter_mode(None), "kernel");
     assert_eq!(
-        metron_gpu::parse_gpu_counter_mode(Some(" Region ")),
+        metron_gpu_nvidia::parse_gpu_counter_mode(Some(" Region ")),
         "region"
     );
-    assert_eq!(metron_gpu::parse_gpu_counter_mode(Some("bogus")), "kernel");
     assert_eq!(
-        metron_gpu::decide_gpu_counter_mode("region", 1),
+        metron_gpu_nvidia::parse_gpu_counter_mode(Some("bogus")),
+        "kernel"
+    );
+    assert_eq!(
+        metron_gpu_nvidia::decide_gpu_counter_mode("region", 1),
         ("region", None)
     );
-    let (mode, note) = metron_gpu::decide_gpu_counter_mode("region", 10);
+    let (mode, note) = metron_gpu_nvidia::decide_gpu_counter_mode("region", 10);
     assert_eq!(mode, "kernel");
     assert!(note.unwrap().contains("repeat 10 times"));
     assert_eq!(
-        metron_gpu::decide_gpu_counter_mode("kernel", 10),
+        metron_gpu_nvidia::decide_gpu_counter_mode("kernel", 10),
         ("kernel", None)
     );
 }
 
 #[test]
 fn without_a_gpu_the_component_reads_nan_with_a_reason() {
-    if metron_gpu::probe().enabled || metron_gpu::probe().driver_path.is_some() {
+    if metron_gpu_nvidia::probe().enabled || metron_gpu_nvidia::probe().driver_path.is_some() {
         println!("SKIP: an NVIDIA driver is present here; the off path is not reachable");
         return;
     }
@@ -44,8 +47,8 @@ fn without_a_gpu_the_component_reads_nan_with_a_reason() {
     std::env::set_var("METRON_GPU_COUNTER_MODE", "region");
     let dir = std::env::temp_dir().join(format!("metron-gpu-region-{}", std::process::id()));
     metron::set_output_path(&dir.to_string_lossy()).expect("nothing flushed yet");
-    assert!(metron_gpu::start().is_err());
-    assert!(!metron_gpu::c_region_mode());
+    assert!(metron_gpu_nvidia::start().is_err());
+    assert!(!metron_gpu_nvidia::c_region_mode());
 
     let mut c = GpuCounters::default();
     c.start();
@@ -54,7 +57,7 @@ fn without_a_gpu_the_component_reads_nan_with_a_reason() {
     let mut out = [0.0; MAX_GPU_FIELDS];
     c.write_fields(&mut out);
     assert!(out.iter().all(|v| v.is_nan()));
-    let why = metron_gpu::region_reason().expect("a reason");
+    let why = metron_gpu_nvidia::region_reason().expect("a reason");
     assert!(why.contains("GPU counters are off"), "{why}");
 
     let names: Vec<&str> = GpuCounters::active_fields()
@@ -78,8 +81,8 @@ fn without_a_gpu_the_component_reads_nan_with_a_reason() {
         let _r = metron::scope!("step", WithGpu);
     }
     // The C hooks are no-ops when region mode is off.
-    metron_gpu::c_region_begin(1);
-    metron_gpu::c_region_end(1);
+    metron_gpu_nvidia::c_region_begin(1);
+    metron_gpu_nvidia::c_region_end(1);
     let report = metron::finish().expect("the run finishes");
     assert!(report.output_dir.join("summary.json").exists());
     let _ = std::fs::remove_dir_all(&dir);

@@ -29,7 +29,7 @@ use thread_state::meta;
 pub(crate) fn begin_id(id: u32) -> bool {
     ids::is_region_fast(id)
         && by_id::collecting()
-        && !metron_gpu::c_region_mode()
+        && !metron::gpu::region_counters_on()
         && thread_state::with_fast(
             #[inline(always)]
             |st| st.try_begin(id, meta::of(id, OpenKind::Region, false, true), None),
@@ -41,7 +41,7 @@ pub(crate) fn begin_id(id: u32) -> bool {
 pub(crate) fn end_id(id: u32) -> bool {
     let expect = meta::of(id, OpenKind::Region, false, false);
     by_id::collecting()
-        && !metron_gpu::c_region_mode()
+        && !metron::gpu::region_counters_on()
         && thread_state::with_fast(
             #[inline(always)]
             |st| {
@@ -70,7 +70,7 @@ pub(crate) enum Fast {
 /// `name` is NULL or a valid NUL-terminated string.
 #[inline(always)]
 pub(crate) unsafe fn begin(name: *const c_char, kind: OpenKind) -> Fast {
-    if name.is_null() || !by_id::collecting() || metron_gpu::c_region_mode() {
+    if name.is_null() || !by_id::collecting() || metron::gpu::region_counters_on() {
         return Fast::Checked;
     }
     thread_state::with_fast_or(
@@ -97,7 +97,7 @@ pub(crate) unsafe fn begin(name: *const c_char, kind: OpenKind) -> Fast {
 /// `name` is NULL or a valid NUL-terminated string.
 #[inline(always)]
 pub(crate) unsafe fn end(name: *const c_char, kind: OpenKind) -> Fast {
-    if name.is_null() || !by_id::collecting() || metron_gpu::c_region_mode() {
+    if name.is_null() || !by_id::collecting() || metron::gpu::region_counters_on() {
         return Fast::Checked;
     }
     let mut long = false;
@@ -137,7 +137,7 @@ pub(crate) unsafe fn end(name: *const c_char, kind: OpenKind) -> Fast {
 pub(crate) unsafe fn begin_long(name: *const c_char, kind: OpenKind) -> bool {
     !name.is_null()
         && by_id::collecting()
-        && !metron_gpu::c_region_mode()
+        && !metron::gpu::region_counters_on()
         && thread_state::with_fast(
             #[inline(always)]
             |st| {
@@ -161,7 +161,7 @@ pub(crate) unsafe fn begin_long(name: *const c_char, kind: OpenKind) -> bool {
 pub(crate) unsafe fn end_long(name: Option<*const c_char>, kind: OpenKind) -> bool {
     !name.is_some_and(|n| n.is_null())
         && by_id::collecting()
-        && !metron_gpu::c_region_mode()
+        && !metron::gpu::region_counters_on()
         && thread_state::with_fast(
             #[inline(always)]
             |st| {

@@ -565,7 +565,7 @@ impl ThreadState {
     #[inline(always)]
     pub(crate) fn push_word(&mut self, word: u64, name: Option<CName>) -> bool {
         let depth = self.fast.depth;
-        let gpu = metron_gpu::c_region_mode();
+        let gpu = metron::gpu::region_counters_on();
         match self.fast.stack.get_mut(depth) {
             Some(slot) => {
                 *slot = if gpu { word | meta::GPU } else { word };
@@ -574,9 +574,9 @@ impl ThreadState {
                 }
                 self.fast.depth = depth + 1;
                 // METRON_GPU_COUNTER_MODE=region: the outermost GPU-counted region opens a
-                // CUPTI user range (two relaxed loads when off).
+                // CUPTI user range (one relaxed load when off).
                 if gpu {
-                    metron_gpu::c_region_begin(self.fast.depth);
+                    metron::gpu::region_counters_begin(self.fast.depth);
                 }
                 true
             }
@@ -589,8 +589,8 @@ impl ThreadState {
     pub(crate) fn pop(&mut self) {
         // Region mode: the range closes and its values annotate the region (still open: the
         // callers end it in the record buffer after this).
-        if metron_gpu::c_region_mode() {
-            metron_gpu::c_region_end(self.fast.depth);
+        if metron::gpu::region_counters_on() {
+            metron::gpu::region_counters_end(self.fast.depth);
         }
         self.fast.depth = self.fast.depth.saturating_sub(1);
     }

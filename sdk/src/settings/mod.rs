@@ -246,7 +246,7 @@ impl Settings {
         let _ = value_of("METRON_FORK");
         // Read by `metron sample` (it sets PYTHONPERFSUPPORT); reported in metadata.json.
         let _ = value_of("METRON_SAMPLING_PYTHON");
-        // Read by the GPU backend (`metron-gpu`); checked and reported here like the rest.
+        // Read by the GPU backend (`metron-gpu-nvidia`); checked and reported here like the rest.
         for gpu in [
             "METRON_GPU",
             "METRON_GPU_ACTIVITY_BUFFER",

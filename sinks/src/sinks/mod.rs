@@ -2,6 +2,9 @@
 
 mod async_ranges;
 pub mod folded;
+pub mod gpu_join;
+pub mod gpu_pc_samples;
+pub mod gpu_pm_sampling;
 #[doc(hidden)]
 pub mod gpu_summary;
 pub mod kernels_csv;

@@ -1,10 +1,9 @@
 //! [`GpuCounters`]: per-region GPU counters as a `metron::Component`, through CUPTI Range
-//! Profiler user ranges (`METRON_GPU_COUNTER_MODE=region`), and the same for the C API's
-//! region begin/end ([`c_region_begin`], [`c_region_end`]).
+//! Profiler user ranges (`METRON_GPU_COUNTER_MODE=region`); the C API's regions get the same
+//! through `range_profiler/c_api.rs`.
 
 use crate::range_profiler;
 use metron::{Component, Field, Unit};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 
 /// The most metric columns a [`GpuCounters`] reports (hardware metrics then derived ones, as
@@ -130,72 +129,4 @@ impl Component for GpuCounters {
     fn active_fields() -> &'static [Field] {
         active()
     }
-}
-
-thread_local! {
-    /// The C API depth (this thread's open regions) at which a user range was opened; 0: none.
-    static C_OPEN_DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-}
-
-static C_KEYS: OnceLock<Vec<u32>> = OnceLock::new();
-static C_REASON_KEY: AtomicU32 = AtomicU32::new(0);
-
-/// Region mode is on for the C API's regions: the backend started with metrics and
-/// `METRON_GPU_COUNTER_MODE=region` (two relaxed loads: the C API's hot path asks it).
-#[inline]
-pub fn c_region_mode() -> bool {
-    range_profiler::region_requested()
-}
-
-/// The C API opened region number `depth` (1 = outermost) on this thread: opens a user range
-/// when region mode is on and none is open.
-pub fn c_region_begin(depth: usize) {
-    if !c_region_mode() || C_OPEN_DEPTH.with(|d| d.get()) != 0 {
-        return;
-    }
-    match range_profiler::region_begin() {
-        Ok(()) => C_OPEN_DEPTH.with(|d| d.set(depth)),
-        Err(e) => {
-            let reason = range_profiler::refuse(e);
-            annotate_reason(&reason);
-        }
-    }
-}
-
-/// The C API is about to close region number `depth` (still open, so annotations go to it):
-/// when it opened the user range, closes it and annotates the region with `gpu.<metric>`
-/// values (or `gpu.counters_error`).
-pub fn c_region_end(depth: usize) {
-    if C_OPEN_DEPTH.with(|d| d.get()) != depth || depth == 0 {
-        return;
-    }
-    C_OPEN_DEPTH.with(|d| d.set(0));
-    match range_profiler::region_end() {
-        Ok(values) => {
-            let keys = C_KEYS.get_or_init(|| {
-                range_profiler::region_columns()
-                    .iter()
-                    .map(|c| {
-                        metron::intern(&format!("gpu.{c}"), metron::CallsiteKind::AnnotationKey)
-                    })
-                    .collect()
-            });
-            for (&k, v) in keys.iter().zip(values) {
-                metron::by_id::annotate(k, metron::AnnotationValue::F64(v));
-            }
-        }
-        Err(e) => {
-            let reason = range_profiler::refuse(e);
-            annotate_reason(&reason);
-        }
-    }
-}
-
-fn annotate_reason(reason: &str) {
-    let mut key = C_REASON_KEY.load(Ordering::Relaxed);
-    if key == 0 {
-        key = metron::intern("gpu.counters_error", metron::CallsiteKind::AnnotationKey);
-        C_REASON_KEY.store(key, Ordering::Relaxed);
-    }
-    metron::by_id::annotate(key, metron::AnnotationValue::Str(reason));
 }

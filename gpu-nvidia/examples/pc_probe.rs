@@ -1,4 +1,4 @@
-//! Device check of PC sampling from Rust: `metron_gpu::GpuPcSampling` in a bundle around a
+//! Device check of PC sampling from Rust: `metron_gpu_nvidia::GpuPcSampling` in a bundle around a
 //! `metron::scope!` that launches a hand-written PTX kernel (JIT-compiled: no line information,
 //! so samples show as function + offset) twice through the driver API (`libcuda.so.1` loaded at
 //! run time). Run with `METRON_GPU_PC_SAMPLING=10`: each `step` reads `sampled_launches` = 2,
@@ -9,12 +9,12 @@ mod probe_support;
 
 #[derive(metron::Bundle, Default)]
 struct Step {
-    pc: metron_gpu::GpuPcSampling,
+    pc: metron_gpu_nvidia::GpuPcSampling,
 }
 
 fn main() {
     assert!(metron::init());
-    if let Err(e) = metron_gpu::start() {
+    if let Err(e) = metron_gpu_nvidia::start() {
         eprintln!("pc_probe: GPU backend off: {e}");
     }
     let kernel = probe_support::SpinKernel::load();

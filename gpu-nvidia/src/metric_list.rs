@@ -213,7 +213,7 @@ pub fn register_info() {
     });
 }
 
-/// Registers at load, so that every program linking metron-gpu (the C library, the CLI) lists
+/// Registers at load, so that every program linking metron-gpu-nvidia (the C library, the CLI) lists
 /// its GPUs in `metron::info` without a call of its own.
 #[used]
 #[link_section = ".init_array"]

@@ -1,4 +1,4 @@
-//! Device check of region mode from Rust: `metron_gpu::GpuCounters` in a bundle around a
+//! Device check of region mode from Rust: `metron_gpu_nvidia::GpuCounters` in a bundle around a
 //! `metron::scope!` that launches a hand-written PTX kernel twice through the driver API
 //! (`libcuda.so.1` loaded at run time). Run with `METRON_GPU_METRICS=...` and
 //! `METRON_GPU_COUNTER_MODE=region` (or `kernel`, to compare with per-kernel values).
@@ -8,12 +8,12 @@ mod probe_support;
 
 #[derive(metron::Bundle, Default)]
 struct Step {
-    gpu: metron_gpu::GpuCounters,
+    gpu: metron_gpu_nvidia::GpuCounters,
 }
 
 fn main() {
     assert!(metron::init());
-    if let Err(e) = metron_gpu::start() {
+    if let Err(e) = metron_gpu_nvidia::start() {
         eprintln!("region_probe: GPU backend off: {e}");
     }
     let kernel = probe_support::SpinKernel::load();
@@ -26,7 +26,7 @@ fn main() {
     }
     let report = metron::finish().expect("the run finishes");
     println!("region_probe: wrote {}", report.output_dir.display());
-    if let Some(why) = metron_gpu::region_reason() {
+    if let Some(why) = metron_gpu_nvidia::region_reason() {
         println!("region_probe: last NaN reason: {why}");
     }
 }
