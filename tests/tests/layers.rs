@@ -96,3 +96,57 @@ fn an_upward_import_fails_the_check() {
     let _ = std::fs::remove_dir_all(clean);
     let _ = std::fs::remove_dir_all(bad);
 }
+
+/// The import circles `scripts/import-cycles.py` finds are exactly those the architecture page
+/// lists (with why each remains): a new circle, or one that is gone, fails until the page says so.
+#[test]
+fn the_architecture_page_lists_every_import_circle() {
+    let out = Command::new("python3")
+        .arg(repo().join("scripts/import-cycles.py"))
+        .current_dir(repo())
+        .output()
+        .expect("python3 runs scripts/import-cycles.py (install python3)");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "import-cycles.py failed:\n{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let found: std::collections::BTreeSet<(String, Vec<String>)> = text
+        .lines()
+        .filter_map(|l| l.split_once(": "))
+        .map(|(krate, files)| {
+            let mut files: Vec<String> = files.split(", ").map(str::to_string).collect();
+            files.sort();
+            (krate.to_string(), files)
+        })
+        .collect();
+    let page = std::fs::read_to_string(repo().join("docs/src/architecture.md")).unwrap();
+    let table = page
+        .split("**Import circles.**")
+        .nth(1)
+        .and_then(|t| t.split("**`unsafe`.**").next())
+        .expect("architecture.md has its Import circles paragraph");
+    let listed: std::collections::BTreeSet<(String, Vec<String>)> = table
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .map(|l| {
+            let cells: Vec<&str> = l.split(" | ").collect();
+            let krate = cells[0]
+                .trim_start_matches("| ")
+                .trim_matches('`')
+                .to_string();
+            let mut files: Vec<String> = cells[1]
+                .split(", ")
+                .map(|f| f.trim().trim_matches('`').to_string())
+                .collect();
+            files.sort();
+            (krate, files)
+        })
+        .collect();
+    assert_eq!(
+        found, listed,
+        "scripts/import-cycles.py (left) and docs/src/architecture.md's circle table (right) \
+         differ: list each circle with why it remains, or remove the gone ones"
+    );
+}
