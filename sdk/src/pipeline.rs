@@ -201,17 +201,19 @@ impl Pipeline {
                             if next.header == crate::record::header(head.id, kind::END, 0, 0) {
                                 let begin_ns = last_ns;
                                 last_ns = to_ns(&cal, next.ticks).max(last_ns);
-                                events.push(Event::Begin {
-                                    ts_ns: begin_ns,
-                                    site,
-                                });
-                                events.push(Event::End {
-                                    begin_ns,
-                                    ts_ns: last_ns,
-                                    site,
-                                    values: &[],
-                                    closed_by_metron: false,
-                                });
+                                events.extend_from_slice(&[
+                                    Event::Begin {
+                                        ts_ns: begin_ns,
+                                        site,
+                                    },
+                                    Event::End {
+                                        begin_ns,
+                                        ts_ns: last_ns,
+                                        site,
+                                        values: &[],
+                                        closed_by_metron: false,
+                                    },
+                                ]);
                                 decoded += 2;
                                 i += 2;
                                 continue;
@@ -684,6 +686,101 @@ impl DecodeBench {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::{Arc, Mutex};
+
+    /// Writes each event it gets as a line: what, site, times.
+    struct Lines(Arc<Mutex<Vec<String>>>);
+
+    impl Sink for Lines {
+        fn name(&self) -> &str {
+            "lines"
+        }
+        fn events(&mut self, _thread: &ThreadInfo, events: &[Event<'_>]) {
+            let mut out = self.0.lock().unwrap();
+            for e in events {
+                out.push(match *e {
+                    Event::Begin { ts_ns, site } => format!("begin {} {ts_ns}", site.name),
+                    Event::End {
+                        begin_ns,
+                        ts_ns,
+                        site,
+                        closed_by_metron,
+                        ..
+                    } => format!("end {} {begin_ns} {ts_ns} {closed_by_metron}", site.name),
+                    other => format!("{other:?}"),
+                });
+            }
+        }
+        fn finish(&mut self, _run: &RunInfo) -> std::io::Result<Vec<PathBuf>> {
+            Ok(Vec::new())
+        }
+    }
+
+    #[test]
+    fn regions_with_nothing_inside_decode_as_nested_ones_do_across_batch_boundaries() {
+        let a = callsite::intern("pair a", crate::CallsiteKind::Region);
+        let b = callsite::intern("pair b", crate::CallsiteKind::Region);
+        let base = clock::calibration().ticks0;
+        let rec = |id, k, at: u64| Slot {
+            ticks: base + 1_000 * at,
+            header: crate::record::header(id, k, 0, 0),
+        };
+        let (begin, end) = (kind::BEGIN, kind::END);
+        // a (empty), a { b (empty), b (empty) }, a whose end is in the next batch, then an
+        // end of b that closes nothing (unbalanced) and an a left open until the end.
+        let first = [
+            rec(a, begin, 1),
+            rec(a, end, 2),
+            rec(a, begin, 3),
+            rec(b, begin, 4),
+            rec(b, end, 5),
+            rec(b, begin, 6),
+            rec(b, end, 7),
+            rec(a, end, 8),
+            rec(a, begin, 9),
+        ];
+        let second = [rec(a, end, 10), rec(b, end, 11), rec(a, begin, 12)];
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let mut pipeline = Pipeline::new(
+            vec![Box::new(Lines(Arc::clone(&lines)))],
+            std::env::temp_dir().join("metron-pipeline-pairs-unused"),
+        );
+        let producer = crate::buffer::ProducerInfo {
+            tid: 1,
+            thread_name: "t".into(),
+            index: 7,
+        };
+        // Each batch's times through the calibration it was decoded with (refined per batch).
+        let mut cals = Vec::new();
+        for records in [&first[..], &second[..]] {
+            pipeline.consume(Batch {
+                producer: &producer,
+                records,
+                dropped: 0,
+            });
+            cals.push(pipeline.calibration);
+        }
+        // The oracle: the same events written by hand from the records (a region's begin is
+        // the time of its begin record).
+        let t = |at: u64| to_ns(&cals[usize::from(at > 9)], base + 1_000 * at);
+        let expected = [
+            format!("begin pair a {}", t(1)),
+            format!("end pair a {} {} false", t(1), t(2)),
+            format!("begin pair a {}", t(3)),
+            format!("begin pair b {}", t(4)),
+            format!("end pair b {} {} false", t(4), t(5)),
+            format!("begin pair b {}", t(6)),
+            format!("end pair b {} {} false", t(6), t(7)),
+            format!("end pair a {} {} false", t(3), t(8)),
+            format!("begin pair a {}", t(9)),
+            format!("end pair a {} {} false", t(9), t(10)),
+            format!("begin pair a {}", t(12)),
+        ];
+        assert_eq!(*lines.lock().unwrap(), expected);
+        let state = &pipeline.threads[&7];
+        assert_eq!((state.records_written, state.unbalanced_ends), (12, 1));
+        assert_eq!(state.stack.len(), 1, "the last a is still open");
+    }
 
     #[test]
     fn the_fast_conversion_rounds_as_the_calibration_does() {
