@@ -2,8 +2,8 @@
 # The whole-process numbers of docs/src/performance.md ("The back end keeps up"): one thread
 # recording regions as fast as it can with Metron's defaults on (benches/src/bin/regions.rs),
 # the quickstart against METRON_ENABLED=0, 2*10^5 distinct names, the time from `main`'s return
-# to the process's exit, and instructions per region over every thread (callgrind, difference
-# of 10^5 and 10^6 regions).
+# to the process's exit, instructions per region over every thread (callgrind, difference
+# of 10^5 and 10^6 regions) and the quickstart's instructions against METRON_ENABLED=0.
 #
 # Usage: scripts/bench-backend.sh            (builds, then measures this build)
 # Env:   BASE=DIR  also runs DIR/regions and DIR/quickstart (binaries of another build, e.g.
@@ -79,6 +79,18 @@ if [ "${CALLGRIND:-1}" != 0 ] && command -v valgrind >/dev/null; then
     }
     a=$(ir 100000); c=$(ir 1000000)
     echo "| instructions per region, every thread (callgrind, (Ir(10^6) - Ir(10^5)) / 900000) | $name | - | $(( (c - a) / 900000 )) | - |"
+  done
+  # The quickstart's instructions, every thread, against METRON_ENABLED=0: what its wall
+  # ratio is made of, without the load of the machine in it.
+  for b in "${builds[@]}"; do
+    IFS=: read -r name _ quick <<<"$b"
+    qir() {
+      env "$@" METRON_OUTPUT_PATH="$OUT/cgq" valgrind --tool=callgrind \
+        --callgrind-out-file="$OUT/cgq.out" "$quick" 2>&1 | sed -n 's/.*Collected : //p'
+      rm -rf "$OUT/cgq"
+    }
+    on=$(qir METRON_ENABLED=1); off=$(qir METRON_ENABLED=0)
+    echo "| quickstart instructions, every thread (callgrind) | $name | - | $((on / 1000000)) M vs $((off / 1000000)) M with METRON_ENABLED=0: x$(echo "$on $off" | awk '{printf "%.2f", $1/$2}') | - |"
   done
 fi
 rm -rf "$OUT"

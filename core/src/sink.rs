@@ -165,6 +165,52 @@ pub struct Died {
     pub frames: Vec<String>,
 }
 
+/// What kinds of event a batch holds besides region begins and ends, as the decoder counted
+/// them: a sink that reads only samples (the folded stacks) skips the batches that have none,
+/// instead of looking at every event. A caller that does not know says [`Present::ALL`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Present {
+    /// At least one [`Event::Sample`].
+    pub samples: bool,
+    /// At least one [`Event::AsyncBegin`] or [`Event::AsyncEnd`].
+    pub asyncs: bool,
+    /// At least one event other than `Begin`, `End`, `Sample`, `AsyncBegin` and `AsyncEnd`.
+    pub other: bool,
+}
+
+impl Present {
+    /// Anything may be present.
+    pub const ALL: Present = Present {
+        samples: true,
+        asyncs: true,
+        other: true,
+    };
+    /// Only region begins and ends.
+    pub const REGIONS_ONLY: Present = Present {
+        samples: false,
+        asyncs: false,
+        other: false,
+    };
+
+    /// Adds `event`'s kind.
+    #[inline]
+    pub fn add(&mut self, event: &Event<'_>) {
+        match event {
+            Event::Begin { .. } | Event::End { .. } => {}
+            Event::Sample { .. } => self.samples = true,
+            Event::AsyncBegin { .. } | Event::AsyncEnd { .. } => self.asyncs = true,
+            _ => self.other = true,
+        }
+    }
+
+    /// What `events` hold (one pass over them).
+    pub fn of(events: &[Event<'_>]) -> Present {
+        let mut present = Present::REGIONS_ONLY;
+        events.iter().for_each(|e| present.add(e));
+        present
+    }
+}
+
 /// A consumer of decoded events (summary, trace, CSV, user callbacks).
 ///
 /// Called on the flusher thread, never on the hot path: allocation and I/O are fine here.
@@ -173,6 +219,13 @@ pub trait Sink: Send {
     fn name(&self) -> &str;
     /// Events of one thread, in recording order. A thread's events may arrive over many calls.
     fn events(&mut self, thread: &ThreadInfo, events: &[Event<'_>]);
+    /// [`Sink::events`] with what the decoder saw in the batch, so that a sink can skip a
+    /// pass over events it has no use for (the flusher's pipeline calls this one). The default
+    /// hands the events to [`Sink::events`].
+    fn batch(&mut self, thread: &ThreadInfo, events: &[Event<'_>], present: Present) {
+        let _ = present;
+        self.events(thread, events);
+    }
     /// The run is over: write outputs into `run.output_dir` and return the files written.
     fn finish(&mut self, run: &RunInfo) -> std::io::Result<Vec<PathBuf>>;
     /// GPU activity records (kernels, copies, API calls) from a GPU backend, in the order the

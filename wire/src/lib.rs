@@ -28,8 +28,8 @@ pub mod write;
 pub use read::{fields, packed_varints, read_varint, Fields, Malformed, PackedVarints, WireError};
 pub use stream::{Frame, PacketReader, StreamError};
 pub use write::{
-    close_len, open_len, put_bytes, put_field, put_fixed32, put_fixed64, put_tag, put_uint,
-    put_varint, put_varint_at, tag,
+    close_len, open_len, put_bytes, put_field, put_fixed32, put_fixed64, put_short_varint_at,
+    put_tag, put_uint, put_varint, put_varint_at, tag,
 };
 
 /// Wire type 0: a varint (`uint64`, `int64`, `bool`, enums).

@@ -34,6 +34,21 @@ pub fn put_varint_at(b: &mut [u8], mut at: usize, mut v: u64) -> usize {
     at + 1
 }
 
+/// Writes `v` (below 2^14) as a varint of one or two bytes at `b[at..]` and returns the
+/// position after it: the trace encoder's deltas and lengths of a region pair, with no loop.
+#[inline(always)]
+pub fn put_short_varint_at(b: &mut [u8], at: usize, v: u64) -> usize {
+    debug_assert!(v < 0x4000);
+    if v < 0x80 {
+        b[at] = v as u8;
+        at + 1
+    } else {
+        b[at] = v as u8 | 0x80;
+        b[at + 1] = (v >> 7) as u8;
+        at + 2
+    }
+}
+
 /// Appends the tag of field `field` with wire type `wire_type`.
 #[inline]
 pub fn put_tag(out: &mut Vec<u8>, field: u32, wire_type: u32) {

@@ -16,7 +16,7 @@
 //! in `metadata.json`, with the `PYTHONPERFSUPPORT` the program ran with.
 
 use super::profile::{Clock, Names, SampleCollector};
-use crate::sink::{Event, RunInfo, Sink, ThreadInfo};
+use crate::sink::{Event, Present, RunInfo, Sink, ThreadInfo};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -82,6 +82,13 @@ impl Sink for FoldedSink {
                     self.samples.add(thread, frames, trigger);
                 }
             }
+        }
+    }
+
+    fn batch(&mut self, thread: &ThreadInfo, events: &[Event<'_>], present: Present) {
+        // Only samples make stacks: a batch of regions is not looked at.
+        if present.samples {
+            self.events(thread, events);
         }
     }
 

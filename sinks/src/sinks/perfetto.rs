@@ -654,17 +654,51 @@ impl PerfettoSink {
             return 0;
         };
         let enc = &mut self.enc;
+        // The thread's state in locals for the run (stored back once): the loop's only
+        // stores are the packet bytes.
+        let (seq, mut clock, mut depth) = (t.seq_id, t.clock, t.depth);
+        // An annotation waiting for a region at this depth or deeper makes that region's end
+        // go through `event` (the pending list does not change inside this loop).
+        let pending_from = t.pending.last().map_or(u32::MAX, |p| p.0);
+        let values_ignored = !cats.values;
+        // At most 14 bytes per ordinary slice packet: no capacity check takes a slow turn.
+        enc.buf.reserve(events.len() * 14);
         let (mut begun, mut ended) = (0u64, 0u64);
-        let mut n = 0;
-        for event in events {
-            match *event {
-                Event::Begin { ts_ns, site } if ts_ns >= t.clock => {
+        let mut known = u64::MAX;
+        let mut i = 0;
+        while i < events.len() {
+            match events[i] {
+                Event::Begin { ts_ns, site } if ts_ns >= clock => {
                     let iid = u64::from(site.id());
-                    if !t.seq.has_event_name(iid) {
-                        break;
+                    // A loop opens the same region again and again: its name was checked.
+                    if iid != known {
+                        if !t.seq.has_event_name(iid) {
+                            break;
+                        }
+                        known = iid;
                     }
-                    enc.slice(t.seq_id, &mut t.clock, ts_ns, Some(iid));
-                    t.depth += 1;
+                    // Its end next, ordinary too (a region with nothing inside): both
+                    // packets in one write.
+                    if let Some(&Event::End {
+                        ts_ns: end_ns,
+                        values,
+                        closed_by_metron: false,
+                        ..
+                    }) = events.get(i + 1)
+                    {
+                        if end_ns >= ts_ns
+                            && (values.is_empty() || values_ignored)
+                            && (pending_from == u32::MAX || pending_from <= depth)
+                        {
+                            enc.slice_pair(seq, &mut clock, ts_ns, end_ns, iid);
+                            begun += 1;
+                            ended += 1;
+                            i += 2;
+                            continue;
+                        }
+                    }
+                    enc.slice(seq, &mut clock, ts_ns, Some(iid));
+                    depth += 1;
                     begun += 1;
                 }
                 Event::End {
@@ -672,22 +706,25 @@ impl PerfettoSink {
                     values,
                     closed_by_metron: false,
                     ..
-                } if ts_ns >= t.clock
-                    && (values.is_empty() || !cats.values)
-                    && t.pending.last().is_none_or(|p| p.0 < t.depth) =>
+                } if ts_ns >= clock
+                    && (values.is_empty() || values_ignored)
+                    && (pending_from == u32::MAX || pending_from < depth) =>
                 {
-                    enc.slice(t.seq_id, &mut t.clock, ts_ns, None);
-                    t.depth = t.depth.saturating_sub(1);
+                    enc.slice(seq, &mut clock, ts_ns, None);
+                    depth = depth.saturating_sub(1);
                     ended += 1;
                 }
                 _ => break,
             }
-            n += 1;
+            i += 1;
         }
+        t.clock = clock;
+        t.depth = depth;
+        enc.packets += begun + ended;
         self.counts.slices_begun += begun;
         self.counts.slices_ended += ended;
         self.counts.track_events += begun + ended;
-        n
+        (begun + ended) as usize
     }
 
     /// Where the encoder stands (to take the next event back if it does not fit).

@@ -163,7 +163,8 @@ pub(crate) type FastSet<K> =
     std::collections::HashSet<K, std::hash::BuildHasherDefault<FastHasher>>;
 
 use metron_wire::{
-    close_len, open_len, put_fixed64, put_tag, put_varint, put_varint_at, LEN, VARINT,
+    close_len, open_len, put_fixed64, put_short_varint_at, put_tag, put_varint, put_varint_at, LEN,
+    VARINT,
 };
 
 /// The packet buffer and what was encoded into it.
@@ -269,7 +270,9 @@ impl Encoder {
     /// A slice begin (`iid: Some`) or end on a thread's sequence, in one write: the packet is
     /// `timestamp` (delta), the sequence id and `track_event { type name_iid }`, 11 to 14
     /// bytes for an ordinary region (the track comes from the sequence's defaults, the clock
-    /// from its incremental clock). `ts` must not be before `*clock`.
+    /// from its incremental clock). `ts` must not be before `*clock`. The packet is not
+    /// counted in [`Encoder::packets`]: the caller adds the slices it wrote once per run of
+    /// them (a count kept in a register, not a store per packet).
     #[inline]
     pub(crate) fn slice(&mut self, seq: u64, clock: &mut u64, ts: u64, iid: Option<u64>) {
         debug_assert!(ts >= *clock);
@@ -298,10 +301,60 @@ impl Encoder {
                 }
             }
             *clock = ts;
-            self.packets += 1;
             return;
         }
         self.slice_any(seq, clock, ts, iid)
+    }
+
+    /// A slice begin at `begin` and its end at `end` with nothing between them, as
+    /// [`Encoder::slice`] writes them (the same two packets), in one write of 22 bytes when
+    /// every varint is one byte. `begin` must not be before `*clock`, nor `end` before `begin`.
+    #[inline]
+    pub(crate) fn slice_pair(&mut self, seq: u64, clock: &mut u64, begin: u64, end: u64, iid: u64) {
+        debug_assert!(begin >= *clock && end >= begin);
+        let (d1, d2) = (begin - *clock, end - begin);
+        const TS: u8 = (packet::TIMESTAMP << 3 | VARINT) as u8;
+        const SEQ: u8 = (packet::TRUSTED_PACKET_SEQUENCE_ID << 3 | VARINT) as u8;
+        const TE: u8 = (packet::TRACK_EVENT << 3 | LEN) as u8;
+        const TYPE: u8 = (event::TYPE << 3 | VARINT) as u8;
+        const NAME: u8 = (event::NAME_IID << 3 | VARINT) as u8;
+        const PACKET: u8 = (TRACE_PACKET << 3 | LEN) as u8;
+        const B: u8 = event::TYPE_SLICE_BEGIN as u8;
+        const E: u8 = event::TYPE_SLICE_END as u8;
+        if d1 < 0x80 && d2 < 0x80 && seq < 0x80 && iid < 0x80 {
+            let (d1, d2, q, iid) = (d1 as u8, d2 as u8, seq as u8, iid as u8);
+            self.buf.extend_from_slice(&[
+                PACKET, 10, TS, d1, SEQ, q, TE, 4, TYPE, B, NAME, iid, //
+                PACKET, 8, TS, d2, SEQ, q, TE, 2, TYPE, E,
+            ]);
+            *clock = end;
+            return;
+        }
+        // Regions a few microseconds long: deltas of one or two bytes, the same packets laid
+        // out in a stack array and appended whole (a fixed-size copy, then the unused tail cut
+        // off), instead of the general varint writer.
+        if d1 < 0x4000 && d2 < 0x4000 && seq < 0x80 && iid < 0x80 {
+            let (q, iid) = (seq as u8, iid as u8);
+            let mut b = [0u8; 32];
+            b[0] = PACKET;
+            b[2] = TS;
+            let n = put_short_varint_at(&mut b, 3, d1);
+            b[n..n + 8].copy_from_slice(&[SEQ, q, TE, 4, TYPE, B, NAME, iid]);
+            b[1] = (n + 6) as u8;
+            let m = n + 8;
+            b[m] = PACKET;
+            b[m + 2] = TS;
+            let k = put_short_varint_at(&mut b, m + 3, d2);
+            b[k..k + 6].copy_from_slice(&[SEQ, q, TE, 2, TYPE, E]);
+            b[m + 1] = (k + 4 - m) as u8;
+            let at = self.buf.len();
+            self.buf.extend_from_slice(&b);
+            self.buf.truncate(at + k + 6);
+            *clock = end;
+            return;
+        }
+        self.slice(seq, clock, begin, Some(iid));
+        self.slice(seq, clock, end, None);
     }
 
     /// [`Encoder::slice`] with varints of any length.
@@ -334,7 +387,6 @@ impl Encoder {
         b[1] = (n - 2) as u8;
         self.buf.extend_from_slice(&b[..n]);
         *clock = ts;
-        self.packets += 1;
     }
 
     /// The first packet of a thread's sequence `seq` (track `track`) at `ts`: clears the
@@ -377,6 +429,33 @@ impl Encoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pair_is_the_same_bytes_as_its_two_slices_written_by_the_general_writer() {
+        // Deltas of one, two and three varint bytes, sequences and names past one byte.
+        let deltas = [0u64, 1, 127, 128, 5_000, 16_383, 16_384, 1 << 30];
+        for &(seq, iid) in &[(9u64, 3u64), (9, 200), (300, 3)] {
+            for &d1 in &deltas {
+                for &d2 in &deltas {
+                    let (mut pair, mut general) = (Encoder::default(), Encoder::default());
+                    let (mut c1, mut c2) = (1_000u64, 1_000u64);
+                    pair.slice_pair(seq, &mut c1, 1_000 + d1, 1_000 + d1 + d2, iid);
+                    general.slice_any(seq, &mut c2, 1_000 + d1, Some(iid));
+                    general.slice_any(seq, &mut c2, 1_000 + d1 + d2, None);
+                    assert_eq!(pair.buf, general.buf, "seq {seq} iid {iid} d1 {d1} d2 {d2}");
+                    assert_eq!(c1, c2);
+                    let mut single = Encoder::default();
+                    let mut c3 = 1_000u64;
+                    single.slice(seq, &mut c3, 1_000 + d1, Some(iid));
+                    single.slice(seq, &mut c3, 1_000 + d1 + d2, None);
+                    assert_eq!(
+                        single.buf, general.buf,
+                        "seq {seq} iid {iid} d1 {d1} d2 {d2}"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn lengths_are_minimal_even_past_one_byte() {

@@ -5,7 +5,7 @@
 use super::perfetto_encode::FastMap;
 use super::Stats;
 use crate::callsite::Callsite;
-use crate::sink::{Died, Event, RunInfo, Sink, ThreadInfo};
+use crate::sink::{Died, Event, Present, RunInfo, Sink, ThreadInfo};
 use metron_components::Unit;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -50,6 +50,8 @@ struct Node {
     metrics: Vec<Stats>,
     /// Metron's set-up time (ns) taken out of this region's wall time ([`SETUP_REGION`]).
     setup_excluded_ns: u64,
+    /// This node is a [`SETUP_REGION`] (decided once, not by a name compare per region).
+    is_setup: bool,
 }
 
 /// Children a node looks through one by one; past this many, its children are found through
@@ -76,6 +78,7 @@ impl Tree {
                 children: Vec::new(),
                 metrics: Vec::new(),
                 setup_excluded_ns: 0,
+                is_setup: false,
             }],
             index: FastMap::default(),
             last: (usize::MAX, 0, 0),
@@ -119,6 +122,7 @@ impl Tree {
             children: Vec::new(),
             metrics: vec![Stats::default(); width],
             setup_excluded_ns: 0,
+            is_setup: site.name == SETUP_REGION,
         });
         let id = self.nodes.len() - 1;
         self.nodes[parent].children.push(id);
@@ -922,9 +926,13 @@ impl Sink for SummarySink {
     }
 
     fn events(&mut self, thread: &ThreadInfo, events: &[Event<'_>]) {
-        self.samples.events(thread, events);
-        // Async ranges are paired across threads: only batches that have some go there.
-        let mut has_async = false;
+        self.batch(thread, events, Present::of(events));
+    }
+
+    fn batch(&mut self, thread: &ThreadInfo, events: &[Event<'_>], present: Present) {
+        if present.samples {
+            self.samples.events(thread, events);
+        }
         let t = self
             .threads
             .entry(thread.index)
@@ -937,12 +945,35 @@ impl Sink for SummarySink {
                 dropped: 0,
                 setup: (0, 0),
             });
-        t.info = thread.clone();
-        for event in events {
+        if t.info != *thread {
+            t.info = thread.clone();
+        }
+        let mut i = 0;
+        while i < events.len() {
+            let event = &events[i];
+            i += 1;
             match *event {
                 Event::Begin { site, .. } => {
                     let parent = t.open.last().map_or(0, |o| o.0);
                     let node = t.tree.child(parent, site);
+                    // A region with nothing inside (its end next, with no values): its time
+                    // goes to its node without passing through the open stack.
+                    if let Some(&Event::End {
+                        begin_ns,
+                        ts_ns,
+                        values: [],
+                        ..
+                    }) = events.get(i)
+                    {
+                        let n = &mut t.tree.nodes[node];
+                        if !n.is_setup {
+                            if let Some(wall) = n.metrics.first_mut() {
+                                wall.push(ts_ns.saturating_sub(begin_ns) as f64);
+                                i += 1;
+                                continue;
+                            }
+                        }
+                    }
                     t.open.push((node, 0));
                 }
                 Event::End {
@@ -955,10 +986,8 @@ impl Sink for SummarySink {
                         continue;
                     };
                     let wall = ts_ns.saturating_sub(begin_ns);
-                    let is_setup = t.tree.nodes[node]
-                        .site
-                        .is_some_and(|s| s.name == SETUP_REGION);
-                    if is_setup {
+                    let n = &mut t.tree.nodes[node];
+                    if n.is_setup {
                         // Every region this set-up slice interrupted loses its time.
                         t.setup.0 += 1;
                         t.setup.1 += wall;
@@ -966,11 +995,15 @@ impl Sink for SummarySink {
                             open.1 += wall;
                         }
                     }
-                    t.tree.nodes[node].setup_excluded_ns += excluded;
-                    let metrics = &mut t.tree.nodes[node].metrics;
-                    metrics[0].push(wall.saturating_sub(excluded) as f64);
-                    for (m, v) in metrics[1..].iter_mut().zip(values) {
-                        m.push(*v);
+                    n.setup_excluded_ns += excluded;
+                    let Some((wall_stats, rest)) = n.metrics.split_first_mut() else {
+                        continue;
+                    };
+                    wall_stats.push(wall.saturating_sub(excluded) as f64);
+                    if !values.is_empty() {
+                        for (m, v) in rest.iter_mut().zip(values) {
+                            m.push(*v);
+                        }
                     }
                 }
                 Event::Counter { site, value, ts_ns } => {
@@ -981,12 +1014,13 @@ impl Sink for SummarySink {
                 }
                 Event::Instant { site, .. } => *t.marks.entry(site.name).or_default() += 1,
                 Event::Dropped { count, .. } => t.dropped += count,
-                Event::AsyncBegin { .. } | Event::AsyncEnd { .. } => has_async = true,
+                Event::AsyncBegin { .. } | Event::AsyncEnd { .. } => {}
                 Event::Sample { .. } => {}
                 Event::Annotation { .. } | Event::ThreadName { .. } => {}
             }
         }
-        if has_async {
+        // Async ranges are paired across threads: only batches that have some go there.
+        if present.asyncs {
             self.async_ranges.events(thread.index, events);
         }
     }
