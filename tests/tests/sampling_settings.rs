@@ -76,14 +76,27 @@ fn realtime_sampling_reaches_a_sleeping_thread_at_the_asked_rate() {
 
 #[test]
 fn only_the_chosen_threads_are_sampled() {
-    let run = Scenario::new("scenario_sleep_then_spin")
-        .env("METRON_SAMPLING", "on")
-        // Index 0 is the process's main thread, which the sampler sees first (Metron starts before
-        // `main`); the test harness runs this scenario on the next thread, index 1.
-        .env("METRON_SAMPLING_TIDS", "1")
-        .run();
-    let data = run.data();
-    println!("{data}");
-    assert!(data["main_cpu"].as_u64().unwrap() >= 150, "{data}");
-    assert_eq!(data["worker_cpu"], 0, "{data}");
+    // Index 0 is the process's main thread, which the sampler sees first (Metron starts before
+    // `main`); the test harness runs this scenario on the next thread, index 1. A run where
+    // neither thread got a sample had index 1 taken by another thread (seen once in CI with two
+    // other sampling processes on the two cores, not reproduced in 3 quiet runs): the worker
+    // must never be sampled, and the chosen thread must be in one of three runs.
+    let mut last = None;
+    for attempt in 1..=3 {
+        let run = Scenario::new("scenario_sleep_then_spin")
+            .env("METRON_SAMPLING", "on")
+            .env("METRON_SAMPLING_TIDS", "1")
+            .run();
+        let data = run.data();
+        println!("attempt {attempt}: {data}");
+        assert_eq!(data["worker_cpu"], 0, "{data}");
+        let main_cpu = data["main_cpu"].as_u64().unwrap();
+        if main_cpu > 0 {
+            assert!(main_cpu >= 150, "{data}");
+            return;
+        }
+        println!("attempt {attempt}: index 1 was not the scenario's thread; running again");
+        last = Some(data);
+    }
+    panic!("the chosen thread (index 1) got no sample in three runs: {last:?}");
 }
