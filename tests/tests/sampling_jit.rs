@@ -107,6 +107,8 @@ fn samples_in_jit_code_are_named_from_the_perf_map_with_their_shares() {
     let metadata = read_json(&folders[0], "metadata.json");
     let jit = &metadata["outputs"]["stacks"]["jit"];
     assert_eq!(jit["perf_map_entries"], 2, "{jit}");
-    assert_eq!(jit["frames"], 2, "{jit}");
+    // Distinct sampled addresses named from the map: at least one per function (a loop of a
+    // few instructions gives 2 or 3 between runs).
+    assert!(jit["frames"].as_u64().unwrap_or(0) >= 2, "{jit}");
     let _ = std::fs::remove_dir_all(&dir);
 }
