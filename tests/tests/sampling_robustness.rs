@@ -182,16 +182,30 @@ scenario! {
         };
         let started = Instant::now();
         let mut flushes = 0u64;
+        // A thread that records nothing, started while the flushes run: only the sampler's
+        // scan can find it, which a flushing loop must not starve.
+        let mut quiet = None;
         while started.elapsed() < Duration::from_millis(1500) {
             metron::flush(); // drains regions and samples: samples land inside it
             flushes += 1;
+            if quiet.is_none() && started.elapsed() > Duration::from_millis(200) {
+                let stop = Arc::clone(&stop);
+                quiet = Some(std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        black_box(spin_for_cpu(1_000_000));
+                    }
+                    gettid()
+                }));
+            }
         }
         stop.store(true, Ordering::Relaxed);
         worker.join().unwrap();
+        let quiet_tid = quiet.expect("started").join().unwrap();
         metron::flush();
         emit_data(&json!({
             "flushes": flushes,
             "main_samples": log.of(gettid(), "cpu").len() + log.of(gettid(), "real").len(),
+            "quiet_samples": log.of(quiet_tid, "cpu").len() + log.of(quiet_tid, "real").len(),
         }));
     }
 }
@@ -208,6 +222,8 @@ fn samples_that_arrive_during_metrons_own_flush_are_taken_safely() {
     assert!(data["flushes"].as_u64().unwrap() > 10, "{data}");
     // The main thread does nothing but flush: its samples were taken inside the flush.
     assert!(data["main_samples"].as_u64().unwrap() >= 100, "{data}");
+    // Found by the scan while the main thread flushed without pause.
+    assert!(data["quiet_samples"].as_u64().unwrap() >= 50, "{data}");
     assert!(run.summary()["merged"].to_string().contains("busy"));
 }
 

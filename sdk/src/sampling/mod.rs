@@ -227,7 +227,7 @@ pub(crate) fn drain() {
     let _serial = DRAIN_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let mut batches = Vec::new();
     {
-        let mut reg = sampler::lock();
+        let mut reg = sampler::lock_for_drain();
         for t in reg.tracked.iter_mut() {
             let Some(slot) = slot::get(t.index) else {
                 continue;

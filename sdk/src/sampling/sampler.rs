@@ -28,6 +28,7 @@ use super::unwind::View;
 use super::{OPEN, VIEW};
 use serde::Serialize;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
@@ -111,7 +112,30 @@ pub(crate) struct Plan {
     pub(crate) start_ns: u64,
 }
 
+/// Threads that want the registry to add or find threads (the manager's scan, a thread
+/// attaching its buffer), waiting or about to. [`lock_for_drain`] lets them go first.
+static WAITING: AtomicUsize = AtomicUsize::new(0);
+
+/// The registry, for a thread that adds or finds threads.
 pub(crate) fn lock() -> std::sync::MutexGuard<'static, Registry> {
+    WAITING.fetch_add(1, Ordering::AcqRel);
+    let guard = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    WAITING.fetch_sub(1, Ordering::AcqRel);
+    guard
+}
+
+/// The registry, for draining: a program calling `metron::flush()` in a loop takes and
+/// releases it millions of times a second, and `std`'s mutex lets the releasing thread take
+/// it again before a woken waiter runs, so the manager never got it and threads that did
+/// not record regions were never armed (seen in CI: a flushing thread with 0 samples). The
+/// drain therefore yields, a bounded number of times, while anyone else waits.
+pub(crate) fn lock_for_drain() -> std::sync::MutexGuard<'static, Registry> {
+    for _ in 0..1000 {
+        if WAITING.load(Ordering::Acquire) == 0 {
+            break;
+        }
+        std::thread::yield_now();
+    }
     REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
 }
 
