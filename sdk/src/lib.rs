@@ -147,6 +147,13 @@ pub mod __private {
     pub use crate::{profile_future, profile_future_bundle, scope as profile_scope};
     pub use metron_components::{total_fields, Bundle, Component, ComponentInfo};
     pub use static_assertions::const_assert;
+
+    /// Lets threads record into this copy's runtime (what Metron's first constructor does).
+    /// For bindings linked from a static archive, whose linker may have left out the archive
+    /// member that holds the constructor: they call it on a thread's first use.
+    pub fn let_threads_record() {
+        crate::runtime::install_recording_hooks();
+    }
 }
 
 /// Declares the `static` call site of a macro invocation.

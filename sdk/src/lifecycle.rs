@@ -44,6 +44,20 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 /// `sys::process`, below the modules that check it.)
 pub use crate::sys::process::disabled_in_child;
 
+/// Runs first of all this copy's constructors (priority 100 sorts before the default and before
+/// programs' `constructor(101)`): lets threads record, so that a record from a program's own
+/// constructor that runs before [`START_BEFORE_MAIN`] still starts the runtime. It only stores
+/// a pointer: nothing it needs is initialised later.
+#[cfg(target_os = "linux")]
+#[used]
+#[link_section = ".init_array.00100"]
+static LET_THREADS_RECORD: extern "C" fn() = let_threads_record;
+
+#[cfg(target_os = "linux")]
+extern "C" fn let_threads_record() {
+    crate::runtime::install_recording_hooks();
+}
+
 /// Runs before `main`: registers [`install`] with the runtime and starts it. `.init_array`
 /// entries of the default priority run after the standard library's own (which records `argv`
 /// at priority 99), so `std::env::args` works. Without the `enabled` feature the runtime starts

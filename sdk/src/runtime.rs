@@ -123,6 +123,28 @@ pub(crate) fn get() -> Option<&'static Runtime> {
     Some(RUNTIME.get_or_init(start))
 }
 
+/// What a thread's first record asks of the runtime (see `thread_buffer`).
+static RECORDING_HOOKS: crate::thread_buffer::RecordingHooks =
+    crate::thread_buffer::RecordingHooks {
+        owner: crate::shared_runtime::owner,
+        service: recording_service,
+        attached: mark_used,
+    };
+
+/// Lets threads record into this runtime. Allocation-free: called from the first constructor
+/// (`lifecycle`), before any of the program's, and again at start.
+pub(crate) fn install_recording_hooks() {
+    crate::thread_buffer::install_hooks(&RECORDING_HOOKS);
+}
+
+/// The region service a thread attaches to: starts the runtime if needed; `None` while
+/// recording is off or when this copy joined another.
+fn recording_service() -> Option<&'static std::sync::Arc<crate::buffer::service::ServiceInner<Slot>>>
+{
+    let rt = get()?;
+    collecting().then_some(&rt.service.inner)
+}
+
 /// Turns recording on or off for the whole process (no effect when `METRON_ENABLED` is off
 /// or the run finished).
 pub(crate) fn set_collecting(on: bool) {
@@ -137,6 +159,7 @@ pub(crate) fn set_collecting(on: bool) {
 }
 
 fn start() -> Runtime {
+    install_recording_hooks();
     let settings = Settings::from_env();
     for error in &settings.errors {
         say(error.to_string());
@@ -595,7 +618,8 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
     let _ = std::fs::remove_file(run.output_dir.join(output_path::CLAIM_MARKER));
     let threads = pipeline.thread_stats();
     let written: u64 = threads.iter().map(|t| t.records_written).sum();
-    let dropped: u64 = threads.iter().map(|t| t.records_dropped).sum();
+    let before_hooks = crate::thread_buffer::dropped_before_hooks();
+    let dropped: u64 = threads.iter().map(|t| t.records_dropped).sum::<u64>() + before_hooks;
     // The last line names every output that failed, so a full disk is never reported as a
     // success.
     let failed = if errors.is_empty() {
@@ -605,6 +629,11 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
     };
     let mut cut = crate::sinks::perfetto::cut_note();
     cut.push_str(&backlog_note(&rt.service.backlog_stats()));
+    if before_hooks > 0 {
+        cut.push_str(&format!(
+            "; {before_hooks} records came before Metron's first constructor ran"
+        ));
+    }
     let refused = crate::metadata::refusals();
     if !refused.is_empty() {
         let list: Vec<String> = refused

@@ -4,12 +4,53 @@
 //! The first record of a thread takes the cold path: it attaches a producer (allocates its
 //! segments and thread info) and arms a second thread-local whose destructor hands the
 //! thread's last segment to the flusher when the thread exits.
+//!
+//! What the cold path needs from the layers above (the runtime to attach to, started on first
+//! use; the owning copy of Metron when this one joined another) comes through
+//! [`RecordingHooks`], which the runtime installs from a constructor that runs before any
+//! program constructor: this module names nothing above it.
 
 use crate::buffer::producer::RawProducer;
+use crate::buffer::service::ServiceInner;
 use crate::buffer::ProducerInfo;
 use crate::record::Slot;
-use crate::runtime;
+use crate::shared_runtime::abi::OwnerApi;
 use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+/// The runtime's answers to a thread's cold path.
+pub(crate) struct RecordingHooks {
+    /// The owner's functions when this copy of Metron joined another (which then records).
+    pub(crate) owner: fn() -> Option<&'static OwnerApi>,
+    /// Starts the runtime if needed; the region service to attach to, or `None` when this
+    /// copy does not record (recording off, a joined copy).
+    pub(crate) service: fn() -> Option<&'static Arc<ServiceInner<Slot>>>,
+    /// Called once a thread attached: the run has been used.
+    pub(crate) attached: fn(),
+}
+
+static HOOKS: OnceLock<&'static RecordingHooks> = OnceLock::new();
+
+/// Records a thread tried to write before the hooks were installed (a constructor that ran
+/// before Metron's): dropped, counted, reported in `metadata.json`.
+static BEFORE_HOOKS: AtomicU64 = AtomicU64::new(0);
+
+/// Installs the runtime's hooks (first call wins; allocation-free, so a constructor may call it).
+pub(crate) fn install_hooks(hooks: &'static RecordingHooks) {
+    let _ = HOOKS.set(hooks);
+}
+
+/// How many records were dropped because they came before the hooks.
+pub(crate) fn dropped_before_hooks() -> u64 {
+    BEFORE_HOOKS.load(Ordering::Relaxed)
+}
+
+/// The owner's functions when this copy joined another.
+#[inline]
+fn owner() -> Option<&'static OwnerApi> {
+    HOOKS.get().and_then(|h| (h.owner)())
+}
 
 thread_local! {
     static PRODUCER: RawProducer<Slot> = const { RawProducer::empty() };
@@ -70,7 +111,7 @@ fn write_slow(
     let slot = Slot { ticks, header };
     if !p.is_attached() {
         // A copy of Metron that joined another never attaches: the owner records.
-        if let Some(owner) = crate::shared_runtime::owner() {
+        if let Some(owner) = owner() {
             return (owner.write)(ticks, header, drop_weight, ends_region);
         }
     }
@@ -132,7 +173,7 @@ fn write_with_slow(
     fill: impl FnOnce(&mut [Slot]),
 ) -> bool {
     if !p.is_attached() {
-        if let Some(owner) = crate::shared_runtime::owner() {
+        if let Some(owner) = owner() {
             return write_through_owner(owner, n, drop_weight, ends_region, fill);
         }
     }
@@ -157,7 +198,7 @@ fn write_with_slow(
 /// [`write_with`] in a copy of Metron that joined another: the record is filled here and
 /// copied into the owner's buffer.
 fn write_through_owner(
-    owner: &crate::shared_runtime::abi::OwnerApi,
+    owner: &OwnerApi,
     n: usize,
     drop_weight: u64,
     ends_region: bool,
@@ -172,7 +213,7 @@ fn write_through_owner(
         &mut large[..n.min(255)]
     };
     fill(slots);
-    crate::shared_runtime::write_slots(owner, slots, drop_weight, ends_region)
+    crate::shared_runtime::abi::write_slots(owner, slots, drop_weight, ends_region)
 }
 
 #[inline(always)]
@@ -197,21 +238,22 @@ fn while_unpaused(p: &RawProducer<Slot>, store: impl FnOnce(&RawProducer<Slot>) 
 #[cold]
 #[inline(never)]
 fn make_room(p: &RawProducer<Slot>, n: usize, drop_weight: u64) -> bool {
-    if FORKED_CHILD.load(std::sync::atomic::Ordering::Relaxed) {
+    if FORKED_CHILD.load(Ordering::Relaxed) {
         return false;
     }
     if !p.is_attached() {
-        let Some(rt) = runtime::get() else {
+        let Some(hooks) = HOOKS.get() else {
+            BEFORE_HOOKS.fetch_add(drop_weight, Ordering::Relaxed);
             return false;
         };
         // Starting the runtime may have found METRON_ENABLED off.
-        if !runtime::collecting() {
+        let Some(service) = (hooks.service)() else {
+            return false;
+        };
+        if !p.attach(service, ProducerInfo::of_current_thread()) {
             return false;
         }
-        if !p.attach(&rt.service.inner, ProducerInfo::of_current_thread()) {
-            return false;
-        }
-        runtime::mark_used();
+        (hooks.attached)();
         // `try_with`: a write after this thread's thread-locals were destroyed (an `atexit`
         // handler on the main thread) still gets its record; the producer is drained at finish.
         let _ = EXIT.try_with(|_| {});
@@ -234,7 +276,7 @@ fn make_room(p: &RawProducer<Slot>, n: usize, drop_weight: u64) -> bool {
 
 /// Called when a thread attaches its buffer (cold path): installed by the sampler when it
 /// starts, so that it registers the thread at once without the hot path reaching up into it.
-static ON_ATTACH: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+static ON_ATTACH: OnceLock<fn()> = OnceLock::new();
 
 /// Installs the hook a thread's first record calls once its buffer is attached (first call
 /// wins).
@@ -248,13 +290,13 @@ static FORKED_CHILD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBo
 /// Fork child handler: forgets the forking thread's buffer without touching the parent's
 /// shared state (whose locks other parent threads may hold). Lock-free, allocation-free.
 pub(crate) fn forget_after_fork() {
-    FORKED_CHILD.store(true, std::sync::atomic::Ordering::Relaxed);
+    FORKED_CHILD.store(true, Ordering::Relaxed);
     let _ = PRODUCER.try_with(RawProducer::forget);
 }
 
 /// Stops recording on this thread until [`resume_thread`]; open regions still close.
 pub fn pause_thread() {
-    if let Some(owner) = crate::shared_runtime::owner() {
+    if let Some(owner) = owner() {
         return (owner.pause_thread)();
     }
     PAUSED.with(|c| c.set(true));
@@ -263,7 +305,7 @@ pub fn pause_thread() {
 
 /// Resumes recording on this thread after [`pause_thread`].
 pub fn resume_thread() {
-    if let Some(owner) = crate::shared_runtime::owner() {
+    if let Some(owner) = owner() {
         return (owner.resume_thread)();
     }
     PAUSED.with(|c| c.set(false));
@@ -272,7 +314,7 @@ pub fn resume_thread() {
 
 /// True while this thread is paused.
 pub fn thread_paused() -> bool {
-    if let Some(owner) = crate::shared_runtime::owner() {
+    if let Some(owner) = owner() {
         return (owner.thread_paused)();
     }
     PAUSED.with(Cell::get)

@@ -139,39 +139,6 @@ fn a_rust_program_under_metron_run_keeps_its_regions_in_the_one_run_folder() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Links `source` (C or C++) with `libmetron.a`; extra arguments go before the library.
-fn compile_static(source: &Path, out: &Path, extra: &[&str]) -> PathBuf {
-    let a = artifacts();
-    let cpp = source.extension().is_some_and(|e| e == "cpp");
-    let mut cc = Command::new(if cpp { "c++" } else { "cc" });
-    cc.arg(if cpp { "-std=c++17" } else { "-std=c99" })
-        .args(["-Wall", "-Wextra", "-Werror", "-O1", "-g", "-fPIC"])
-        .arg("-I")
-        .arg(&a.include)
-        .args(extra)
-        .arg(source)
-        .arg("-o")
-        .arg(out)
-        .arg(a.dir.join("libmetron.a"))
-        .args([
-            "-lstdc++",
-            "-lgcc_s",
-            "-lutil",
-            "-lrt",
-            "-lpthread",
-            "-lm",
-            "-ldl",
-        ]);
-    let result = cc.output().expect("run the compiler");
-    assert!(
-        result.status.success(),
-        "compiling {} with libmetron.a failed:\n{}",
-        source.display(),
-        String::from_utf8_lossy(&result.stderr)
-    );
-    out.to_path_buf()
-}
-
 fn one_runtime_program(name: &str) -> PathBuf {
     program("one_runtime").join(name)
 }

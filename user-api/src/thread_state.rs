@@ -232,6 +232,9 @@ impl Block for StateCell {
     }
 
     fn fresh() -> Box<StateCell> {
+        // A C program linked against `libmetron.a` may lack the archive member with Metron's
+        // constructors: its first thread state lets threads record instead.
+        metron::__private::let_threads_record();
         Box::new(
             const {
                 StateCell(RefCell::new(ThreadState {

@@ -303,3 +303,14 @@ pub unsafe fn component_from(desc: &ComponentDesc) -> ComponentInfo {
         active_fields: no_active_fields,
     }
 }
+
+/// Copies a whole record into the owner's buffer of the calling thread (`write_slots`).
+pub(crate) fn write_slots(
+    api: &OwnerApi,
+    slots: &[Slot],
+    drop_weight: u64,
+    ends_region: bool,
+) -> bool {
+    // SAFETY: `slots` is valid for its length during the call.
+    unsafe { (api.write_slots)(slots.as_ptr(), slots.len(), drop_weight, ends_region) }
+}

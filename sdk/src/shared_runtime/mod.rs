@@ -304,17 +304,6 @@ pub(crate) fn describe(
     Some((name, abi::kind_of(out.kind), out.n_components))
 }
 
-/// Writes `slots` as one record through the owner.
-pub(crate) fn write_slots(
-    api: &OwnerApi,
-    slots: &[crate::record::Slot],
-    drop_weight: u64,
-    ends_region: bool,
-) -> bool {
-    // SAFETY: `slots` is valid for its length during the call.
-    unsafe { (api.write_slots)(slots.as_ptr(), slots.len(), drop_weight, ends_region) }
-}
-
 /// The owner's `finish`.
 pub(crate) fn finish(api: &OwnerApi) -> Option<crate::RunReport> {
     let mut buf = vec![0u8; 1 << 16];

@@ -191,3 +191,36 @@ pub fn assert_success(out: &Output, what: &str) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Links `source` (C or C++) with `libmetron.a`; extra arguments go before the library.
+pub fn compile_static(source: &Path, out: &Path, extra: &[&str]) -> PathBuf {
+    let a = artifacts();
+    let cpp = source.extension().is_some_and(|e| e == "cpp");
+    let mut cc = Command::new(if cpp { "c++" } else { "cc" });
+    cc.arg(if cpp { "-std=c++17" } else { "-std=c99" })
+        .args(["-Wall", "-Wextra", "-Werror", "-O1", "-g", "-fPIC"])
+        .arg("-I")
+        .arg(&a.include)
+        .args(extra)
+        .arg(source)
+        .arg("-o")
+        .arg(out)
+        .arg(a.dir.join("libmetron.a"))
+        .args([
+            "-lstdc++",
+            "-lgcc_s",
+            "-lutil",
+            "-lrt",
+            "-lpthread",
+            "-lm",
+            "-ldl",
+        ]);
+    let result = cc.output().expect("run the compiler");
+    assert!(
+        result.status.success(),
+        "compiling {} with libmetron.a failed:\n{}",
+        source.display(),
+        String::from_utf8_lossy(&result.stderr)
+    );
+    out.to_path_buf()
+}
