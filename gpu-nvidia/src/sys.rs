@@ -6,6 +6,19 @@
 pub use crate::sys_activity::*;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 
+/// `CUPTI_PROFILER_STRUCT_SIZE(type, lastfield)` (and the PC- and PM-sampling APIs' `*Size`
+/// constants): the struct's size up to its last field, the value CUPTI's `structSize` expects.
+macro_rules! struct_size {
+    ($t:ty, $f:ident) => {{
+        // The size of the field, through a function of the field's type (no value needed).
+        const fn size_of_field<T, F>(_: fn(&T) -> &F) -> usize {
+            std::mem::size_of::<F>()
+        }
+        std::mem::offset_of!($t, $f) + size_of_field::<$t, _>(|s: &$t| &s.$f)
+    }};
+}
+pub(crate) use struct_size;
+
 /// `CUptiResult`.
 pub type CuptiResult = c_int;
 /// `CUresult`.

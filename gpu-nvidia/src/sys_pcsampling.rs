@@ -6,6 +6,7 @@
 //! `CUpti_PCSamplingPCData` and `CUpti_PCSamplingData` are `PACKED_ALIGNMENT` (packed, 8-byte
 //! aligned): every field is naturally aligned, so `repr(C)` gives the same offsets.
 
+use crate::sys::struct_size;
 use crate::sys::{sym, Cupti, CuptiResult};
 use std::ffi::{c_char, c_void};
 
@@ -257,30 +258,20 @@ pub struct ModuleResourceData {
     pub cubin: *const c_char,
 }
 
-/// `CUPTI_PCSAMPLING_STRUCT_SIZE(type, last)`: offset of the last field plus its size.
-macro_rules! struct_size {
-    ($t:ty, $f:ident, $ft:ty) => {
-        std::mem::offset_of!($t, $f) + std::mem::size_of::<$ft>()
-    };
-}
-
 /// `CUpti_PCSamplingConfigurationInfoParamsSize`.
-pub const CONFIG_INFO_PARAMS_SIZE: usize = struct_size!(ConfigInfoParams, info, *mut ConfigInfo);
+pub const CONFIG_INFO_PARAMS_SIZE: usize = struct_size!(ConfigInfoParams, info);
 /// `CUpti_PCSamplingEnableParamsSize` (and Disable/Start/Stop).
-pub const CTX_PARAMS_SIZE: usize = struct_size!(CtxParams, ctx, *mut c_void);
+pub const CTX_PARAMS_SIZE: usize = struct_size!(CtxParams, ctx);
 /// `CUpti_PCSamplingGetDataParamsSize`.
-pub const GET_DATA_PARAMS_SIZE: usize = struct_size!(GetDataParams, data, *mut c_void);
+pub const GET_DATA_PARAMS_SIZE: usize = struct_size!(GetDataParams, data);
 /// `CUpti_PCSamplingGetNumStallReasonsParamsSize`.
-pub const NUM_STALL_REASONS_PARAMS_SIZE: usize =
-    struct_size!(NumStallReasonsParams, num, *mut usize);
+pub const NUM_STALL_REASONS_PARAMS_SIZE: usize = struct_size!(NumStallReasonsParams, num);
 /// `CUpti_PCSamplingGetStallReasonsParamsSize`.
-pub const STALL_REASONS_PARAMS_SIZE: usize =
-    struct_size!(StallReasonsParams, names, *mut *mut c_char);
+pub const STALL_REASONS_PARAMS_SIZE: usize = struct_size!(StallReasonsParams, names);
 /// `CUpti_GetSassToSourceCorrelationParamsSize`.
-pub const SASS_TO_SOURCE_PARAMS_SIZE: usize =
-    struct_size!(SassToSourceParams, dir_name, *mut c_char);
+pub const SASS_TO_SOURCE_PARAMS_SIZE: usize = struct_size!(SassToSourceParams, dir_name);
 /// `CUpti_GetCubinCrcParamsSize`.
-pub const CUBIN_CRC_PARAMS_SIZE: usize = struct_size!(CubinCrcParams, cubin_crc, u64);
+pub const CUBIN_CRC_PARAMS_SIZE: usize = struct_size!(CubinCrcParams, cubin_crc);
 
 type P<T> = unsafe extern "C" fn(*mut T) -> CuptiResult;
 

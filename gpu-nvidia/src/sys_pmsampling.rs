@@ -4,6 +4,7 @@
 //! host structs; its own wrappers initialize the host for the Range Profiler only). Layouts
 //! are listed by [`layouts`] for checking against the header.
 
+use crate::sys::struct_size;
 use crate::sys::{sym, Cupti, CuptiResult, CUPTI_SUCCESS};
 use crate::sys_profiler::{
     HostConfigAddMetricsParams, HostDeinitializeParams, HostEvaluateToGpuValuesParams,
@@ -25,15 +26,6 @@ pub const STOP_COUNTER_DATA_FULL: i32 = 1;
 pub const STOP_END_OF_RECORDS: i32 = 2;
 /// `CUPTI_ERROR_OUT_OF_MEMORY` from `DecodeData`: the hardware buffer overflowed.
 pub const ERROR_OUT_OF_MEMORY: CuptiResult = 13;
-
-macro_rules! struct_size {
-    ($t:ty, $f:ident) => {{
-        const fn size_of_field<T, F>(_: fn(&T) -> &F) -> usize {
-            std::mem::size_of::<F>()
-        }
-        std::mem::offset_of!($t, $f) + size_of_field::<$t, _>(|s: &$t| &s.$f)
-    }};
-}
 
 /// `CUpti_PmSampling_SetConfig_Params`.
 #[repr(C)]

@@ -3,17 +3,7 @@
 //! header's `*_STRUCT_SIZE`: the offset of the last field plus its size, [`Params::SIZE`]) and
 //! `pPriv` (null).
 
-/// `CUPTI_PROFILER_STRUCT_SIZE(type, lastfield)`.
-macro_rules! struct_size {
-    ($t:ty, $f:ident) => {{
-        // The size of the field, through a function of the field's type (no value needed).
-        const fn size_of_field<T, F>(_: fn(&T) -> &F) -> usize {
-            std::mem::size_of::<F>()
-        }
-        std::mem::offset_of!($t, $f) + size_of_field::<$t, _>(|s: &$t| &s.$f)
-    }};
-}
-pub(crate) use struct_size;
+pub(crate) use crate::sys::struct_size;
 
 /// A parameter struct: its `*_STRUCT_SIZE`.
 pub trait Params: Copy {
