@@ -66,6 +66,7 @@ LAYERS = [
             "settings",
             "runtime",
             "pipeline",
+            "backend_threads",
             "metadata",
             "output_path",
             "ranks",

@@ -40,6 +40,7 @@
 // public) but the region API does not reach it.
 #![cfg_attr(not(feature = "enabled"), allow(dead_code, unused_imports))]
 
+mod backend_threads;
 pub mod buffer;
 mod callsite;
 pub mod counters;

@@ -96,6 +96,7 @@ pub(crate) fn build(rt: &Runtime, run: &RunInfo, pipeline: &Pipeline, errors: &[
             "segments_mapped": rt.segments_mapped(),
             "backlog_policy": rt.settings.backlog_policy,
             "backlog": rt.service.backlog_stats(),
+            "backend": pipeline.backend_metadata(),
         },
         "records": { "written": written, "dropped": dropped },
         "refused": refusals().into_iter().map(|(what, n)| (what, json!(n))).collect::<serde_json::Map<String, Value>>(),

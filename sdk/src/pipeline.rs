@@ -52,6 +52,9 @@ pub(crate) struct Pipeline {
     output_dir: PathBuf,
     /// Whether `output_dir` is claimed (see [`crate::output_path::claim`]).
     claimed: bool,
+    /// A second thread for the trace sink (`METRON_BACKEND_THREADS=2`), made at the first
+    /// batch large enough to use it.
+    backend: crate::backend_threads::BackendThreads,
 }
 
 impl Pipeline {
@@ -69,7 +72,19 @@ impl Pipeline {
             delivered: false,
             output_dir,
             claimed: false,
+            backend: crate::backend_threads::BackendThreads::new(1),
         }
+    }
+
+    /// Hands large batches to the sinks on `threads` threads (1 or 2).
+    pub(crate) fn with_backend_threads(mut self, threads: usize) -> Pipeline {
+        self.backend = crate::backend_threads::BackendThreads::new(threads);
+        self
+    }
+
+    /// `metadata.json` `buffer.backend`: the threads and how many batches used both.
+    pub(crate) fn backend_metadata(&self) -> serde_json::Value {
+        self.backend.metadata()
     }
 
     /// Claims the run folder before the first records reach a sink that writes into it while
@@ -295,9 +310,8 @@ impl Pipeline {
         let thread = state.thread.clone().expect("set above");
         self.claim_before_writing();
         self.delivered = true;
-        for sink in &mut self.sinks {
-            sink.batch(&thread, &events, present);
-        }
+        self.backend
+            .deliver(&mut self.sinks, &thread, &events, present);
         self.threads.insert(key, state);
     }
 

@@ -247,7 +247,9 @@ fn start() -> Runtime {
         mark_used();
         sinks.extend(gpu_sinks);
     }
-    let pipeline = Arc::new(Mutex::new(Pipeline::new(sinks, output_dir.clone())));
+    let pipeline = Arc::new(Mutex::new(
+        Pipeline::new(sinks, output_dir.clone()).with_backend_threads(settings.backend_threads),
+    ));
     let flusher = CallbackThread::shared();
     // Disabled: no periodic wake-ups of the flusher for a run that records nothing.
     flusher.set_interval(settings.flush_interval.filter(|_| settings.enabled));

@@ -23,6 +23,8 @@
 # other work (virtual speedups assume each thread has a core when it can run).
 #
 # Usage: tests/causal/compare-coz.sh OUT_DIR [SECONDS_PER_RUN] [RUNS] [UNIT_US] [MODE]
+# METRON_BIN names another `metron` (with its libmetron.so beside it), e.g. binaries carried to
+# another machine.
 # Needs: coz, gcc, target/release/{metron,libmetron.so} (cargo build --release -p metron-cli
 # -p metron-user).
 set -euo pipefail
@@ -61,8 +63,8 @@ for r in $(seq "$runs"); do
 done
 from=()
 for f in "$out"/coz-*.coz; do from+=(--from "$f"); done
-"$root/target/release/metron" causal "${from[@]}" -o "$out/coz" >/dev/null
-"${nice[@]}" "$root/target/release/metron" causal -o "$out/metron" -n "$runs" --line "$critical" --line "$slack" \
+"${METRON_BIN:-$root/target/release/metron}" causal "${from[@]}" -o "$out/coz" >/dev/null
+"${nice[@]}" "${METRON_BIN:-$root/target/release/metron}" causal -o "$out/metron" -n "$runs" --line "$critical" --line "$slack" \
   --speedups 0,10,20,30,40 --experiment 500ms -- "$out/barrier_coz" "$metron_secs" "$unit" >/dev/null 2>&1
 python3 - "$out" <<'PY'
 import json, sys

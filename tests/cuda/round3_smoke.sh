@@ -11,7 +11,7 @@
 #   mkdir -p device-bin/r3 && cp target/release/metron target/release/libmetron.so device-bin/r3/
 # Run: run(command="bash tests/cuda/round3_smoke.sh", carry=["device-bin/r3"])
 set -u
-B=$PWD/device-bin/r3
+B=${B:-$PWD/device-bin/r3}
 T=$PWD/tests/cuda
 R=/tmp/r3; rm -rf $R; mkdir -p $R; cd $R
 export PATH=/usr/local/cuda/bin:$PATH

@@ -5,6 +5,7 @@
 //! ```text
 //! regions pairs N    N `scope!` pairs on the main thread
 //! regions names N    N regions, each under its own computed name (interned once, by id)
+//! regions threads K N    K threads, each N `scope!` pairs (the back end's threads at work)
 //! ```
 //!
 //! It prints how long the recording took and when `main` returned (seconds since start); the
@@ -14,7 +15,7 @@ use std::time::Instant;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: regions pairs|names N";
+    let usage = "usage: regions pairs|names N, or regions threads K N";
     let mode = args.get(1).map(String::as_str).unwrap_or("pairs");
     let n: u64 = args
         .get(2)
@@ -33,6 +34,33 @@ fn main() {
                 metron::by_id::begin(id);
                 metron::by_id::end(id);
             }
+        }
+        "threads" => {
+            let k = n;
+            let per: u64 = args
+                .get(3)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(2_500_000);
+            let workers: Vec<_> = (0..k)
+                .map(|_| {
+                    std::thread::spawn(move || {
+                        for _ in 0..per {
+                            let _r = metron::scope!("r");
+                        }
+                    })
+                })
+                .collect();
+            for w in workers {
+                w.join().expect("a recording thread");
+            }
+            let recorded = start.elapsed().as_secs_f64();
+            println!(
+                "recorded {} regions on {k} threads in {recorded:.3} s ({:.1} M regions/s)",
+                k * per,
+                (k * per) as f64 / recorded / 1e6
+            );
+            println!("main returns at {:.3} s", start.elapsed().as_secs_f64());
+            return;
         }
         _ => {
             eprintln!("{usage}");

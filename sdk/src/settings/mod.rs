@@ -120,6 +120,8 @@ pub struct Settings {
     pub backlog_policy: crate::buffer::BacklogPolicy,
     /// `METRON_FLUSH_INTERVAL`; `None` when off.
     pub flush_interval: Option<Duration>,
+    /// `METRON_BACKEND_THREADS`, `auto` resolved: 1 or 2.
+    pub backend_threads: usize,
     /// `METRON_SUMMARY`.
     pub summary: bool,
     /// `METRON_REPORT`.
@@ -217,6 +219,12 @@ impl Settings {
             _ => crate::buffer::BacklogPolicy::Block,
         };
         let flush_interval = value_of("METRON_FLUSH_INTERVAL").duration();
+        let backend_threads = match value_of("METRON_BACKEND_THREADS").text().as_str() {
+            "1" => 1,
+            "2" => 2,
+            _ if std::thread::available_parallelism().map_or(1, |n| n.get()) >= 4 => 2,
+            _ => 1,
+        };
         let summary = value_of("METRON_SUMMARY").bool();
         let report = value_of("METRON_REPORT").bool();
         let export = value_of("METRON_EXPORT").text();
@@ -332,6 +340,7 @@ impl Settings {
             backlog_bytes,
             backlog_policy,
             flush_interval,
+            backend_threads,
             summary,
             report,
             export: export_formats(export, &mut errors),

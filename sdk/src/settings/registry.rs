@@ -48,6 +48,12 @@ pub static REGISTRY: &[SettingSpec] = &[
         description: "at the backlog limit: block holds the recording thread until the flusher has caught up (nothing lost; the time is reported), drop drops and counts records until it has (the thread is never held)",
     },
     SettingSpec {
+        name: "METRON_BACKEND_THREADS",
+        kind: Kind::Choice(&["auto", "1", "2"]),
+        default: "auto",
+        description: "threads that hand decoded records to the outputs: 2 encodes the trace on a thread of its own while the summary and the other outputs take the batch (batches of 8192 events or more); auto is 2 on a machine with at least 4 CPUs, 1 otherwise",
+    },
+    SettingSpec {
         name: "METRON_FLUSH_INTERVAL",
         kind: Kind::Duration,
         default: "1s",
