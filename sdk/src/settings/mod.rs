@@ -120,7 +120,7 @@ pub struct Settings {
     pub backlog_policy: crate::buffer::BacklogPolicy,
     /// `METRON_FLUSH_INTERVAL`; `None` when off.
     pub flush_interval: Option<Duration>,
-    /// `METRON_BACKEND_THREADS`, `auto` resolved: 1 or 2.
+    /// `METRON_BACKEND_THREADS`: 1 or 2.
     pub backend_threads: usize,
     /// `METRON_SUMMARY`.
     pub summary: bool,
@@ -220,9 +220,7 @@ impl Settings {
         };
         let flush_interval = value_of("METRON_FLUSH_INTERVAL").duration();
         let backend_threads = match value_of("METRON_BACKEND_THREADS").text().as_str() {
-            "1" => 1,
             "2" => 2,
-            _ if std::thread::available_parallelism().map_or(1, |n| n.get()) >= 4 => 2,
             _ => 1,
         };
         let summary = value_of("METRON_SUMMARY").bool();

@@ -49,9 +49,9 @@ pub static REGISTRY: &[SettingSpec] = &[
     },
     SettingSpec {
         name: "METRON_BACKEND_THREADS",
-        kind: Kind::Choice(&["auto", "1", "2"]),
-        default: "auto",
-        description: "threads that hand decoded records to the outputs: 2 encodes the trace on a thread of its own while the summary and the other outputs take the batch (batches of 8192 events or more); auto is 2 on a machine with at least 4 CPUs, 1 otherwise",
+        kind: Kind::Choice(&["1", "2"]),
+        default: "1",
+        description: "threads that hand decoded records to the outputs: 2 encodes the trace on a thread of its own while the summary and the other outputs take the batch (batches of 8192 events or more; measured slower with several recording threads on a 16-core host, see the performance chapter)",
     },
     SettingSpec {
         name: "METRON_FLUSH_INTERVAL",
