@@ -5,13 +5,9 @@
 //! are listed by [`layouts`] for checking against the header.
 
 use crate::sys::struct_size;
-use crate::sys::{sym, Cupti, CuptiResult, CUPTI_SUCCESS};
-use crate::sys_profiler::{
-    HostConfigAddMetricsParams, HostDeinitializeParams, HostEvaluateToGpuValuesParams,
-    HostGetConfigImageParams, HostGetConfigImageSizeParams, HostGetNumOfPassesParams,
-    HostInitializeParams, Params, Profiler,
-};
-use std::ffi::{c_char, c_void, CStr, CString};
+use crate::sys::{sym, Cupti, CuptiResult};
+use crate::sys_profiler::{call, HostEvaluateToGpuValuesParams, Names, Object, Params, Profiler};
+use std::ffi::{c_char, c_void, CStr};
 
 /// `CUPTI_PROFILER_TYPE_PM_SAMPLING`.
 pub const PROFILER_TYPE_PM_SAMPLING: i32 = 1;
@@ -193,39 +189,6 @@ pub struct Handle(pub *mut c_void);
 // SAFETY: handles are used by one thread at a time, under the PM sampling state lock.
 unsafe impl Send for Handle {}
 
-fn call<P>(what: &str, f: F<P>, c: &Cupti, p: &mut P) -> Result<(), String> {
-    // SAFETY: `p` is an initialized parameter struct of the type `f` takes (tied by the field
-    // types of PmApi/Profiler); the pointers in it are set by the caller to live buffers.
-    let r = unsafe { f(p) };
-    if r == CUPTI_SUCCESS {
-        Ok(())
-    } else {
-        Err(format!("{what} failed: {}", c.result_string(r)))
-    }
-}
-
-/// Metric names as C strings with their pointer array.
-pub struct CNames {
-    _owned: Vec<CString>,
-    pub ptrs: Vec<*const c_char>,
-}
-// SAFETY: the pointers point into `_owned`, which moves with them and is never mutated.
-unsafe impl Send for CNames {}
-
-impl CNames {
-    pub fn new(names: &[String]) -> Result<CNames, String> {
-        let owned = names
-            .iter()
-            .map(|n| CString::new(n.as_str()).map_err(|_| format!("metric {n:?}: NUL in name")))
-            .collect::<Result<Vec<_>, _>>()?;
-        let ptrs = owned.iter().map(|c| c.as_ptr()).collect();
-        Ok(CNames {
-            _owned: owned,
-            ptrs,
-        })
-    }
-}
-
 impl PmApi {
     /// Resolves the functions from a libcupti handle (`Err` on CUPTI older than 12.6).
     pub fn load(handle: *mut c_void) -> Result<PmApi, String> {
@@ -271,82 +234,29 @@ impl PmApi {
         Ok(image)
     }
 
-    /// `cuptiProfilerHostInitialize(PM_SAMPLING, chip, availability)`. `chip` and `avail` must
-    /// outlive the host object: CUPTI may keep the pointers (NVIDIA's sample keeps both for the
-    /// whole run; Metron freeing them after set-up went with DecodeData failing on the H100).
+    /// `cuptiProfilerHostInitialize(PM_SAMPLING, chip, availability)` (see
+    /// [`Profiler::host_init_for`]: `chip` and `avail` must outlive the host object).
     pub fn host_init(&self, c: &Cupti, chip: &CStr, avail: &[u8]) -> Result<Handle, String> {
-        let mut p = HostInitializeParams::new();
-        p.profiler_type = PROFILER_TYPE_PM_SAMPLING;
-        p.chip_name = chip.as_ptr();
-        p.availability = avail.as_ptr();
-        call(
-            "cuptiProfilerHostInitialize",
-            self.prof.host_initialize,
-            c,
-            &mut p,
-        )?;
-        Ok(Handle(p.host))
+        self.prof
+            .host_init_for(c, PROFILER_TYPE_PM_SAMPLING, chip, avail)
+            .map(|host| Handle(host.0))
     }
 
     /// `cuptiProfilerHostDeinitialize`.
     pub fn host_deinit(&self, c: &Cupti, host: Handle) {
-        let mut p = HostDeinitializeParams::new();
-        p.host = host.0;
-        let _ = call(
-            "cuptiProfilerHostDeinitialize",
-            self.prof.host_deinitialize,
-            c,
-            &mut p,
-        );
+        let _ = self.prof.host_deinit(c, Object(host.0));
     }
 
-    /// `ConfigAddMetrics`, `GetConfigImageSize`, `GetConfigImage`, `GetNumOfPasses`: the
-    /// config image and its pass count.
+    /// The config image of `names` and its pass count (the profiler host API's steps).
     pub fn config_image(
         &self,
         c: &Cupti,
         host: Handle,
-        names: &CNames,
+        names: &Names,
     ) -> Result<(Vec<u8>, usize), String> {
-        let mut p = HostConfigAddMetricsParams::new();
-        p.host = host.0;
-        p.metric_names = names.ptrs.as_ptr();
-        p.num_metrics = names.ptrs.len();
-        call(
-            "cuptiProfilerHostConfigAddMetrics",
-            self.prof.host_config_add_metrics,
-            c,
-            &mut p,
-        )?;
-        let mut s = HostGetConfigImageSizeParams::new();
-        s.host = host.0;
-        call(
-            "cuptiProfilerHostGetConfigImageSize",
-            self.prof.host_get_config_image_size,
-            c,
-            &mut s,
-        )?;
-        let mut image = vec![0u8; s.config_image_size];
-        let mut g = HostGetConfigImageParams::new();
-        g.host = host.0;
-        g.config_image_size = image.len();
-        g.config_image = image.as_mut_ptr();
-        call(
-            "cuptiProfilerHostGetConfigImage",
-            self.prof.host_get_config_image,
-            c,
-            &mut g,
-        )?;
-        let mut n = HostGetNumOfPassesParams::new();
-        n.config_image_size = image.len();
-        n.config_image = image.as_mut_ptr();
-        call(
-            "cuptiProfilerHostGetNumOfPasses",
-            self.prof.host_get_num_of_passes,
-            c,
-            &mut n,
-        )?;
-        Ok((image, n.num_passes))
+        let mut image = self.prof.config_image(c, Object(host.0), names)?;
+        let passes = self.prof.num_passes(c, &mut image)?;
+        Ok((image, passes))
     }
 
     /// `cuptiPmSamplingEnable(device)`.
@@ -395,7 +305,7 @@ impl PmApi {
         &self,
         c: &Cupti,
         obj: Handle,
-        names: &CNames,
+        names: &Names,
         max_samples: u32,
     ) -> Result<usize, String> {
         let mut p = GetCounterDataSizeParams::new();
@@ -480,7 +390,7 @@ impl PmApi {
         host: Handle,
         image: &[u8],
         index: usize,
-        names: &CNames,
+        names: &Names,
         values: &mut [f64],
     ) -> Result<(), String> {
         debug_assert_eq!(values.len(), names.ptrs.len());

@@ -178,8 +178,8 @@ pub struct Profiler {
     pub get_range_info: unsafe extern "C" fn(*mut GetRangeInfoParams) -> CuptiResult,
 }
 
-/// Calls `f(&mut params)` and checks its result.
-fn call<P>(
+/// Calls `f(&mut params)` and checks its result (also PM sampling's calls).
+pub(crate) fn call<P>(
     what: &str,
     f: unsafe extern "C" fn(*mut P) -> CuptiResult,
     cupti: &Cupti,
@@ -199,7 +199,7 @@ fn call<P>(
 /// Metric names as C strings, with the pointer array CUPTI takes.
 pub struct Names {
     _owned: Vec<CString>,
-    ptrs: Vec<*const c_char>,
+    pub(crate) ptrs: Vec<*const c_char>,
 }
 
 // SAFETY: the pointers point into `_owned`, which moves with them and is never mutated.
@@ -232,7 +232,7 @@ impl Names {
 
 /// An opaque CUPTI object (host object or range profiler object).
 #[derive(Clone, Copy, Debug)]
-pub struct Object(*mut c_void);
+pub struct Object(pub(crate) *mut c_void);
 
 // SAFETY: CUPTI's objects are handles used under Metron's counter lock, never concurrently.
 unsafe impl Send for Object {}
@@ -340,11 +340,23 @@ impl Profiler {
     }
 
     /// `cuptiProfilerHostInitialize(RANGE_PROFILER, chip, availability)`.
-    /// `chip` and `availability` must outlive the host object: CUPTI may keep the pointers (as
-    /// PM sampling's host object does, where freeing them made decoding fail on the H100).
     pub fn host_init(&self, c: &Cupti, chip: &CStr, availability: &[u8]) -> Result<Object, String> {
+        self.host_init_for(c, RANGE_PROFILER, chip, availability)
+    }
+
+    /// `cuptiProfilerHostInitialize(profiler_type, chip, availability)` (the range profiler's
+    /// or PM sampling's host object). `chip` and `availability` must outlive the host object:
+    /// CUPTI may keep the pointers (NVIDIA's PM sampling sample keeps both for the whole run;
+    /// freeing them made decoding fail on the H100).
+    pub fn host_init_for(
+        &self,
+        c: &Cupti,
+        profiler_type: i32,
+        chip: &CStr,
+        availability: &[u8],
+    ) -> Result<Object, String> {
         let mut p = HostInitializeParams::new();
-        p.profiler_type = RANGE_PROFILER;
+        p.profiler_type = profiler_type;
         p.chip_name = chip.as_ptr();
         p.availability = availability.as_ptr();
         call(

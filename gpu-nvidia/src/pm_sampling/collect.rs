@@ -23,7 +23,7 @@ pub(super) struct Sampler {
     /// all three for the whole run). Freed after set-up, DecodeData failed with
     /// `CUPTI_ERROR_UNKNOWN` or crashed on the H100.
     pub(super) _given: (std::ffi::CString, Vec<u8>, Vec<u8>),
-    pub(super) names: CNames,
+    pub(super) names: Names,
     pub(super) tracks: Vec<Arc<str>>,
     pub(super) devices: Vec<Device>,
     pub(super) values: Vec<f64>,
@@ -37,7 +37,7 @@ pub(super) struct CuptiSource<'a> {
     api: &'a PmApi,
     cupti: &'a Cupti,
     host: Handle,
-    names: &'a CNames,
+    names: &'a Names,
     dev: &'a mut Device,
 }
 
@@ -270,7 +270,7 @@ pub(super) fn setup(n_devices: usize, ctx: usize, push: Option<PushCtx>) {
     let try_set =
         |set: &[String], spare: &mut Vec<Handle>| -> Result<(Handle, Vec<u8>, usize), String> {
             let h = api.host_init(&cupti, &chip_c, &avail)?;
-            match CNames::new(set).and_then(|n| api.config_image(&cupti, h, &n)) {
+            match Names::new(set).and_then(|n| api.config_image(&cupti, h, &n)) {
                 Ok((config, passes)) => Ok((h, config, passes)),
                 Err(e) => {
                     spare.push(h);
@@ -325,7 +325,7 @@ pub(super) fn setup(n_devices: usize, ctx: usize, push: Option<PushCtx>) {
             }
         }
     };
-    let names = match CNames::new(&metrics) {
+    let names = match Names::new(&metrics) {
         Ok(n) => n,
         Err(e) => return fail(e),
     };

@@ -50,7 +50,8 @@
 //!   refused at start with the reason (stderr once, `metadata.json`).
 
 use crate::sys::{Cupti, CUPTI_SUCCESS};
-use crate::sys_pmsampling::{self as pm, CNames, Handle, PmApi};
+use crate::sys_pmsampling::{self as pm, Handle, PmApi};
+use crate::sys_profiler::Names;
 use metron::gpu::{GpuKind, GpuRecord};
 use metron::sinks::gpu_pm_sampling::add_to_summaries;
 
