@@ -6,6 +6,20 @@
 
 use super::*;
 
+/// Copies the fields that place a device-side record (kernel, memcpy, memset: CUPTI's structs
+/// of each kind name them alike) into a `GpuRecord`: device, context, stream, the launch's
+/// correlation id and its graph and graph node.
+macro_rules! placed_on_stream {
+    ($r:ident, $rec:ident) => {
+        $r.device = $rec.device_id;
+        $r.context = $rec.context_id;
+        $r.stream = $rec.stream_id;
+        $r.correlation = $rec.correlation_id;
+        $r.graph_id = $rec.graph_id;
+        $r.graph_node = $rec.graph_node_id;
+    };
+}
+
 /// Ticks on Metron's timeline (the start calibration: host spans of profiled launches and
 /// kernels of counted regions; API calls use the refined one when drained).
 #[inline]
@@ -169,12 +183,7 @@ pub(crate) unsafe fn decode(loaded: &Loaded, names: &mut Names, p: *const u8) ->
                     r.end_ns = e;
                 }
             }
-            r.device = k.device_id;
-            r.context = k.context_id;
-            r.stream = k.stream_id;
-            r.correlation = k.correlation_id;
-            r.graph_id = k.graph_id;
-            r.graph_node = k.graph_node_id;
+            placed_on_stream!(r, k);
             r.grid = k.grid;
             r.block = k.block;
             r.registers = k.registers_per_thread;
@@ -204,12 +213,7 @@ pub(crate) unsafe fn decode(loaded: &Loaded, names: &mut Names, p: *const u8) ->
             let mut r = GpuRecord::new(GpuKind::Memcpy, name);
             r.start_ns = m.start;
             r.end_ns = m.end;
-            r.device = m.device_id;
-            r.context = m.context_id;
-            r.stream = m.stream_id;
-            r.correlation = m.correlation_id;
-            r.graph_id = m.graph_id;
-            r.graph_node = m.graph_node_id;
+            placed_on_stream!(r, m);
             r.bytes = m.bytes;
             Some(r)
         }
@@ -219,12 +223,7 @@ pub(crate) unsafe fn decode(loaded: &Loaded, names: &mut Names, p: *const u8) ->
             let mut r = GpuRecord::new(GpuKind::Memset, "Memset".into());
             r.start_ns = m.start;
             r.end_ns = m.end;
-            r.device = m.device_id;
-            r.context = m.context_id;
-            r.stream = m.stream_id;
-            r.correlation = m.correlation_id;
-            r.graph_id = m.graph_id;
-            r.graph_node = m.graph_node_id;
+            placed_on_stream!(r, m);
             r.bytes = m.bytes;
             Some(r)
         }
