@@ -70,7 +70,9 @@ pub(crate) fn build(rt: &Runtime, run: &RunInfo, pipeline: &Pipeline, errors: &[
     let final_cal = pipeline.calibration.refined();
     let threads = pipeline.thread_stats();
     let written: u64 = threads.iter().map(|t| t.records_written).sum();
-    let dropped: u64 = threads.iter().map(|t| t.records_dropped).sum();
+    // Records that came before Metron's first constructor could let threads record.
+    let before_start = crate::thread_buffer::dropped_before_hooks();
+    let dropped: u64 = threads.iter().map(|t| t.records_dropped).sum::<u64>() + before_start;
     let mut metadata = json!({
         "schema": "metron.metadata/1",
         "metron_version": env!("CARGO_PKG_VERSION"),
@@ -98,7 +100,7 @@ pub(crate) fn build(rt: &Runtime, run: &RunInfo, pipeline: &Pipeline, errors: &[
             "backlog": rt.service.backlog_stats(),
             "backend": pipeline.backend_metadata(),
         },
-        "records": { "written": written, "dropped": dropped },
+        "records": { "written": written, "dropped": dropped, "dropped_before_start": before_start },
         "refused": refusals().into_iter().map(|(what, n)| (what, json!(n))).collect::<serde_json::Map<String, Value>>(),
         "threads": threads,
         "output_errors": errors,

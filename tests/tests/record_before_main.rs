@@ -45,6 +45,7 @@ fn a_rust_constructor_records_before_main_and_its_region_is_kept() {
         "{}",
         run.stderr
     );
+    assert_eq!(run.metadata()["records"]["dropped_before_start"], 0);
 }
 
 fn constructors_recorded(exe: &std::path::Path, dir: &std::path::Path) {
