@@ -306,9 +306,10 @@ pub(crate) fn drain_api(loaded: &Loaded) {
 }
 
 /// Kernels CUPTI itself launches while a user range is open (seen on the H100 as `WaitNs`
-/// after each range; gpu-machine notes §3), told apart by name.
+/// after each range; gpu-machine notes §3), told apart by name. User ranges are open in region
+/// mode and, with a single-pass metric set, around every launch in kernel mode.
 pub(crate) fn is_cupti_internal(raw: &str) -> bool {
-    range_profiler::region_requested() && raw.contains("WaitNs")
+    range_profiler::active() && raw.contains("WaitNs")
 }
 
 pub(crate) static CUPTI_INTERNAL: AtomicU64 = AtomicU64::new(0);

@@ -104,18 +104,9 @@ pub fn before_launch(ctx: *mut c_void, correlation: u32, now: u64, graph: bool) 
                 }
                 return;
             }
-            Ok(_) if graph => {
-                // Seen on the H100 (CUDA 13.0): Start/Stop around cudaGraphLaunch decodes no
-                // range and the graph's kernel, copy and set records are lost. Graph launches
-                // are not bracketed; their kernels are traced and read NaN with this reason.
-                launch_nan(
-                    state,
-                    correlation,
-                    "CUDA graph launch: CUPTI's auto range with kernel replay decodes no range \
-                     for graph nodes (and loses their activity records), so graph kernels are \
-                     traced but not counted"
-                        .into(),
-                );
+            Ok(s) if graph && !s.user_ranges => {
+                let why = launch_range::graph_refusal(s.passes);
+                launch_nan(state, correlation, why);
                 return;
             }
             Ok(s) => s.gate.clone(),
@@ -134,6 +125,7 @@ pub fn before_launch(ctx: *mut c_void, correlation: u32, now: u64, graph: bool) 
         GATE_WAITS.fetch_add(1, Ordering::Relaxed);
         GATE_WAIT_NS.fetch_add(crate::timestamp().saturating_sub(t0), Ordering::Relaxed);
     }
+    let mut user_ranges = false;
     let started = {
         let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
         let Some(state) = guard.as_mut() else {
@@ -142,7 +134,12 @@ pub fn before_launch(ctx: *mut c_void, correlation: u32, now: u64, graph: bool) 
         };
         let cupti = CUPTI.lock().unwrap_or_else(|e| e.into_inner()).map(|c| c.0);
         match (cupti, state.sessions.get_mut(&(ctx as usize))) {
-            (Some(cupti), Some(s)) => match s.profiler.start_on(&cupti, s.object) {
+            (Some(cupti), Some(s)) => match if s.user_ranges {
+                user_ranges = true;
+                launch_range::begin(&cupti, s)
+            } else {
+                s.profiler.start_on(&cupti, s.object)
+            } {
                 Ok(()) => true,
                 Err(e) => {
                     launch_nan(state, correlation, e);
@@ -156,7 +153,14 @@ pub fn before_launch(ctx: *mut c_void, correlation: u32, now: u64, graph: bool) 
         gate.release();
         return;
     }
-    let _ = HELD.try_with(|h| *h.borrow_mut() = Some(Box::new((ctx as usize, gate))));
+    let _ = HELD.try_with(|h| {
+        *h.borrow_mut() = Some(Box::new(Held {
+            ctx: ctx as usize,
+            gate,
+            user_ranges,
+            graph,
+        }))
+    });
     LAUNCHES
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -170,7 +174,12 @@ pub(super) type Ranges = Vec<(String, Vec<f64>)>;
 /// Launch exit: `Stop`, `DecodeData`, the values of the launch's ranges (one per kernel:
 /// a graph launch gives one per kernel node), then the gate is released.
 pub fn after_launch(correlation: u32, now: u64) {
-    let Some((ctx, gate)) = HELD
+    let Some(Held {
+        ctx,
+        gate,
+        user_ranges,
+        graph,
+    }) = HELD
         .try_with(|h| h.borrow_mut().take())
         .ok()
         .flatten()
@@ -191,6 +200,9 @@ pub fn after_launch(correlation: u32, now: u64) {
         if let Some(state) = guard.as_mut() {
             let cupti = CUPTI.lock().unwrap_or_else(|e| e.into_inner()).map(|c| c.0);
             let result = match (cupti, state.sessions.get_mut(&ctx)) {
+                (Some(cupti), Some(s)) if user_ranges => {
+                    launch_range::end(&cupti, s).map(|v| vec![(String::new(), v)])
+                }
                 (Some(cupti), Some(s)) => stop_and_read(&cupti, s),
                 _ => Err("the profiler session is gone".into()),
             };
@@ -208,11 +220,14 @@ pub fn after_launch(correlation: u32, now: u64) {
                         let derived = state.spec.derive(values);
                         values.extend(derived);
                     }
-                    if ranges.len() == 1 {
+                    if graph {
+                        launch_range::GRAPHS_COUNTED.fetch_add(1, Ordering::Relaxed);
+                        let (_, values) = ranges.pop().expect("one range per launch");
+                        metron::sinks::kernels_csv::record_launch_sum(correlation, values);
+                    } else if ranges.len() == 1 {
                         let (_, values) = ranges.pop().expect("one range");
                         metron::sinks::kernels_csv::record_kernel_counters(correlation, values);
                     } else {
-                        GRAPH_LAUNCHES.fetch_add(1, Ordering::Relaxed);
                         metron::sinks::kernels_csv::record_launch_ranges(correlation, ranges);
                     }
                 }
@@ -265,9 +280,10 @@ pub(super) fn stop_and_read(cupti: &Cupti, s: &mut Session) -> Result<Ranges, St
     read
 }
 
-/// The range and replay modes of `mode` for `SetConfig`.
-pub(super) fn range_and_replay(mode: Mode) -> (i32, i32) {
+/// The range and replay modes of `mode` for a metric set of `passes` passes, for `SetConfig`.
+pub(super) fn range_and_replay(mode: Mode, passes: usize) -> (i32, i32) {
     match mode {
+        Mode::Kernel if launch_range::per_launch_user_ranges(passes) => (USER_RANGE, USER_REPLAY),
         Mode::Kernel => (AUTO_RANGE, KERNEL_REPLAY),
         Mode::Region => (USER_RANGE, USER_REPLAY),
     }

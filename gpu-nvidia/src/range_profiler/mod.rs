@@ -1,13 +1,16 @@
 //! GPU counters (`GpuCounters`) through the CUPTI Range Profiler: `METRON_GPU_METRICS` and
 //! `METRON_GPU_COUNTER_MODE`.
 //!
-//! - **Kernel mode** (the default, the safe one): auto range with kernel replay, one range per
-//!   kernel. The profiler is set up inside the first launch's callback (it needs the context):
-//!   chip name, counter availability, host object, config image, number of passes (said on
-//!   stderr before the first kernel runs). Each launch is bracketed by `Start` (launch enter)
-//!   and `Stop` + `DecodeData` + `EvaluateToGpuValues` (launch exit): kernel replay runs every
-//!   pass inside the launch, so the values are complete at its exit and are tied to the
-//!   launch's correlation id, hence to its `kernels.csv` row and its launching region.
+//! - **Kernel mode** (the default, the safe one): one range per launch. The profiler is set up
+//!   at context creation (it needs the context): chip name, counter availability, host object,
+//!   config image, number of passes (said on stderr before the first kernel runs). A metric set
+//!   of one pass is counted with one *user* range per launch (`launch_range.rs`: `Start` and
+//!   `PushRange` at launch enter, `PopRange`, `Stop`, `DecodeData`, evaluation at launch exit),
+//!   so a CUDA graph launch is counted too, as the sum over its nodes. A set of several passes
+//!   uses auto range with *kernel replay* (`Start` at launch enter, `Stop` + `DecodeData` +
+//!   `EvaluateToGpuValues` at launch exit: kernel replay runs every pass inside the launch).
+//!   Either way the values are complete at the launch's exit and are tied to its correlation
+//!   id, hence to its `kernels.csv` row and its launching region.
 //! - **Region mode** (user range, user replay, single-pass metric sets): [`region_begin`]
 //!   (`Start`, `PushRange`) and [`region_end`] (`PopRange`, `Stop`, `DecodeData`, evaluation,
 //!   a fresh counter-data image) bracket one region instance on the calling thread's current
@@ -30,14 +33,16 @@
 //!   Kernel replay already serializes profiled kernels on the GPU; the gate adds the host-side
 //!   wait. A failed launch reads NaN with CUPTI's error and the session is reset: counters are
 //!   never turned off for the rest of the run by one launch.
-//! - **CUDA graphs** (kernel mode): `Start`/`Stop` around `cudaGraphLaunch` decodes no range and
-//!   loses the graph's activity records (H100, CUDA 13.0), so graph launches are not bracketed:
-//!   their kernels are traced, joined to the launching region, and read NaN with that reason.
-//!   Region mode counts graph work like any other. Launches while a stream capture is in
-//!   progress are not profiled either (a profiler call would invalidate a global capture).
+//! - **CUDA graphs** (kernel mode): a single-pass set counts each graph launch as one range,
+//!   the sum over its nodes (`kernels.csv`: on the launch's first kernel row; `ncu
+//!   --graph-profiling graph`). Node by node is not possible from a launch callback (see
+//!   `launch_range.rs`), nor with several passes (kernel replay cannot replay graph nodes):
+//!   those graph kernels read NaN with the reason. Region mode counts graph work like any other.
+//!   Launches while a stream capture is in progress are not profiled (a profiler call would
+//!   invalidate a global capture).
 //! - **Several GPUs**: one session (config, image, gate) per context, the chip of the context's
 //!   device. Only one GPU was available to run it.
-//! - **Timestamps.** Under kernel replay CUPTI writes kernel activity records with
+//! - **Timestamps.** Under kernel replay (several passes) CUPTI writes kernel activity records with
 //!   `start = end = 0`. Tracing stays on (so `kernels.csv` still has every kernel), and such a
 //!   record takes the host span of its launch call (which includes every replay pass); the
 //!   number of records so marked is in `metadata.json` (`gpu.counters.kernels_with_host_time`).
@@ -57,6 +62,7 @@ use std::sync::{Arc, Condvar, Mutex};
 
 mod c_api;
 mod kernel;
+mod launch_range;
 mod region;
 pub use c_api::*;
 pub use kernel::*;
@@ -142,6 +148,11 @@ struct Session {
     evaluated: usize,
     /// Kernel (auto range, kernel replay) or region (user range, user replay).
     mode: Mode,
+    /// Passes the metric set needs on this context's chip.
+    passes: usize,
+    /// Kernel mode with one user range per launch (a single-pass metric set), rather than
+    /// auto range with kernel replay (`launch_range.rs`).
+    user_ranges: bool,
     /// The CUDA device of the context.
     device: i32,
     /// Held from a launch's enter to its exit (kernel mode): one profiled launch at a time
@@ -218,7 +229,6 @@ static ACTIVE: AtomicBool = AtomicBool::new(false);
 static SET_UP: AtomicBool = AtomicBool::new(false);
 static PROFILED: AtomicU64 = AtomicU64::new(0);
 static NAN_LAUNCHES: AtomicU64 = AtomicU64::new(0);
-static GRAPH_LAUNCHES: AtomicU64 = AtomicU64::new(0);
 static RANGES_DROPPED: AtomicU64 = AtomicU64::new(0);
 static HOST_TIME: AtomicU64 = AtomicU64::new(0);
 /// Launches that waited for another thread's profiled launch, and the time they waited.
@@ -230,12 +240,21 @@ static CUPTI: Mutex<Option<(Cupti, Profiler)>> = Mutex::new(None);
 thread_local! {
     /// The gate this thread holds between a launch's enter and exit: (context, gate); boxed
     /// (`libmetron.so` keeps its thread-local block small, see `user-api/src/thread_block.rs`).
-    static HELD: std::cell::RefCell<Option<Box<HeldGate>>> =
+    static HELD: std::cell::RefCell<Option<Box<Held>>> =
         const { std::cell::RefCell::new(None) };
 }
 
-/// A launch's context and the gate its thread holds.
-type HeldGate = (usize, Arc<Gate>);
+/// A profiled launch between its enter and exit callbacks.
+struct Held {
+    /// Its context.
+    ctx: usize,
+    /// The context's gate, held by this thread.
+    gate: Arc<Gate>,
+    /// Counted as one user range (single-pass metric set), not with kernel replay.
+    user_ranges: bool,
+    /// A graph launch.
+    graph: bool,
+}
 
 /// Counters are on (metrics were asked for and the profiler could be loaded).
 pub fn active() -> bool {
@@ -391,7 +410,7 @@ fn set_up(state: &mut State, ctx: *mut c_void) -> Result<(), String> {
     let size = p.counter_data_size(&cupti, object, &names, MAX_RANGES)?;
     let mut image = vec![0u8; size];
     p.counter_data_init(&cupti, object, &mut image)?;
-    let (range, replay) = range_and_replay(mode);
+    let (range, replay) = range_and_replay(mode, passes);
     p.set_config_on(
         &cupti, object, &config, &mut image, range, replay, MAX_RANGES,
     )?;
@@ -409,11 +428,16 @@ fn set_up(state: &mut State, ctx: *mut c_void) -> Result<(), String> {
             image,
             evaluated: 0,
             mode,
+            passes,
+            user_ranges: mode == Mode::Kernel && launch_range::per_launch_user_ranges(passes),
             device,
             gate: Arc::new(Gate::default()),
             open: None,
         },
     );
+    if mode == Mode::Kernel && launch_range::per_launch_user_ranges(passes) {
+        launch_range::serialized_kernel_records(&cupti);
+    }
     SET_UP.store(true, Ordering::Release);
     Ok(())
 }
@@ -470,7 +494,13 @@ pub fn metadata() -> Value {
         "kernels_profiled": PROFILED.load(Ordering::Relaxed),
         "launches_nan": NAN_LAUNCHES.load(Ordering::Relaxed),
         "launch_nan_reasons": i.launch_errors,
-        "graph_launches_profiled": GRAPH_LAUNCHES.load(Ordering::Relaxed),
+        "graph_launches_profiled": launch_range::GRAPHS_COUNTED.load(Ordering::Relaxed),
+        "launch_range_steps_ns": launch_range::steps_json(),
+        "kernel_mode_ranges": match (i.mode, i.passes) {
+            (Some(Mode::Kernel), Some(p)) if launch_range::per_launch_user_ranges(p) => Some("one user range per launch (user replay, single pass): a kernel launch counts its kernel, a graph launch the sum over its nodes"),
+            (Some(Mode::Kernel), Some(_)) => Some("auto range with kernel replay: one range per kernel; graph launches read NaN"),
+            _ => None,
+        },
         "launches_serialized": {
             "waited": GATE_WAITS.load(Ordering::Relaxed),
             "wait_ns": GATE_WAIT_NS.load(Ordering::Relaxed),
@@ -578,7 +608,11 @@ mod tests {
         assert_eq!(m, Mode::Kernel);
         assert!(note.unwrap().contains("repeat 10 times"));
         assert_eq!(decide(Mode::Region, 1), (Mode::Region, None));
-        assert_eq!(range_and_replay(Mode::Region), (USER_RANGE, USER_REPLAY));
-        assert_eq!(range_and_replay(Mode::Kernel), (AUTO_RANGE, KERNEL_REPLAY));
+        assert_eq!(range_and_replay(Mode::Region, 1), (USER_RANGE, USER_REPLAY));
+        assert_eq!(range_and_replay(Mode::Kernel, 1), (USER_RANGE, USER_REPLAY));
+        assert_eq!(
+            range_and_replay(Mode::Kernel, 2),
+            (AUTO_RANGE, KERNEL_REPLAY)
+        );
     }
 }

@@ -387,7 +387,13 @@ pub static REGISTRY: &[SettingSpec] = &[
         name: "METRON_GPU_COUNTER_MODE",
         kind: Kind::Choice(&["kernel", "region"]),
         default: "kernel",
-        description: "NVIDIA: how GPU counters are scoped: kernel (one range per kernel, kernel replay) or region (each outermost GpuCounters or C API region is one CUPTI user range; single-pass metric sets only: with more passes the run counts per kernel, regions read NaN and metadata.json says why)",
+        description: "NVIDIA: how GPU counters are scoped: kernel (one range per launch: a metric set of one pass counts each kernel launch, and each CUDA graph launch as the sum over its nodes, as a CUPTI user range; several passes use kernel replay per kernel, and graph launches then read NaN) or region (each outermost GpuCounters or C API region is one CUPTI user range; single-pass metric sets only: with more passes the run counts per kernel, regions read NaN and metadata.json says why)",
+    },
+    SettingSpec {
+        name: "METRON_GPU_KERNEL_REPLAY",
+        kind: Kind::Bool,
+        default: "false",
+        description: "NVIDIA, kernel counter mode: count single-pass metric sets with CUPTI's kernel replay (auto range) like multi-pass ones, instead of one user range per launch; CUDA graph launches then read NaN (kernel replay cannot replay graph nodes)",
     },
     SettingSpec {
         name: "METRON_GPU_PC_SAMPLING",

@@ -305,25 +305,30 @@ fn counters_json(
     let counted = c.resolve(&delivered);
     let mut nan = 0u64;
     for (i, r) in delivered.iter().enumerate() {
-        let values = match counted.get(&i) {
-            Some(super::kernels_csv::Counted::Values(v)) => v,
+        let (values, kernel_key, kernels_in) = match counted.get(&i) {
+            Some(super::kernels_csv::Counted::Values(v)) => (v, r.name.to_string(), 1),
+            Some(super::kernels_csv::Counted::LaunchSum(v, n)) => (
+                v,
+                format!("CUDA graph {} launch (sum over its kernels)", r.graph_id),
+                *n as u64,
+            ),
             Some(super::kernels_csv::Counted::Nan(_)) => {
                 nan += 1;
                 continue;
             }
-            None => continue,
+            Some(super::kernels_csv::Counted::InLaunchSum(_)) | None => continue,
         };
         let region = gpu
             .region_of(r.correlation)
             .map_or("(unknown)", |(name, _)| name);
         for (map, key) in [
             (&mut regions, region.to_string()),
-            (&mut kernels, r.name.to_string()),
+            (&mut kernels, kernel_key),
         ] {
             let e = map
                 .entry(key)
                 .or_insert_with(|| (0, vec![0.0; c.metrics.len()]));
-            e.0 += 1;
+            e.0 += kernels_in;
             for (sum, v) in e.1.iter_mut().zip(values) {
                 *sum += v;
             }
@@ -398,5 +403,32 @@ mod tests {
         // 42 instructions in 3 ns, not 10 + 16.
         assert_eq!(v["by_kernel"][0]["sums"]["ipns"], 14.0);
         assert_eq!(v["by_region"][0]["region"], "(unknown)");
+    }
+
+    /// A graph launch counted as one range: its sum is added once to its region, with all its
+    /// kernels, and listed under the graph rather than under its first kernel's name.
+    #[test]
+    fn a_graph_launch_sum_counts_once_for_its_kernels() {
+        let mut ks = Vec::new();
+        for node in 1..=3 {
+            let mut k = GpuRecord::new(GpuKind::Kernel, format!("k{node}").into());
+            k.correlation = 9;
+            k.graph_id = 5;
+            k.graph_node = node;
+            ks.push(k);
+        }
+        let c = super::super::kernels_csv::KernelCounters {
+            metrics: vec!["smsp__inst_executed.sum".into()],
+            sums: HashMap::from([(9, vec![300.0])]),
+            ..Default::default()
+        };
+        let v = counters_json(&Default::default(), &ks, &c);
+        assert_eq!(v["by_region"][0]["kernels"], 3);
+        assert_eq!(v["by_region"][0]["sums"]["smsp__inst_executed.sum"], 300.0);
+        assert_eq!(v["by_kernel"].as_array().unwrap().len(), 1);
+        assert_eq!(
+            v["by_kernel"][0]["name"],
+            "CUDA graph 5 launch (sum over its kernels)"
+        );
     }
 }

@@ -40,6 +40,9 @@ pub struct KernelCounters {
     /// correlation id → the ranges of a launch that ran several kernels (a CUDA graph): one
     /// `(range name, values)` per kernel, in the order the kernels ran.
     pub ranges: HashMap<u32, Vec<(String, Vec<f64>)>>,
+    /// correlation id → the sum over the kernels of a graph launch counted as one range
+    /// (kernel mode with a single-pass metric set).
+    pub sums: HashMap<u32, Vec<f64>>,
 }
 
 /// A kernel's counter values, as resolved for `kernels.csv` and the summary.
@@ -49,19 +52,29 @@ pub enum Counted {
     Values(Vec<f64>),
     /// NaN, and why.
     Nan(String),
+    /// The first kernel of a graph launch counted as one range: the sum over the launch's
+    /// kernels (how many).
+    LaunchSum(Vec<f64>, usize),
+    /// Another kernel of such a launch: its counts are in the sum on the launch's first
+    /// kernel (the index of that kernel).
+    InLaunchSum(usize),
 }
 
 impl KernelCounters {
     /// The values of each of `kernels` (in the order the backend delivered them, which for
     /// profiled kernels is the order they ran: kernel replay serializes them), by index.
     /// A launch with several kernels (a graph) gives its ranges to its kernels in order; when
-    /// the counts differ its kernels read NaN with the reason.
+    /// the counts differ its kernels read NaN with the reason. A graph launch counted as one
+    /// range puts its sum on its first kernel.
     pub fn resolve(&self, kernels: &[&GpuRecord]) -> HashMap<usize, Counted> {
         let mut out = HashMap::new();
         let mut by_launch: HashMap<u32, Vec<usize>> = HashMap::new();
+        let mut summed: HashMap<u32, Vec<usize>> = HashMap::new();
         for (i, r) in kernels.iter().enumerate() {
             if let Some(v) = self.values.get(&r.correlation) {
                 out.insert(i, Counted::Values(v.clone()));
+            } else if self.sums.contains_key(&r.correlation) {
+                summed.entry(r.correlation).or_default().push(i);
             } else if self.ranges.contains_key(&r.correlation) {
                 by_launch.entry(r.correlation).or_default().push(i);
             } else if let Some(why) = self.reasons.get(&r.correlation) {
@@ -84,6 +97,16 @@ impl KernelCounters {
                 for i in idx {
                     out.insert(i, Counted::Nan(why.clone()));
                 }
+            }
+        }
+        for (corr, idx) in summed {
+            let first = idx[0];
+            out.insert(
+                first,
+                Counted::LaunchSum(self.sums[&corr].clone(), idx.len()),
+            );
+            for &i in &idx[1..] {
+                out.insert(i, Counted::InLaunchSum(first));
             }
         }
         out
@@ -115,6 +138,14 @@ pub fn record_kernel_nan(correlation: u32, reason: String) {
     c.get_or_insert_with(KernelCounters::default)
         .reasons
         .insert(correlation, reason);
+}
+
+/// The sum over the kernels of the graph launch with `correlation`, counted as one range.
+pub fn record_launch_sum(correlation: u32, values: Vec<f64>) {
+    let mut c = COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
+    c.get_or_insert_with(KernelCounters::default)
+        .sums
+        .insert(correlation, values);
 }
 
 /// The ranges of a launch that ran several kernels (a CUDA graph launch): one
@@ -186,7 +217,7 @@ pub fn render(
 ) -> String {
     let delivered: Vec<&GpuRecord> = kernels.iter().collect();
     let counted = counters.map(|c| c.resolve(&delivered)).unwrap_or_default();
-    let mut sorted: Vec<(usize, &GpuRecord)> = delivered.into_iter().enumerate().collect();
+    let mut sorted: Vec<(usize, &GpuRecord)> = delivered.iter().copied().enumerate().collect();
     sorted.sort_by_key(|(_, r)| (r.start_ns, r.correlation, r.graph_node));
     let mut out = String::new();
     let _ = writeln!(out, "# Metron {} kernels.csv", env!("CARGO_PKG_VERSION"));
@@ -254,21 +285,30 @@ pub fn render(
         }
         if let Some(c) = counters {
             let cell = counted.get(&at);
+            let values = match cell {
+                Some(Counted::Values(v)) | Some(Counted::LaunchSum(v, _)) => Some(v),
+                _ => None,
+            };
             for i in 0..c.metrics.len() {
                 out.push(',');
-                match cell {
-                    Some(Counted::Values(v)) => {
-                        if let Some(v) = v.get(i) {
-                            out.push_str(&counter_text(*v));
-                        }
-                    }
-                    Some(Counted::Nan(_)) => out.push_str("nan"),
-                    None => {}
+                if let Some(v) = values.and_then(|v| v.get(i)) {
+                    out.push_str(&counter_text(*v));
+                } else if let Some(Counted::Nan(_)) = cell {
+                    out.push_str("nan");
                 }
             }
             out.push(',');
-            if let Some(Counted::Nan(why)) = cell {
-                out.push_str(&quote(why));
+            match cell {
+                Some(Counted::Nan(why)) => out.push_str(&quote(why)),
+                Some(Counted::LaunchSum(_, n)) => out.push_str(&quote(&format!(
+                    "sum over the {n} kernels of this CUDA graph launch (CUPTI counts a graph \
+                     launch as one range)"
+                ))),
+                Some(Counted::InLaunchSum(first)) => out.push_str(&quote(&format!(
+                    "counted in its graph launch's sum, on the row of CorrelationId {} GraphNodeId {}",
+                    delivered[*first].correlation, delivered[*first].graph_node
+                ))),
+                _ => {}
             }
         }
         out.push('\n');
@@ -358,6 +398,56 @@ mod tests {
         assert!(matches!(&got[&2], Counted::Nan(w) if w.contains("1 ranges for the 2 kernels")));
         assert!(matches!(&got[&4], Counted::Nan(_)));
         assert_eq!(got[&5], Counted::Nan("why".into()));
+    }
+
+    /// A graph launch counted as one range: the sum on its first kernel's row, the other rows
+    /// empty with a note naming that row; the summary counts the sum once, for all its kernels.
+    #[test]
+    fn a_graph_launch_sum_is_on_its_first_kernel_and_named_on_the_others() {
+        let mut ks = Vec::new();
+        for (node, start) in [(11, 100), (12, 200), (13, 300)] {
+            let mut k = GpuRecord::new(GpuKind::Kernel, format!("k{node}").into());
+            k.correlation = 21;
+            k.graph_id = 4;
+            k.graph_node = node;
+            k.start_ns = start;
+            k.end_ns = start + 50;
+            ks.push(k);
+        }
+        let c = KernelCounters {
+            metrics: vec!["m".into()],
+            sums: HashMap::from([(21, vec![600.0])]),
+            ..KernelCounters::default()
+        };
+        let refs: Vec<&GpuRecord> = ks.iter().collect();
+        let got = c.resolve(&refs);
+        assert_eq!(got[&0], Counted::LaunchSum(vec![600.0], 3));
+        assert_eq!(got[&1], Counted::InLaunchSum(0));
+        assert_eq!(got[&2], Counted::InLaunchSum(0));
+        let run = RunInfo {
+            output_dir: PathBuf::new(),
+            pid: 1,
+            exe: "x".into(),
+            argv: vec![],
+            hostname: "h".into(),
+            start_realtime_ns: 0,
+            start_ns: 0,
+            end_ns: 0,
+        };
+        let text = render(&GpuContext::default(), &ks, &HashMap::new(), &run, Some(&c));
+        let rows: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(rows.len(), 4);
+        assert!(
+            rows[1].contains(",4,11,600,\"sum over the 3 kernels of this CUDA graph launch"),
+            "{}",
+            rows[1]
+        );
+        for row in &rows[2..] {
+            assert!(
+                row.contains(",,\"counted in its graph launch's sum, on the row of CorrelationId 21 GraphNodeId 11\""),
+                "{row}"
+            );
+        }
     }
 
     #[test]
