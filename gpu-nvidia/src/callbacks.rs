@@ -177,6 +177,9 @@ pub(crate) extern "C" fn on_callback(
     if data.is_null() || (domain != sys::DOMAIN_RUNTIME && domain != sys::DOMAIN_DRIVER) {
         return;
     }
+    if DIAG_API_EMPTY.load(Ordering::Relaxed) && !is_launch(domain, cbid) {
+        return;
+    }
     if WARMING_UP.with(|w| w.get()) {
         // Metron's own warm-up launch at context creation.
         return;
@@ -308,4 +311,48 @@ pub(crate) extern "C" fn on_callback(
             });
         }
     }
+}
+
+/// One traced runtime API call that is not a launch (`cudaGetDevice`), through the subscriber
+/// as CUPTI calls it, enter then exit: Metron's own work per traced call, without CUPTI
+/// (`benches/benches/nvidia_api.rs`). Records into the calling thread's API buffer.
+#[doc(hidden)]
+pub fn bench_traced_call(correlation: u32) {
+    const CUDA_GET_DEVICE: u32 = 17;
+    let mut stash = 0u64;
+    let mut status = 0i32;
+    let mut data = sys::CallbackData {
+        callback_site: 0,
+        function_name: c"cudaGetDevice".as_ptr(),
+        function_params: std::ptr::null(),
+        function_return_value: (&mut status as *mut i32).cast(),
+        symbol_name: std::ptr::null(),
+        context: std::ptr::null_mut(),
+        context_uid: 1,
+        correlation_data: &mut stash,
+        correlation_id: correlation,
+    };
+    let raw = (&data as *const sys::CallbackData).cast::<c_void>();
+    on_callback(
+        std::ptr::null_mut(),
+        sys::DOMAIN_RUNTIME,
+        CUDA_GET_DEVICE,
+        raw,
+    );
+    data.callback_site = 1;
+    let raw = (&data as *const sys::CallbackData).cast::<c_void>();
+    on_callback(
+        std::ptr::null_mut(),
+        sys::DOMAIN_RUNTIME,
+        CUDA_GET_DEVICE,
+        raw,
+    );
+}
+
+/// Drains the API calls recorded so far (for benches: keeps the buffers from filling).
+#[doc(hidden)]
+pub fn bench_drain_calls() -> u64 {
+    let mut n = 0;
+    api_log::drain(|_| n += 1);
+    n
 }

@@ -65,6 +65,8 @@ mod sys_profiler_range;
 
 pub use callbacks::ApiMode;
 use callbacks::*;
+#[doc(hidden)]
+pub use callbacks::{bench_drain_calls, bench_traced_call};
 use loading::{devices, load_cupti, load_driver, Loaded, LOADED, STATUS};
 pub use loading::{probe, status, Status, CUPTI_PATHS};
 pub use metadata::metadata;
@@ -249,6 +251,7 @@ fn start_inner() -> Result<Status, Status> {
     let diag = std::env::var("METRON_GPU_DIAG").unwrap_or_default();
     let diag_has = |w: &str| diag.split(',').any(|d| d.trim() == w);
     DIAG_NO_ANNOTATE.store(diag_has("no_annotate"), Ordering::Relaxed);
+    DIAG_API_EMPTY.store(diag_has("api_empty"), Ordering::Relaxed);
     WARM_UP.store(env_bool("METRON_GPU_WARM_UP", true), Ordering::Relaxed);
     sys::register(
         cupti,
@@ -447,6 +450,9 @@ fn set_collecting(on: bool) {
 /// `METRON_GPU_DIAG=no_annotate` (a developer's bisection knob, with `no_ts`, `no_tid`,
 /// `no_cb`, `no_copy`): launches write no join annotation.
 static DIAG_NO_ANNOTATE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// `METRON_GPU_DIAG=api_empty`: callbacks of calls other than launches return at once (CUPTI's
+/// own cost per traced call, for the overhead measurements of issue 29).
+static DIAG_API_EMPTY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// A context was created (the resource callback, on the application thread inside its
 /// creating call): the device limits are read on a thread of Metron's own, and PM sampling and

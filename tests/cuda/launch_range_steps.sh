@@ -1,4 +1,8 @@
+#!/bin/bash
 set -u
+# Issue 29, part 3: the host time of each range-profiler step of a user-range launch (metadata.json
+# gpu.counters.launch_range_steps_ns) and the same launch under kernel replay, first_launch.cu.
+# Run: run(command="bash tests/cuda/launch_range_steps.sh", carry=["device-bin/r7"])
 B=$(realpath device-bin/r7); T=$PWD/tests/cuda
 R=/tmp/st; rm -rf $R; mkdir -p $R; cd $R
 export PATH=/usr/local/cuda/bin:$PATH

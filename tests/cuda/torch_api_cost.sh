@@ -1,0 +1,46 @@
+#!/bin/bash
+# Issue 29, part 1: what a launch-bound PyTorch step pays, split by layer, ROUNDS interleaved
+# process rounds (medians of per-process medians of 200 steps):
+#   none      no tool
+#   default   metron run (kernels, copies, runtime API slices, region join)
+#   api_empty the same CUPTI subscriptions, but callbacks of non-launch calls return at once
+#             (METRON_GPU_DIAG=api_empty): CUPTI's own cost per traced call
+#   api_none  METRON_GPU_API=none (launch callbacks only)
+#   floor     api_none without Metron's launch annotation, timestamps callback, copies, tids
+#   kineto    torch.profiler with CUDA activities
+# Run: run(command="ROUNDS=5 bash tests/cuda/torch_api_cost.sh", carry=["device-bin/r7"])
+set -u
+T=$PWD/tests/cuda; B=$(realpath ${B:-device-bin/r7})
+R=/tmp/ta; rm -rf $R; mkdir -p $R
+PY=/opt/torch/.venv/bin/python3
+{ date -u; nvidia-smi -L; nproc; } 2>&1 | head -3
+M="$B/metron run --library $B/libmetron.so --"
+for r in $(seq 1 ${ROUNDS:-5}); do
+  for c in none default api_empty api_none floor kineto; do
+    case $c in
+      none) $PY $T/torch_step.py plain 200 ;;
+      default) METRON_OUTPUT_PATH=$R/$c-$r $M $PY $T/torch_step.py plain 200 2>/dev/null ;;
+      api_empty) METRON_GPU_DIAG=api_empty METRON_OUTPUT_PATH=$R/$c-$r $M $PY $T/torch_step.py plain 200 2>/dev/null ;;
+      api_none) METRON_GPU_API=none METRON_OUTPUT_PATH=$R/$c-$r $M $PY $T/torch_step.py plain 200 2>/dev/null ;;
+      floor) METRON_GPU_API=none METRON_GPU_DIAG=no_ts,no_tid,no_copy,no_annotate METRON_OUTPUT_PATH=$R/$c-$r $M $PY $T/torch_step.py plain 200 2>/dev/null ;;
+      kineto) $PY $T/torch_step.py kineto 200 ;;
+    esac 2>&1 | grep STEP | sed "s/^/$c /" >> $R/torch.txt
+  done
+done
+python3 - $R/torch.txt <<'PY'
+import sys, statistics, collections
+v = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    f = line.split(); kv = dict(x.split("=") for x in f[2:])
+    v[f[0]].append(float(kv["median_ms"]))
+base = statistics.median(v["none"])
+for c, xs in v.items():
+    m = statistics.median(xs)
+    print(f"TORCH {c:9s} median {m:.3f} ms  x{m/base:.3f}  rounds {len(xs)}  all {' '.join(f'{x:.2f}' for x in xs)}")
+PY
+python3 - $R/default-1 <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1] + "/metadata.json"))["gpu"]
+print("records", m.get("records"), "dropped", m.get("cupti_dropped"))
+PY
+grep -m1 STEP $R/torch.txt
