@@ -5,7 +5,7 @@
 # the same round shape (ROUNDS rounds of LAUNCHES launches, launching thread on core 3).
 # Binaries from device-bin/${BIN:-i29}.
 set -u
-B=$PWD/device-bin/${BIN:-i29}
+B=$PWD/device-bin/${BIN:-i29}  # REPS repetitions (default 2)
 T=$PWD/tests/cuda
 R=/tmp/i29t; rm -rf $R; mkdir -p $R; cd $R
 export PATH=/usr/local/cuda/bin:$PATH
@@ -15,7 +15,7 @@ nvcc -O2 -arch=sm_90 -o cupti_toggle $T/cupti_toggle.cu -I/usr/local/cuda/includ
 wait
 M="$B/metron run --library $B/libmetron.so --"
 ROUNDS=${ROUNDS:-100}; LAUNCHES=${LAUNCHES:-2000}
-for rep in 1 2; do
+for rep in $(seq 1 ${REPS:-2}); do
   echo "== cupti_toggle (floor), repetition $rep"
   ./cupti_toggle $ROUNDS $LAUNCHES 3 2>&1 | grep -E "^STEP (N    -> K |K    -> KC |KC   -> KCD|N    -> C)"
   echo "== metron default, repetition $rep"
