@@ -27,7 +27,7 @@ fn bad_values_are_reported_per_variable_and_the_run_still_writes_its_output_with
             "METRON_BUFFER_SIZE",
             "12Q",
             "a size in bytes with an optional K, M or G suffix",
-            "1M",
+            "256K",
         ),
         (
             "METRON_BUFFER_POLICY",
@@ -79,12 +79,12 @@ fn bad_values_are_reported_per_variable_and_the_run_still_writes_its_output_with
     };
     assert_eq!(
         setting("METRON_BUFFER_SIZE"),
-        json!({"name": "METRON_BUFFER_SIZE", "value": (1 << 20).to_string(), "source": "default"})
+        json!({"name": "METRON_BUFFER_SIZE", "value": (256 << 10).to_string(), "source": "default"})
     );
     assert_eq!(setting("METRON_BUFFER_POLICY")["value"], "lossless");
     assert_eq!(setting("METRON_FLUSH_INTERVAL")["value"], "1000ms");
     assert_eq!(setting("METRON_OUTPUT_PATH")["source"], "environment");
-    assert_eq!(metadata["buffer"]["segment_bytes"], 1 << 20);
+    assert_eq!(metadata["buffer"]["segment_bytes"], 256 << 10);
     assert_eq!(metadata["buffer"]["policy"], "lossless");
 
     // ...and the run was recorded and written as usual.

@@ -179,10 +179,12 @@ impl<R: Copy + Send + 'static> ServiceInner<R> {
             };
             segment.prefault(0, FIRST_PAGES);
             self.segments_mapped.fetch_add(1, Ordering::Relaxed);
+            // At the bottom: recycled segments (their pages already faulted in) are taken
+            // first, from the top; a fresh one costs a page fault per page as it fills.
             self.free
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .push(segment);
+                .insert(0, segment);
         }
     }
 

@@ -260,6 +260,7 @@ impl Settings {
             "METRON_GPU_METRICS",
             "METRON_GPU_COUNTER_MODE",
             "METRON_GPU_REGION_KERNELS",
+            "METRON_GPU_KERNEL_REPLAY",
             "METRON_GPU_PC_SAMPLING",
             "METRON_GPU_PC_SAMPLING_MODE",
             "METRON_GPU_PM_SAMPLING",
@@ -544,7 +545,7 @@ mod tests {
     fn defaults_apply_when_nothing_is_set() {
         let s = settings(&[]);
         assert!(s.enabled);
-        assert_eq!(s.buffer_bytes, 1 << 20);
+        assert_eq!(s.buffer_bytes, 256 << 10);
         assert_eq!(s.watermark_percent, 100);
         assert_eq!(s.policy, Policy::Lossless);
         assert_eq!(s.flush_interval, Some(Duration::from_secs(1)));
@@ -582,7 +583,7 @@ mod tests {
             ("METRON_ENABLED", "maybe"),
         ]);
         assert_eq!(s.errors.len(), 5);
-        assert_eq!(s.buffer_bytes, 1 << 20);
+        assert_eq!(s.buffer_bytes, 256 << 10);
         assert_eq!(s.policy, Policy::Lossless);
         assert!(s.enabled);
         let text = s.errors[0].to_string();
@@ -602,6 +603,6 @@ mod tests {
     fn a_buffer_smaller_than_the_minimum_is_rejected() {
         let s = settings(&[("METRON_BUFFER_SIZE", "100")]);
         assert_eq!(s.errors.len(), 1);
-        assert_eq!(s.buffer_bytes, 1 << 20);
+        assert_eq!(s.buffer_bytes, 256 << 10);
     }
 }

@@ -20,8 +20,8 @@ pub static REGISTRY: &[SettingSpec] = &[
     SettingSpec {
         name: "METRON_BUFFER_SIZE",
         kind: Kind::Size,
-        default: "1M",
-        description: "bytes of each per-thread buffer segment (minimum 4K; 16 bytes per record slot)",
+        default: "256K",
+        description: "bytes of each per-thread buffer segment (minimum 4K; 16 bytes per record slot); full segments are recycled once the flusher has read them, so smaller segments touch fewer fresh pages (each first touch is a page fault)",
     },
     SettingSpec {
         name: "METRON_BUFFER_WATERMARK",
