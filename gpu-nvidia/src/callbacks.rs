@@ -332,21 +332,16 @@ pub fn bench_traced_call(correlation: u32) {
         correlation_data: &mut stash,
         correlation_id: correlation,
     };
-    let raw = (&data as *const sys::CallbackData).cast::<c_void>();
-    on_callback(
-        std::ptr::null_mut(),
-        sys::DOMAIN_RUNTIME,
-        CUDA_GET_DEVICE,
-        raw,
-    );
-    data.callback_site = 1;
-    let raw = (&data as *const sys::CallbackData).cast::<c_void>();
-    on_callback(
-        std::ptr::null_mut(),
-        sys::DOMAIN_RUNTIME,
-        CUDA_GET_DEVICE,
-        raw,
-    );
+    for site in [0, 1] {
+        data.callback_site = site;
+        let raw = (&data as *const sys::CallbackData).cast::<c_void>();
+        on_callback(
+            std::ptr::null_mut(),
+            sys::DOMAIN_RUNTIME,
+            CUDA_GET_DEVICE,
+            raw,
+        );
+    }
 }
 
 /// Drains the API calls recorded so far (for benches: keeps the buffers from filling).

@@ -265,17 +265,7 @@ pub(super) fn stop_and_read(cupti: &Cupti, s: &mut Session) -> Result<Ranges, St
         if read.is_err() {
             let _ = p.stop_on(cupti, s.object);
         }
-        p.counter_data_init(cupti, s.object, &mut s.image)?;
-        p.set_config_on(
-            cupti,
-            s.object,
-            &s.config,
-            &mut s.image,
-            AUTO_RANGE,
-            KERNEL_REPLAY,
-            MAX_RANGES,
-        )?;
-        s.evaluated = 0;
+        s.reconfigure(cupti, AUTO_RANGE, KERNEL_REPLAY)?;
     }
     read
 }

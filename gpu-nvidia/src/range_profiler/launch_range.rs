@@ -142,22 +142,7 @@ pub(super) fn end(cupti: &Cupti, s: &mut Session) -> Result<Vec<f64>, String> {
 
 /// A fresh counter-data image for the next `Start`.
 fn fresh_image(cupti: &Cupti, s: &mut Session) -> Result<(), String> {
-    let p = s.profiler;
-    let r = timed(6, || p.counter_data_init(cupti, s.object, &mut s.image)).and_then(|_| {
-        timed(7, || {
-            p.set_config_on(
-                cupti,
-                s.object,
-                &s.config,
-                &mut s.image,
-                USER_RANGE,
-                USER_REPLAY,
-                MAX_RANGES,
-            )
-        })
-    });
-    s.evaluated = 0;
-    r
+    timed(6, || s.reconfigure(cupti, USER_RANGE, USER_REPLAY))
 }
 
 #[cfg(test)]

@@ -162,6 +162,26 @@ struct Session {
     open: Option<OpenRange>,
 }
 
+impl Session {
+    /// A fresh counter-data image and `SetConfig` with `range` and `replay`: the session is
+    /// ready for its next `Start` (under user replay a new `Start` after a complete pass set
+    /// writes range 0 again, so each user-replay range needs one).
+    fn reconfigure(&mut self, cupti: &Cupti, range: i32, replay: i32) -> Result<(), String> {
+        let p = self.profiler;
+        self.evaluated = 0;
+        p.counter_data_init(cupti, self.object, &mut self.image)?;
+        p.set_config_on(
+            cupti,
+            self.object,
+            &self.config,
+            &mut self.image,
+            range,
+            replay,
+            MAX_RANGES,
+        )
+    }
+}
+
 /// A region's user range, open on a context.
 struct OpenRange {
     /// The thread that opened it.

@@ -266,17 +266,7 @@ pub fn region_end() -> Result<Vec<f64>, String> {
         };
         // Under user replay a new Start after a complete pass set writes range 0 again (seen
         // on the H100: the second region decoded no new range): a fresh image per region.
-        p.counter_data_init(&cupti, s.object, &mut s.image)?;
-        p.set_config_on(
-            &cupti,
-            s.object,
-            &s.config,
-            &mut s.image,
-            USER_RANGE,
-            USER_REPLAY,
-            MAX_RANGES,
-        )?;
-        s.evaluated = 0;
+        s.reconfigure(&cupti, USER_RANGE, USER_REPLAY)?;
         if !all_passes {
             return Err("CUPTI wants more passes of this region (user replay)".into());
         }

@@ -363,6 +363,19 @@ impl Sink for KernelsCsvSink {
 mod tests {
     use super::*;
 
+    fn run_info() -> RunInfo {
+        RunInfo {
+            output_dir: PathBuf::new(),
+            pid: 1,
+            exe: "x".into(),
+            argv: vec![],
+            hostname: "h".into(),
+            start_realtime_ns: 0,
+            start_ns: 0,
+            end_ns: 0,
+        }
+    }
+
     /// A graph launch's ranges go to its kernels in the order they were delivered; when the
     /// counts differ, every kernel of that launch reads NaN with the reason.
     #[test]
@@ -424,16 +437,7 @@ mod tests {
         assert_eq!(got[&0], Counted::LaunchSum(vec![600.0], 3));
         assert_eq!(got[&1], Counted::InLaunchSum(0));
         assert_eq!(got[&2], Counted::InLaunchSum(0));
-        let run = RunInfo {
-            output_dir: PathBuf::new(),
-            pid: 1,
-            exe: "x".into(),
-            argv: vec![],
-            hostname: "h".into(),
-            start_realtime_ns: 0,
-            start_ns: 0,
-            end_ns: 0,
-        };
+        let run = run_info();
         let text = render(&GpuContext::default(), &ks, &HashMap::new(), &run, Some(&c));
         let rows: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
         assert_eq!(rows.len(), 4);
@@ -465,16 +469,7 @@ mod tests {
         b.start_ns = 1_000_000;
         b.end_ns = 1_000_500;
         b.correlation = 4;
-        let run = RunInfo {
-            output_dir: PathBuf::new(),
-            pid: 1,
-            exe: "x".into(),
-            argv: vec![],
-            hostname: "h".into(),
-            start_realtime_ns: 0,
-            start_ns: 0,
-            end_ns: 0,
-        };
+        let run = run_info();
         let tids = HashMap::from([(5, 77)]);
         let text = render(
             &GpuContext::default(),
