@@ -5,6 +5,7 @@
 //! `METRON_GPU_API` ([`ApiMode`]) selects (Metron's clock, no allocation).
 
 use super::*;
+use std::cell::Cell;
 
 /// `METRON_GPU_API`: which API calls become slices, and how.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,19 +69,47 @@ impl ApiMode {
 
 pub(crate) static API_MODE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
 
-thread_local! {
+/// What the callbacks keep per thread, in one thread-local: in the preloaded library every
+/// thread-local costs a `__tls_get_addr` call, and a launch passes through four callbacks.
+pub(crate) struct CallbackThread {
     /// Depth of runtime-API calls in progress on this thread: a driver call inside one (cudart
     /// calling the driver) is not a launch of its own (the work carries the runtime call's
     /// correlation id).
-    pub(crate) static IN_RUNTIME: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    in_runtime: Cell<u32>,
     /// This thread's graph launch turned CUPTI's KERNEL kind on (a counted range is open).
-    pub(crate) static GRAPH_KIND_ON: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    graph_kind_on: Cell<bool>,
     /// This thread's first PC-sampled launch is open inside a set-up slice.
-    pub(crate) static PC_FIRST_LAUNCH_OPEN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    pc_first_launch_open: Cell<bool>,
     /// This thread is launching Metron's warm-up kernel (its callbacks are Metron's own).
-    pub(crate) static WARMING_UP: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    pub(crate) warming_up: Cell<bool>,
     /// This thread's kernel tid (0 until read).
-    pub(crate) static TID: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    tid: Cell<u32>,
+}
+
+impl CallbackThread {
+    /// This thread's kernel tid (one system call, the first time).
+    #[inline]
+    fn tid(&self) -> u32 {
+        let v = self.tid.get();
+        if v != 0 {
+            return v;
+        }
+        let v = sys::gettid();
+        self.tid.set(v);
+        v
+    }
+}
+
+thread_local! {
+    pub(crate) static CALLBACK_THREAD: CallbackThread = const {
+        CallbackThread {
+            in_runtime: Cell::new(0),
+            graph_kind_on: Cell::new(false),
+            pc_first_launch_open: Cell::new(false),
+            warming_up: Cell::new(false),
+            tid: Cell::new(0),
+        }
+    };
 }
 
 /// A kernel or graph launch (the callbacks that join work to regions and profile kernels).
@@ -141,16 +170,9 @@ pub(crate) fn capture_bookkeeping(domain: i32, cbid: u32) {
 
 #[inline]
 pub(crate) fn tid() -> u32 {
-    TID.try_with(|t| {
-        let v = t.get();
-        if v != 0 {
-            return v;
-        }
-        let v = sys::gettid();
-        t.set(v);
-        v
-    })
-    .unwrap_or_else(|_| sys::gettid())
+    CALLBACK_THREAD
+        .try_with(CallbackThread::tid)
+        .unwrap_or_else(|_| sys::gettid())
 }
 
 /// The one Callback API subscriber (runtime and driver domains): launch enter/exit for the
@@ -163,15 +185,7 @@ pub(crate) extern "C" fn on_callback(
     data: *const c_void,
 ) {
     if domain == sys_pcsampling::DOMAIN_RESOURCE {
-        pm_sampling::on_resource(cbid);
-        // SAFETY: resource-domain data is a CUpti_ResourceData (checked non-null inside).
-        unsafe { pc_sampling::on_resource(cbid, data) };
-        if cbid == sys_pcsampling::CBID_CONTEXT_CREATED && !data.is_null() {
-            // After PC sampling's own set-up on the context, so the warm-up launch is sampled.
-            // SAFETY: resource-domain data is a CUpti_ResourceData (checked non-null).
-            let ctx = unsafe { (*data.cast::<sys_pcsampling::ResourceData>()).context };
-            context_created(ctx);
-        }
+        on_resource_callback(cbid, data);
         return;
     }
     if data.is_null() || (domain != sys::DOMAIN_RUNTIME && domain != sys::DOMAIN_DRIVER) {
@@ -180,7 +194,29 @@ pub(crate) extern "C" fn on_callback(
     if DIAG_API_EMPTY.load(Ordering::Relaxed) && !is_launch(domain, cbid) {
         return;
     }
-    if WARMING_UP.with(|w| w.get()) {
+    let _ = CALLBACK_THREAD.try_with(|t| on_api_callback(t, domain, cbid, data));
+}
+
+/// [`on_callback`] for the resource domain (contexts, modules): rare, kept out of the launch
+/// path's code.
+#[cold]
+#[inline(never)]
+fn on_resource_callback(cbid: u32, data: *const c_void) {
+    pm_sampling::on_resource(cbid);
+    // SAFETY: resource-domain data is a CUpti_ResourceData (checked non-null inside).
+    unsafe { pc_sampling::on_resource(cbid, data) };
+    if cbid == sys_pcsampling::CBID_CONTEXT_CREATED && !data.is_null() {
+        // After PC sampling's own set-up on the context, so the warm-up launch is sampled.
+        // SAFETY: resource-domain data is a CUpti_ResourceData (checked non-null).
+        let ctx = unsafe { (*data.cast::<sys_pcsampling::ResourceData>()).context };
+        context_created(ctx);
+    }
+}
+
+/// [`on_callback`] for the runtime and driver domains, with the thread's state.
+#[inline]
+fn on_api_callback(t: &CallbackThread, domain: i32, cbid: u32, data: *const c_void) {
+    if t.warming_up.get() {
         // Metron's own warm-up launch at context creation.
         return;
     }
@@ -193,17 +229,20 @@ pub(crate) extern "C" fn on_callback(
     let enter = data.callback_site == 0;
     let mode = ApiMode::from_u8(API_MODE.load(Ordering::Relaxed));
     let nested = if domain == sys::DOMAIN_RUNTIME {
-        let _ = IN_RUNTIME.try_with(|d| {
-            if enter {
-                d.set(d.get() + 1);
-            } else {
-                d.set(d.get().saturating_sub(1));
-            }
-        });
+        let d = &t.in_runtime;
+        if enter {
+            d.set(d.get() + 1);
+        } else {
+            d.set(d.get().saturating_sub(1));
+        }
         false
     } else {
-        IN_RUNTIME.try_with(|d| d.get() > 0).unwrap_or(false)
+        t.in_runtime.get() > 0
     };
+    if nested && !matches!(mode, ApiMode::Driver | ApiMode::Both) {
+        // The runtime's own driver call: neither a launch nor traced, nothing to keep.
+        return;
+    }
     let launch = !nested && is_launch(domain, cbid);
     let traced = match mode {
         ApiMode::Runtime => domain == sys::DOMAIN_RUNTIME || launch,
@@ -248,7 +287,7 @@ pub(crate) extern "C" fn on_callback(
                 std::mem::forget(SetupSlice::begin(
                     "GPU PC sampling: CUPTI's first sampled launch",
                 ));
-                PC_FIRST_LAUNCH_OPEN.with(|o| o.set(true));
+                t.pc_first_launch_open.set(true);
             }
             pc_sampling::before_launch(data.context);
             if range_profiler::active() {
@@ -269,7 +308,7 @@ pub(crate) extern "C" fn on_callback(
                     region_kernels::on_enter(domain, cbid, data, tick_ns(ticks));
                 } else if let Some(l) = LOADED.get() {
                     region_kernels::graph_launch(&l.cupti, true);
-                    GRAPH_KIND_ON.with(|g| g.set(true));
+                    t.graph_kind_on.set(true);
                 }
             }
         }
@@ -284,13 +323,13 @@ pub(crate) extern "C" fn on_callback(
         }
         if launch {
             pc_sampling::after_launch(data.context);
-            if PC_FIRST_LAUNCH_OPEN.with(|o| o.replace(false)) {
+            if t.pc_first_launch_open.replace(false) {
                 drop(SetupSlice);
             }
             if region_kernels::enabled() {
                 region_kernels::on_exit(data.correlation_id, tick_ns(ticks));
             }
-            if GRAPH_KIND_ON.with(|g| g.replace(false)) {
+            if t.graph_kind_on.replace(false) {
                 if let Some(l) = LOADED.get() {
                     region_kernels::graph_launch(&l.cupti, false);
                 }
@@ -306,7 +345,7 @@ pub(crate) extern "C" fn on_callback(
                 correlation: data.correlation_id,
                 cbid,
                 domain,
-                tid: tid(),
+                tid: t.tid(),
                 status: data.return_code(),
             });
         }

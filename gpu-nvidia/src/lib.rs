@@ -476,12 +476,12 @@ fn context_created(ctx: *mut c_void) {
     if WARM_UP.load(Ordering::Relaxed) {
         if let Some(l) = LOADED.get() {
             let _slice = SetupSlice::begin("GPU warm-up launch (context creation)");
-            WARMING_UP.with(|w| w.set(true));
+            CALLBACK_THREAD.with(|t| t.warming_up.set(true));
             let launch = || l.driver.warm_up_launch();
             if let Err(e) = range_profiler::warm_up(ctx, &launch) {
                 eprintln!("metron: {e}; the program's first launch carries CUPTI's set-up");
             }
-            WARMING_UP.with(|w| w.set(false));
+            CALLBACK_THREAD.with(|t| t.warming_up.set(false));
         }
     }
 }
