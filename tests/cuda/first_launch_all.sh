@@ -1,0 +1,25 @@
+#!/bin/bash
+# Issue 29, part 2, after stop 37's kernel-mode change (one user range per launch): the first
+# launch under each GPU feature against the later ones (first_launch.cu: a ~1 ms kernel between
+# CUDA events inside a region, 6 iterations), and the set-up slices the run recorded.
+# Run: run(command="B=device-bin/r9 bash tests/cuda/first_launch_all.sh", carry=["device-bin/r9"])
+set -u
+B=$(realpath ${B:-device-bin/r9}); T=$PWD/tests/cuda
+R=/tmp/fl; rm -rf $R; mkdir -p $R; cd $R
+export PATH=/usr/local/cuda/bin:$PATH
+{ date -u; nvidia-smi -L; } 2>&1 | head -2
+nvcc -O2 -arch=sm_90 -o first_launch $T/first_launch.cu -ldl || exit 1
+M="$B/metron run --library $B/libmetron.so --"
+for f in none default pc pm kernel region; do
+  case $f in
+    none) cmd="./first_launch" ;;
+    default) cmd="$M ./first_launch" ;;
+    pc) cmd="env METRON_GPU_PC_SAMPLING=on $M ./first_launch" ;;
+    pm) cmd="env METRON_GPU_PM_SAMPLING=on $M ./first_launch" ;;
+    kernel) cmd="env METRON_GPU_METRICS=smsp__inst_executed.sum $M ./first_launch" ;;
+    region) cmd="env METRON_GPU_METRICS=smsp__inst_executed.sum METRON_GPU_COUNTER_MODE=region $M ./first_launch" ;;
+  esac
+  echo "-- $f"
+  METRON_OUTPUT_PATH=$R/$f timeout 120 $cmd 2>$R/err.$f | grep FIRST
+  grep -h "metron set-up" $R/$f/summary.txt 2>/dev/null | head -2
+done
