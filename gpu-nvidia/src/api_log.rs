@@ -295,8 +295,12 @@ mod tests {
 
     /// Several threads, more calls than a chunk holds, drained while they write: every call
     /// is read exactly once, in each thread's order, and full chunks are reused.
+    /// The tests that drain: one at a time (a drain takes every thread's calls).
+    static DRAINING: Mutex<()> = Mutex::new(());
+
     #[test]
     fn many_threads_many_chunks_nothing_lost_or_doubled() {
+        let _one = DRAINING.lock().unwrap_or_else(|e| e.into_inner());
         preallocate();
         let per_thread = CHUNK_RECORDS as u32 * 2 + 100;
         let threads: Vec<_> = (0..3u32)
@@ -332,5 +336,28 @@ mod tests {
         // the threads that still hold them): the process did not allocate one per chunk read.
         assert!(CHUNKS.load(Ordering::Relaxed) <= MAX_CHUNKS);
         assert!(!POOL.lock().unwrap().is_empty());
+    }
+
+    /// `counts()` reports every recorded call, drained or still waiting in a chunk (the
+    /// writers count nothing themselves).
+    #[test]
+    fn counts_include_waiting_and_drained_calls() {
+        let _one = DRAINING.lock().unwrap_or_else(|e| e.into_inner());
+        preallocate();
+        let before = counts().0;
+        let n = 300u32;
+        std::thread::spawn(move || {
+            for i in 0..n {
+                record(&call(i, 2000));
+            }
+        })
+        .join()
+        .unwrap();
+        // Other tests of this binary may record meanwhile: at least ours are counted.
+        assert!(counts().0 >= before + u64::from(n), "waiting calls counted");
+        let mut ours = 0;
+        drain(|c| ours += u32::from(c.tid == 2000));
+        assert_eq!(ours, n);
+        assert!(counts().0 >= before + u64::from(n), "drained calls counted");
     }
 }
