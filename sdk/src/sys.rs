@@ -84,6 +84,7 @@ pub(crate) fn spawn_own_thread<T: Send + 'static>(
     let spawned = std::thread::Builder::new()
         .name(name.to_string())
         .spawn(move || {
+            block_program_timer_signals();
             OWN_THREADS_STARTING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
             f()
         });
@@ -91,6 +92,25 @@ pub(crate) fn spawn_own_thread<T: Send + 'static>(
         OWN_THREADS_STARTING.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
     spawned
+}
+
+/// Blocks, on the calling thread (one of Metron's own), the timer signals a program arms for
+/// itself (`setitimer`'s `SIGPROF`, `SIGVTALRM` and `SIGALRM`, `alarm`): they are
+/// process-directed, so the kernel may deliver them to any thread that does not block them,
+/// and the program's handler would then run on Metron's flusher or sampler (seen in CI: a
+/// `SIGPROF` handler's NVTX range recorded on the flusher while the program's own unguarded
+/// counter lost the increment). Signals Metron directs at a thread are not affected.
+fn block_program_timer_signals() {
+    // SAFETY: `set` is initialised by sigemptyset before sigaddset reads it; pthread_sigmask
+    // changes only the calling thread's mask and does not keep the pointer.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for sig in [libc::SIGPROF, libc::SIGVTALRM, libc::SIGALRM] {
+            libc::sigaddset(&mut set, sig);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
 }
 
 /// True while one of Metron's threads is starting (see [`spawn_own_thread`]), or the thread a
@@ -260,5 +280,34 @@ pub(crate) mod process {
     pub(crate) fn set_errno(value: c_int) {
         // SAFETY: as in `errno`.
         unsafe { *libc::__errno_location() = value };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Metron's threads block the program's timer signals (so a program's `SIGPROF` handler
+    /// never runs on them); the spawning thread's own mask is left as it was.
+    #[test]
+    fn own_threads_block_the_programs_timer_signals() {
+        fn blocked(sig: libc::c_int) -> bool {
+            // SAFETY: `now` is written by pthread_sigmask (query only: no set given) before
+            // sigismember reads it.
+            unsafe {
+                let mut now: libc::sigset_t = std::mem::zeroed();
+                libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut now);
+                libc::sigismember(&now, sig) == 1
+            }
+        }
+        let inside = super::spawn_own_thread("metron-test-mask", || {
+            [libc::SIGPROF, libc::SIGVTALRM, libc::SIGALRM, libc::SIGSEGV].map(blocked)
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+        assert_eq!(inside, [true, true, true, false]);
+        assert!(
+            !blocked(libc::SIGPROF),
+            "the spawning thread keeps its mask"
+        );
     }
 }
