@@ -55,6 +55,8 @@ pub(crate) struct Pipeline {
     /// A second thread for the trace sink (`METRON_BACKEND_THREADS=2`), made at the first
     /// batch large enough to use it.
     backend: crate::backend_threads::BackendThreads,
+    /// The allocation of the last batch's decoded events, kept empty between batches.
+    event_buffer: Vec<Event<'static>>,
 }
 
 impl Pipeline {
@@ -66,6 +68,7 @@ impl Pipeline {
             sites: Vec::new(),
             by_tid: HashMap::new(),
             sample_keys: Default::default(),
+            event_buffer: Vec::new(),
             calibration,
             initial: calibration,
             finished: false,
@@ -192,7 +195,13 @@ impl Pipeline {
                 is_metron: batch.producer.thread_name.starts_with("metron"),
             });
         }
-        let mut events = Vec::with_capacity(batch.records.len());
+        // The previous batch's allocation, reused (its pages are already in: a fresh one per
+        // batch costs page faults); the collect runs in place for an empty vector.
+        let mut events: Vec<Event<'_>> = std::mem::take(&mut self.event_buffer)
+            .into_iter()
+            .map(|_: Event<'static>| unreachable!("the kept buffer is empty"))
+            .collect();
+        events.reserve(batch.records.len());
         let records = batch.records;
         let cal = self.calibration;
         // The thread's clock and count in locals for the loop (stored back after it).
@@ -313,6 +322,11 @@ impl Pipeline {
         self.backend
             .deliver(&mut self.sinks, &thread, &events, present);
         self.threads.insert(key, state);
+        events.clear();
+        self.event_buffer = events
+            .into_iter()
+            .map(|_| unreachable!("cleared"))
+            .collect();
     }
 
     /// Decodes the sampler's records of thread `tid` (kind `SAMPLE` only, from its signal
