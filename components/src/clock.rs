@@ -2,14 +2,15 @@
 //!
 //! The hot path reads raw *ticks*: the TSC on x86-64 (one instruction, no syscall), the
 //! monotonic clock in nanoseconds elsewhere. [`Calibration`] maps ticks to monotonic
-//! nanoseconds: a first rate is measured over [`CALIBRATION_WINDOW_NS`] when Metron starts, and
-//! the flusher refines it over the whole run ([`Calibration::refined`]) so the error shrinks as
-//! the run gets longer. Both calibrations, and the measured drift, go into `metadata.json`.
+//! nanoseconds from a [`reference`] point read when Metron starts: a first rate is measured
+//! over [`CALIBRATION_WINDOW_NS`] from it, the first time a rate is asked for, and the flusher
+//! refines it over the whole run ([`Calibration::refined`]) so the error shrinks as the run gets
+//! longer. Both calibrations, and the measured drift, go into `metadata.json`.
 
 use crate::sys;
 use std::sync::OnceLock;
 
-/// How long the first calibration spins, in nanoseconds.
+/// The shortest span from the reference point over which the first rate is measured, in ns.
 pub const CALIBRATION_WINDOW_NS: u64 = 2_000_000;
 
 /// Reads the hot-path clock in ticks. No syscall on x86-64.
@@ -126,15 +127,25 @@ fn paired_reading() -> (u64, u64) {
     (best.1, best.2)
 }
 
-/// The process-wide calibration measured the first time it is asked for (a cold path that
-/// spins for [`CALIBRATION_WINDOW_NS`] on the TSC).
+/// The process's reference point, `(ticks, CLOCK_MONOTONIC ns)` read together the first time
+/// it is asked for (a few clock reads): Metron's start-up reads it, so that the first rate's
+/// window runs while the program does.
+pub fn reference() -> (u64, u64) {
+    static REFERENCE: OnceLock<(u64, u64)> = OnceLock::new();
+    *REFERENCE.get_or_init(paired_reading)
+}
+
+/// The process-wide calibration, measured from [`reference`] the first time it is asked for.
+/// Asked for sooner than [`CALIBRATION_WINDOW_NS`] after the reference, it waits out the rest
+/// asleep: the flusher asks first, with its first batch, so the program's threads do not wait
+/// (a 2 ms spin on the program's first thread used to be part of every run's start).
 pub fn calibration() -> &'static Calibration {
     static CALIBRATION: OnceLock<Calibration> = OnceLock::new();
     CALIBRATION.get_or_init(measure)
 }
 
 fn measure() -> Calibration {
-    let (ticks0, mono0) = paired_reading();
+    let (ticks0, mono0) = reference();
     if TICK_SOURCE != "tsc" {
         return Calibration {
             ticks0,
@@ -142,8 +153,15 @@ fn measure() -> Calibration {
             ns_per_tick: 1.0,
         };
     }
-    while monotonic_ns() < mono0 + CALIBRATION_WINDOW_NS {
-        std::hint::spin_loop();
+    loop {
+        let now = monotonic_ns();
+        let Some(left) = (mono0 + CALIBRATION_WINDOW_NS)
+            .checked_sub(now)
+            .filter(|&l| l > 0)
+        else {
+            break;
+        };
+        std::thread::sleep(std::time::Duration::from_nanos(left));
     }
     let (ticks1, mono1) = paired_reading();
     let ns_per_tick = if ticks1 > ticks0 {

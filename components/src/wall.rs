@@ -27,7 +27,7 @@ impl Component for WallClock {
     }
     #[inline(always)]
     fn sample(&mut self) {
-        self.elapsed_ticks = clock::now_ticks().wrapping_sub(clock::calibration().ticks0);
+        self.elapsed_ticks = clock::now_ticks().wrapping_sub(clock::reference().0);
     }
     fn value(&self) -> f64 {
         clock::calibration().ticks_to_ns(self.elapsed_ticks)

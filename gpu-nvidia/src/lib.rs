@@ -225,7 +225,8 @@ fn start_inner() -> Result<Status, Status> {
         return Err(status);
     }
     let _ = LOADED.set(Loaded { driver, cupti });
-    // Measured now (a 2 ms spin), not inside the first launch's callback.
+    // Measured now, not inside the first launch's callback (it waits until 2 ms have passed
+    // since Metron's start, which CUDA's own initialization has taken by now).
     let _ = metron::clock::calibration();
     let cupti = &LOADED.get().expect("set above").cupti;
     let bytes = env_size("METRON_GPU_ACTIVITY_BUFFER", 4 << 20);

@@ -65,9 +65,14 @@ fn extra_sections() -> Vec<(&'static str, Value)> {
     sections.into_iter().map(|(name, f)| (name, f())).collect()
 }
 
-pub(crate) fn build(rt: &Runtime, run: &RunInfo, pipeline: &Pipeline, errors: &[String]) -> Value {
+pub(crate) fn build(
+    rt: &Runtime,
+    run: &RunInfo,
+    pipeline: &mut Pipeline,
+    errors: &[String],
+) -> Value {
+    let final_cal = pipeline.calibration();
     let initial = pipeline.initial_calibration();
-    let final_cal = pipeline.calibration.refined();
     let threads = pipeline.thread_stats();
     let written: u64 = threads.iter().map(|t| t.records_written).sum();
     // Records that came before Metron's first constructor could let threads record.

@@ -43,8 +43,10 @@ pub(crate) struct Pipeline {
     by_tid: HashMap<u32, u64>,
     /// Keys made for threads first seen through their samples.
     sample_keys: std::collections::HashSet<u64>,
-    pub(crate) calibration: Calibration,
-    initial: Calibration,
+    /// The calibration the last batch was decoded with (refined per batch); none before the
+    /// first (see [`Pipeline::calibration`]).
+    calibration: Option<Calibration>,
+    initial: Option<Calibration>,
     finished: bool,
     /// Whether any sink has been handed anything (after which the run folder cannot move).
     delivered: bool,
@@ -61,7 +63,6 @@ pub(crate) struct Pipeline {
 
 impl Pipeline {
     pub(crate) fn new(sinks: Vec<Box<dyn Sink>>, output_dir: PathBuf) -> Pipeline {
-        let calibration = *clock::calibration();
         Pipeline {
             sinks,
             threads: HashMap::new(),
@@ -69,8 +70,8 @@ impl Pipeline {
             by_tid: HashMap::new(),
             sample_keys: Default::default(),
             event_buffer: Vec::new(),
-            calibration,
-            initial: calibration,
+            calibration: None,
+            initial: None,
             finished: false,
             delivered: false,
             output_dir,
@@ -159,8 +160,25 @@ impl Pipeline {
         true
     }
 
+    /// The calibration the first batch was decoded with.
     pub(crate) fn initial_calibration(&self) -> Calibration {
-        self.initial
+        self.initial.unwrap_or_else(|| *clock::calibration())
+    }
+
+    /// The calibration refined to now. The first one is measured here, on the flusher (or by
+    /// whoever asks first), not when the pipeline is made at the program's start: measuring
+    /// waits until the rate's window has passed since the clock's reference point.
+    pub(crate) fn calibration(&mut self) -> Calibration {
+        let cal = match self.calibration {
+            Some(cal) => cal.refined(),
+            None => {
+                let first = *clock::calibration();
+                self.initial = Some(first);
+                first.refined()
+            }
+        };
+        self.calibration = Some(cal);
+        cal
     }
 
     /// Once per record: kept inline (the compiler stopped inlining it on its own when the sinks
@@ -179,7 +197,7 @@ impl Pipeline {
         if self.finished {
             return;
         }
-        self.calibration = self.calibration.refined();
+        let cal = self.calibration();
         // A thread the sampler saw first keeps the key its samples got.
         let key = match self.by_tid.get(&batch.producer.tid) {
             Some(&k) if self.sample_keys.contains(&k) => k,
@@ -203,7 +221,6 @@ impl Pipeline {
             .collect();
         events.reserve(batch.records.len());
         let records = batch.records;
-        let cal = self.calibration;
         // The thread's clock and count in locals for the loop (stored back after it).
         let mut last_ns = state.last_ns;
         let mut decoded = 0u64;
@@ -336,7 +353,7 @@ impl Pipeline {
         if self.finished || (records.is_empty() && dropped == 0) {
             return;
         }
-        self.calibration = self.calibration.refined();
+        let cal = self.calibration();
         let key = match self.by_tid.get(&tid) {
             Some(&k) => k,
             None => {
@@ -369,7 +386,7 @@ impl Pipeline {
                 _ => SampleTrigger::RealTime,
             };
             events.push(Event::Sample {
-                ts_ns: self.calibration.to_monotonic_ns(records[i].ticks),
+                ts_ns: cal.to_monotonic_ns(records[i].ticks),
                 frames: addresses(&records[i + 1..end], (head.aux >> 2) as usize),
                 trigger,
             });
@@ -786,7 +803,7 @@ mod tests {
                 records,
                 dropped: 0,
             });
-            cals.push(pipeline.calibration);
+            cals.push(pipeline.calibration.expect("decoded a batch"));
         }
         // The oracle: the same events written by hand from the records (a region's begin is
         // the time of its begin record).

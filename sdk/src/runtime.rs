@@ -2,7 +2,7 @@
 //! folder, and the end of the run (flush, outputs, the one stderr line).
 //!
 //! It starts before `main`, from the lifecycle layer's ELF constructor, so that no
-//! application thread ever waits for it: settings, the 2 ms clock calibration, the sinks and the
+//! application thread ever waits for it: settings, the clock's reference point, the sinks and the
 //! flusher are ready when the program's first thread records. Where the constructor did not run
 //! (a record made by another library's constructor that ran first) the first record starts it.
 //! It finishes once, at normal exit (`atexit`) or on [`crate::finish`]; at exit it writes the run
@@ -172,7 +172,8 @@ fn start() -> Runtime {
             crate::metadata::add_section("perf_counters", crate::counters::metadata);
         }
     }
-    let calibration = *clock::calibration();
+    // The clock's reference point, not its rate: the rate is measured later, off this thread.
+    clock::reference();
     let start_realtime_ns = clock::realtime_ns();
     let exe = std::env::current_exe()
         .ok()
@@ -288,7 +289,7 @@ fn start() -> Runtime {
         argv: std::env::args().collect(),
         hostname,
         start_realtime_ns,
-        start_ns: calibration.to_monotonic_ns(clock::now_ticks()),
+        start_ns: clock::monotonic_ns(),
         end_ns: 0,
     };
     let enabled = settings.enabled;
@@ -542,8 +543,7 @@ pub(crate) fn ticks_to_ns(ticks: u64) -> u64 {
             .pipeline
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .calibration
-            .refined()
+            .calibration()
             .to_monotonic_ns(ticks),
         None => clock::calibration().to_monotonic_ns(ticks),
     }
@@ -569,12 +569,8 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
     let mut pipeline = rt.pipeline.lock().unwrap_or_else(|e| e.into_inner());
     let run = {
         let mut run = rt.run.lock().unwrap_or_else(|e| e.into_inner());
-        run.end_ns = crash_ns.unwrap_or_else(|| {
-            pipeline
-                .calibration
-                .refined()
-                .to_monotonic_ns(clock::now_ticks())
-        });
+        run.end_ns =
+            crash_ns.unwrap_or_else(|| pipeline.calibration().to_monotonic_ns(clock::now_ticks()));
         run.output_dir = pipeline.claim_output_dir();
         run.clone()
     };
@@ -595,13 +591,13 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
         None => {}
     }
     let metadata_path = run.output_dir.join("metadata.json");
-    let mut metadata_error = write_metadata(rt, &run, &pipeline, &errors, &metadata_path).err();
+    let mut metadata_error = write_metadata(rt, &run, &mut pipeline, &errors, &metadata_path).err();
     let (late_files, late_errors) = pipeline.finish_late(&run);
     if !late_files.is_empty() || !late_errors.is_empty() {
         files.extend(late_files);
         errors.extend(late_errors);
         // Again with the trace's report; a failure leaves the first version in place.
-        if let Err(e) = write_metadata(rt, &run, &pipeline, &errors, &metadata_path) {
+        if let Err(e) = write_metadata(rt, &run, &mut pipeline, &errors, &metadata_path) {
             metadata_error.get_or_insert(e);
         }
     }
@@ -695,7 +691,7 @@ fn backlog_note(b: &crate::buffer::BacklogStats) -> String {
 fn write_metadata(
     rt: &Runtime,
     run: &RunInfo,
-    pipeline: &Pipeline,
+    pipeline: &mut Pipeline,
     errors: &[String],
     path: &std::path::Path,
 ) -> Result<(), String> {

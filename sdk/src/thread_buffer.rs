@@ -122,7 +122,7 @@ fn write_slow(
     }
     if !p.is_attached() {
         // The thread's first record attaches its buffer and may start the runtime (settings,
-        // sinks, a 2 ms clock calibration): stamp it afterwards, so that this set-up is not
+        // sinks, the run folder): stamp it afterwards, so that this set-up is not
         // counted in the region it begins.
         return make_room(p, 1, drop_weight)
             && p.push(Slot {

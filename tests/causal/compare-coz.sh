@@ -19,6 +19,9 @@
 # RUNS times, so every speedup gets experiments (the 0 % runs are the baseline of the others:
 # this needs a machine whose load does not change between runs).
 #
+# PARALLEL=1 runs Metron's run at the same time as Coz's runs (on a machine with a core for
+# every thread of both: the two programs do not compete), so the comparison takes half as long.
+#
 # NICE (e.g. NICE=-10) runs both tools' programs at that niceness, for a machine shared with
 # other work (virtual speedups assume each thread has a core when it can run).
 #
@@ -41,7 +44,7 @@ root=$(cd "$here/../.." && pwd)
 command -v coz >/dev/null || { echo "compare-coz.sh: coz is not installed (apt-get install coz-profiler)" >&2; exit 3; }
 mkdir -p "$out"
 # Coz reads this compiler's DWARF only as version 2, strict.
-gcc -O1 -gdwarf-2 -gstrict-dwarf -pthread -DUSE_COZ -I"$here" "$here/barrier.c" -o "$out/barrier_coz" -ldl
+gcc -O1 -gdwarf-2 -gstrict-dwarf -pthread -DUSE_COZ -I"$here" ${CFLAGS:-} "$here/barrier.c" -o "$out/barrier_coz" -ldl
 critical=barrier.c:$(grep -n 'CRITICAL:' "$here/barrier.c" | cut -d: -f1)
 slack=barrier.c:$(grep -n 'SLACK:' "$here/barrier.c" | cut -d: -f1)
 rm -rf "$out"/coz-*.coz "$out/coz" "$out/metron"
@@ -49,6 +52,12 @@ rm -rf "$out"/coz-*.coz "$out/coz" "$out/metron"
 # are a baseline for another's (each run would otherwise calibrate under its own load).
 CAUSAL_SPINS_PER_US=$("${nice[@]}" "$out/barrier_coz" calibrate)
 export CAUSAL_SPINS_PER_US
+metron_run() {
+  "${nice[@]}" "${METRON_BIN:-$root/target/release/metron}" causal -o "$out/metron" -n "$runs" --line "$critical" --line "$slack" \
+    --speedups 0,10,20,30,40 --experiment 500ms -- "$out/barrier_coz" "$metron_secs" "$unit" >/dev/null 2>&1
+}
+metron_pid=
+if [ "${PARALLEL:-0}" = 1 ]; then metron_run & metron_pid=$!; fi
 for r in $(seq "$runs"); do
   for line in "$critical" "$slack"; do
     if [ "$mode" = fixed ]; then
@@ -64,8 +73,7 @@ done
 from=()
 for f in "$out"/coz-*.coz; do from+=(--from "$f"); done
 "${METRON_BIN:-$root/target/release/metron}" causal "${from[@]}" -o "$out/coz" >/dev/null
-"${nice[@]}" "${METRON_BIN:-$root/target/release/metron}" causal -o "$out/metron" -n "$runs" --line "$critical" --line "$slack" \
-  --speedups 0,10,20,30,40 --experiment 500ms -- "$out/barrier_coz" "$metron_secs" "$unit" >/dev/null 2>&1
+if [ -n "$metron_pid" ]; then wait "$metron_pid"; else metron_run; fi
 python3 - "$out" <<'PY'
 import json, sys
 out = sys.argv[1]
