@@ -1,13 +1,14 @@
 #!/bin/bash
 # Issue 31 on a device host (16 idle cores): Metron against Coz 0.2.2 on the barrier, every
-# speedup fixed (compare-coz.sh MODE fixed) and both tools at once (PARALLEL=1).
+# speedup fixed (compare-coz.sh MODE fixed), both tools at once (PARALLEL=1, the default) or one
+# after the other (PARALLEL=0).
 # Run: run(command="bash tests/causal/device-compare.sh SECONDS", carry=["device-bin/r10", "device-bin/coz"])
 set -u
 B=$(realpath ${B:-device-bin/r10}); C=$(realpath device-bin/coz)
 secs=${1:-45}
 { date -u; nproc; uptime; } 2>&1
 export PATH=$C/bin:$PATH LD_LIBRARY_PATH=$C/deps${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export METRON_BIN=$B/metron CFLAGS="-I$C/include" PARALLEL=1
+export METRON_BIN=$B/metron CFLAGS="-I$C/include" PARALLEL=${PARALLEL:-1}
 time bash tests/causal/compare-coz.sh /tmp/cmp "$secs" 1 20000 fixed
 for d in /tmp/cmp/metron /tmp/cmp/coz; do echo "== $d"; head -30 $d/causal.txt 2>/dev/null; done
 python3 - <<'PY'
