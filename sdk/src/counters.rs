@@ -81,9 +81,22 @@ pub fn passes_for(settings: &CounterSettings) -> CounterPlan {
 
 fn build(settings: &CounterSettings) -> CounterPlan {
     let (mut plan, counted, errors) = plan_counters(settings);
-    let config = perf::configure(counted, errors);
-    plan.messages.extend(config.messages());
+    if asked_for(settings) {
+        let config = perf::configure(counted, errors);
+        plan.messages.extend(config.messages());
+    } else {
+        // The default software events, which nobody asked for: opened (and probed) only if a
+        // `PerfCounters` component is used, not at every run's start.
+        perf::configure_deferred(counted, errors);
+    }
     plan
+}
+
+/// Whether the settings ask for counters (events other than the defaults, or metrics).
+fn asked_for(settings: &CounterSettings) -> bool {
+    settings.events.trim() != perf::DEFAULT_EVENTS
+        || names(&settings.metrics).next().is_some()
+        || !settings.metrics_file.trim().is_empty()
 }
 
 fn plan_counters(
@@ -92,7 +105,12 @@ fn plan_counters(
     let mut messages = Vec::new();
     let (mut events, errors) = perf::parse_list(&settings.events);
 
-    let mut metric_set = MetricSet::default_cpu();
+    // The built-in definitions are parsed only when a metric is asked for.
+    let mut metric_set = if names(&settings.metrics).next().is_some() {
+        MetricSet::default_cpu()
+    } else {
+        MetricSet::default()
+    };
     if !settings.metrics_file.trim().is_empty() {
         let path = settings.metrics_file.trim();
         match MetricSet::default_cpu_with_user_file(path) {
@@ -318,7 +336,15 @@ pub(crate) fn metadata() -> Value {
     let Some(plan) = PLAN.get() else {
         return Value::Null;
     };
-    let config = perf::config();
+    let Some(config) = perf::probed() else {
+        // The default events, never used: not opened, so nothing is known of them.
+        return json!({
+            "events_not_opened": perf::configured_names(),
+            "note": "no PerfCounters component was used: the default events (METRON_PERF_EVENTS) were never opened",
+            "metrics": plan.metrics,
+            "messages": plan.messages,
+        });
+    };
     json!({
         "events": config.events.iter().map(|e| json!({
             "name": e.name, "kind": e.kind_name(), "config": e.config,

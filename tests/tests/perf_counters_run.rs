@@ -200,3 +200,42 @@ fn bad_names_and_broken_metric_files_are_reported_and_the_run_goes_on() {
     assert!(stat(region, "perf_counters.page-faults", "count") == 3.0);
     assert!(stat(region, "perf_counters.task-clock", "total") > 0.0);
 }
+
+scenario! {
+    fn scenario_uncounted_regions() {
+        for _ in 0..3 {
+            let _r = metron::scope!("plain");
+            touch_fresh_pages(16);
+        }
+    }
+}
+
+/// The default events are opened only when a `PerfCounters` component is used: a run that
+/// never counts does not call `perf_event_open` at its start (where no other perf event is
+/// open, the kernel's perf hooks switch on: milliseconds on a VM), and says so; a run that
+/// counts with the defaults probes them at the first use and reports them as before.
+#[test]
+fn the_default_events_are_opened_only_by_a_run_that_counts() {
+    let plain = Scenario::new("scenario_uncounted_regions").run();
+    let meta = plain.metadata();
+    let section = &meta["perf_counters"];
+    assert_eq!(
+        section["events_not_opened"],
+        json!(["task-clock", "page-faults", "context-switches"]),
+        "{section:#}"
+    );
+    assert!(section.get("events").is_none(), "{section:#}");
+
+    let counted = Scenario::new("scenario_counted_regions").run();
+    let meta = counted.metadata();
+    let names: Vec<&str> = meta["perf_counters"]["events"]
+        .as_array()
+        .expect("the events probed at the first use")
+        .iter()
+        .filter_map(|e| e["name"].as_str())
+        .collect();
+    assert_eq!(names, ["task-clock", "page-faults", "context-switches"]);
+    let summary = counted.summary();
+    let region = find(&main_thread(&summary)["regions"], &["faulting"]);
+    assert!(stat(region, "perf_counters.page-faults", "total") >= 1.0);
+}

@@ -2,9 +2,11 @@
 //! stop (deltas) and in samples (absolute values).
 //!
 //! Which events are counted is decided once per process by [`configure`] (the Metron runtime
-//! calls it at start from `METRON_PERF_EVENTS` and `METRON_METRICS`); a component used before
-//! that configures itself from `METRON_PERF_EVENTS` alone. Each event is probed when it is
-//! configured: one that the kernel refuses is left out with its reason
+//! calls it at start from `METRON_PERF_EVENTS` and `METRON_METRICS`), or by
+//! [`configure_deferred`] for the default events that nobody asked for (probed when the
+//! component is first used); a component used before either configures itself from
+//! `METRON_PERF_EVENTS` alone. Each event is probed when it is configured: one that the kernel
+//! refuses is left out with its reason
 //! ([`PerfConfig::unavailable`]) and the others are counted, so a machine without a hardware
 //! PMU still gets its software events.
 //!
@@ -99,6 +101,9 @@ impl PerfConfig {
 }
 
 static CONFIG: OnceLock<PerfConfig> = OnceLock::new();
+/// Events set by [`configure_deferred`], probed at the first [`config`].
+static DEFERRED: std::sync::Mutex<Option<(Vec<EventSpec>, Vec<EventError>)>> =
+    std::sync::Mutex::new(None);
 
 /// Sets the process-wide events from parsed specs (first call wins) and returns the
 /// configuration in force. Probes each event; call it off the hot path.
@@ -106,12 +111,46 @@ pub fn configure(events: Vec<EventSpec>, errors: Vec<EventError>) -> &'static Pe
     CONFIG.get_or_init(|| PerfConfig::probe(events, errors))
 }
 
-/// The configuration in force; configures from `METRON_PERF_EVENTS` (or [`DEFAULT_EVENTS`])
-/// on first use.
+/// Sets the process-wide events without probing them: the first [`config`] probes them (the
+/// first use of [`PerfCounters`]). For events nobody asked for (the defaults): the probe's
+/// `perf_event_open` can take milliseconds where no other perf event is open on the machine
+/// (the kernel switches its perf hooks on; 0.15 to 14 ms measured on a VM), which every run
+/// paid at its start whether or not it counted anything. Ignored once configured.
+pub fn configure_deferred(events: Vec<EventSpec>, errors: Vec<EventError>) {
+    if CONFIG.get().is_none() {
+        *DEFERRED.lock().unwrap_or_else(|e| e.into_inner()) = Some((events, errors));
+    }
+}
+
+/// The configuration in force, if its events were probed; `None` while they wait for the first
+/// use ([`configure_deferred`]) or were never configured.
+pub fn probed() -> Option<&'static PerfConfig> {
+    CONFIG.get()
+}
+
+/// The events that [`config`] would count (probed or still deferred), by name.
+pub fn configured_names() -> Vec<String> {
+    if let Some(config) = CONFIG.get() {
+        return config.events.iter().map(|e| e.name.clone()).collect();
+    }
+    DEFERRED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .map(|(events, _)| events.iter().map(|e| e.name.clone()).collect())
+        .unwrap_or_default()
+}
+
+/// The configuration in force; probes the deferred events, or configures from
+/// `METRON_PERF_EVENTS` (or [`DEFAULT_EVENTS`]), on first use.
 pub fn config() -> &'static PerfConfig {
     CONFIG.get_or_init(|| {
-        let list = std::env::var("METRON_PERF_EVENTS").unwrap_or_else(|_| DEFAULT_EVENTS.into());
-        let (events, errors) = parse_list(&list);
+        let deferred = DEFERRED.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let (events, errors) = deferred.unwrap_or_else(|| {
+            let list =
+                std::env::var("METRON_PERF_EVENTS").unwrap_or_else(|_| DEFAULT_EVENTS.into());
+            parse_list(&list)
+        });
         PerfConfig::probe(events, errors)
     })
 }
