@@ -12,3 +12,14 @@ pub(crate) fn available_bytes(path: &std::path::Path) -> Option<u64> {
     }
     Some(st.f_bavail as u64 * st.f_frsize as u64)
 }
+
+/// Allocates `bytes` of disk blocks to `file` without writing them (`fallocate`, mode 0: real
+/// blocks, not a sparse hole). False where the file system cannot (the caller then writes).
+pub(crate) fn allocate(file: &std::fs::File, bytes: u64) -> bool {
+    use std::os::fd::AsRawFd;
+    let Ok(len) = libc::off_t::try_from(bytes) else {
+        return false;
+    };
+    // SAFETY: a valid open file descriptor, offset 0 and a non-negative length.
+    unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) == 0 }
+}

@@ -3,7 +3,7 @@
 //! The trace is written while the run goes on and can fill the disk; `summary.txt`,
 //! `summary.json` and `metadata.json` are written at the end and would then find no space.
 //! So when the run folder is first written, a reserve file (`.metron-reserve`, up to
-//! [`RESERVE_BYTES`], at most half the space left) is written next to the trace; at the end it
+//! [`RESERVE_BYTES`], at most half the space left) is allocated next to the trace; at the end it
 //! is removed just before the small outputs are written, and the trace finishes last (see
 //! `Sink::writes_while_running`).
 
@@ -24,7 +24,12 @@ pub fn reserve(dir: &Path) {
     let Ok(mut file) = std::fs::File::create(dir.join(FILE)) else {
         return;
     };
-    // Written, not `set_len`: a sparse file would hold no blocks.
+    // Allocated, not `set_len`: a sparse file would hold no blocks. `fallocate` takes the
+    // blocks without writing them (no page cache to fill now and write back after the run);
+    // where the file system cannot, they are written.
+    if crate::sys::allocate(&file, bytes as u64) {
+        return;
+    }
     let zeros = vec![0u8; 16 << 10];
     let mut written = 0;
     while written < bytes {
