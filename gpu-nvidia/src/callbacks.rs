@@ -188,13 +188,30 @@ pub(crate) extern "C" fn on_callback(
         on_resource_callback(cbid, data);
         return;
     }
+    let _ = CALLBACK_THREAD.try_with(|t| {
+        if domain == sys::DOMAIN_DRIVER
+            && t.in_runtime.get() > 0
+            && !ApiMode::from_u8(API_MODE.load(Ordering::Relaxed)).driver()
+        {
+            // The runtime's own driver call (half of a runtime launch's callbacks): neither a
+            // launch nor traced. Answered here, before the body's frame is set up.
+            return;
+        }
+        on_api_callback_checked(t, domain, cbid, data);
+    });
+}
+
+/// [`on_callback`] past the nested driver calls: the checks of the data, then the work. Not
+/// inlined, so that the early return above does not pay for this frame.
+#[inline(never)]
+fn on_api_callback_checked(t: &CallbackThread, domain: i32, cbid: u32, data: *const c_void) {
     if data.is_null() || (domain != sys::DOMAIN_RUNTIME && domain != sys::DOMAIN_DRIVER) {
         return;
     }
     if DIAG_API_EMPTY.load(Ordering::Relaxed) && !is_launch(domain, cbid) {
         return;
     }
-    let _ = CALLBACK_THREAD.try_with(|t| on_api_callback(t, domain, cbid, data));
+    on_api_callback(t, domain, cbid, data);
 }
 
 /// [`on_callback`] for the resource domain (contexts, modules): rare, kept out of the launch
