@@ -5,12 +5,8 @@
 # Run: run(command="A=device-bin/r9 B=device-bin/r11 bash tests/cuda/toggle_ab.sh", carry=[...])
 set -u
 A=$(realpath ${A:?the first build}); B=$(realpath ${B:?the second build}); T=$PWD/tests/cuda
-R=/tmp/tab; rm -rf $R; mkdir -p $R; cd $R
-export PATH=/usr/local/cuda/bin:$PATH
-{ date -u; nvidia-smi -L; } 2>&1 | head -2
-nvcc -O2 -arch=sm_90 -o metron_toggle $T/metron_toggle.cu -ldl &
-nvcc -O2 -arch=sm_90 -o cupti_toggle $T/cupti_toggle.cu -I/usr/local/cuda/include -L/usr/local/cuda/lib64 -lcupti &
-wait
+R=/tmp/tab
+source $T/toggle_build.sh
 for rep in $(seq 1 ${REPS:-4}); do
   ./cupti_toggle 80 2000 3 2>&1 | grep -E "^STEP (N    -> K |K    -> KC )" | sed "s/^/floor $rep /"
   for b in $A $B; do

@@ -5,12 +5,8 @@
 # Run: run(command="B=device-bin/r9 bash tests/cuda/toggle_no_ts.sh", carry=["device-bin/r9"])
 set -u
 B=$(realpath ${B:-device-bin/r9}); T=$PWD/tests/cuda
-R=/tmp/tn; rm -rf $R; mkdir -p $R; cd $R
-export PATH=/usr/local/cuda/bin:$PATH
-{ date -u; nvidia-smi -L; } 2>&1 | head -2
-nvcc -O2 -arch=sm_90 -o metron_toggle $T/metron_toggle.cu -ldl &
-nvcc -O2 -arch=sm_90 -o cupti_toggle $T/cupti_toggle.cu -I/usr/local/cuda/include -L/usr/local/cuda/lib64 -lcupti &
-wait
+R=/tmp/tn
+source $T/toggle_build.sh
 M="$B/metron run --library $B/libmetron.so --"
 for rep in $(seq 1 ${REPS:-3}); do
   ./cupti_toggle 80 2000 3 2>&1 | grep -E "^STEP (N    -> K |K    -> KC )" | sed "s/^/floor $rep /"
