@@ -263,6 +263,11 @@ pub fn counts() -> (u64, u64, usize) {
     )
 }
 
+/// The tests that drain (here and in the callbacks' tests): one at a time, since a drain takes
+/// every thread's calls.
+#[cfg(test)]
+pub(crate) static DRAINING: Mutex<()> = Mutex::new(());
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -295,8 +300,6 @@ mod tests {
 
     /// Several threads, more calls than a chunk holds, drained while they write: every call
     /// is read exactly once, in each thread's order, and full chunks are reused.
-    /// The tests that drain: one at a time (a drain takes every thread's calls).
-    static DRAINING: Mutex<()> = Mutex::new(());
 
     #[test]
     fn many_threads_many_chunks_nothing_lost_or_doubled() {

@@ -197,21 +197,8 @@ pub(crate) extern "C" fn on_callback(
             // launch nor traced. Answered here, before the body's frame is set up.
             return;
         }
-        on_api_callback_checked(t, domain, cbid, data);
+        on_api_callback(t, domain, cbid, data);
     });
-}
-
-/// [`on_callback`] past the nested driver calls: the checks of the data, then the work. Not
-/// inlined, so that the early return above does not pay for this frame.
-#[inline(never)]
-fn on_api_callback_checked(t: &CallbackThread, domain: i32, cbid: u32, data: *const c_void) {
-    if data.is_null() || (domain != sys::DOMAIN_RUNTIME && domain != sys::DOMAIN_DRIVER) {
-        return;
-    }
-    if DIAG_API_EMPTY.load(Ordering::Relaxed) && !is_launch(domain, cbid) {
-        return;
-    }
-    on_api_callback(t, domain, cbid, data);
 }
 
 /// [`on_callback`] for the resource domain (contexts, modules): rare, kept out of the launch
@@ -230,9 +217,17 @@ fn on_resource_callback(cbid: u32, data: *const c_void) {
     }
 }
 
-/// [`on_callback`] for the runtime and driver domains, with the thread's state.
-#[inline]
+/// [`on_callback`] for the runtime and driver domains past the runtime's nested driver calls,
+/// with the thread's state. Not inlined, so that the early return in front does not pay for
+/// this frame.
+#[inline(never)]
 fn on_api_callback(t: &CallbackThread, domain: i32, cbid: u32, data: *const c_void) {
+    if data.is_null() || (domain != sys::DOMAIN_RUNTIME && domain != sys::DOMAIN_DRIVER) {
+        return;
+    }
+    if DIAG_API_EMPTY.load(Ordering::Relaxed) && !is_launch(domain, cbid) {
+        return;
+    }
     if t.warming_up.get() {
         // Metron's own warm-up launch at context creation.
         return;
@@ -254,12 +249,9 @@ fn on_api_callback(t: &CallbackThread, domain: i32, cbid: u32, data: *const c_vo
         }
         false
     } else {
+        // Only in `driver`/`both` mode: [`on_callback`] answered the others' nested calls.
         t.in_runtime.get() > 0
     };
-    if nested && !matches!(mode, ApiMode::Driver | ApiMode::Both) {
-        // The runtime's own driver call: neither a launch nor traced, nothing to keep.
-        return;
-    }
     let launch = !nested && is_launch(domain, cbid);
     let traced = match mode {
         ApiMode::Runtime => domain == sys::DOMAIN_RUNTIME || launch,

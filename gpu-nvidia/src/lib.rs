@@ -621,30 +621,83 @@ mod tests {
         }
     }
 
+    /// Which of a runtime launch's four callbacks become API calls, per `METRON_GPU_API` mode:
+    /// the runtime's nested driver call is answered before the callback's body in `runtime` and
+    /// `none` modes (not recorded), and recorded in `both`.
+    #[test]
+    fn a_runtime_launch_records_its_nested_driver_call_only_where_the_mode_traces_the_driver() {
+        let _one = api_log::DRAINING.lock().unwrap_or_else(|e| e.into_inner());
+        no_devices();
+        let mut seen = Vec::new();
+        for (mode, correlation) in [
+            (ApiMode::Runtime, 900_001),
+            (ApiMode::None, 900_002),
+            (ApiMode::Both, 900_003),
+        ] {
+            API_MODE.store(mode as u8, Ordering::Relaxed);
+            // On a thread of its own: a fresh runtime depth.
+            std::thread::spawn(move || {
+                let mut ret = 0;
+                let mut slot = 0;
+                one_launch(&mut callback_data(&mut ret), &mut slot, correlation);
+            })
+            .join()
+            .unwrap();
+            let mut calls = Vec::new();
+            api_log::drain(|c| {
+                if c.correlation == correlation {
+                    calls.push((c.domain, c.cbid));
+                }
+            });
+            calls.sort();
+            seen.push(calls);
+        }
+        API_MODE.store(ApiMode::Runtime as u8, Ordering::Relaxed);
+        let (driver, runtime) = (sys::DOMAIN_DRIVER, sys::DOMAIN_RUNTIME);
+        assert_eq!(
+            seen,
+            [
+                vec![(runtime, 211)],
+                vec![],
+                vec![(driver, 307), (runtime, 211)],
+            ]
+        );
+    }
+
+    /// No GPU seen (so a launch does not start the device reader).
+    fn no_devices() {
+        let _ = DEVICE_INFO.set(DeviceInfo {
+            devices: Vec::new(),
+            limits: Vec::new(),
+            limits_json: Vec::new(),
+        });
+    }
+
+    /// The callback data of one call whose status is `*ret`.
+    fn callback_data(ret: &mut i32) -> sys::CallbackData {
+        sys::CallbackData {
+            callback_site: 0,
+            function_name: std::ptr::null(),
+            function_params: std::ptr::null(),
+            function_return_value: (ret as *mut i32).cast(),
+            symbol_name: std::ptr::null(),
+            context: std::ptr::null_mut(),
+            context_uid: 1,
+            correlation_data: std::ptr::null_mut(),
+            correlation_id: 0,
+        }
+    }
+
     /// Metron's own work per launch in its Callback API subscriber, without CUPTI: run under
     /// callgrind to count it (`valgrind --tool=callgrind --toggle-collect='*one_launch*'
     /// <test binary> --ignored --exact tests::callback_path_per_launch`; instructions / 10,000).
     #[test]
     #[ignore]
     fn callback_path_per_launch() {
-        let _ = DEVICE_INFO.set(DeviceInfo {
-            devices: Vec::new(),
-            limits: Vec::new(),
-            limits_json: Vec::new(),
-        });
+        no_devices();
         API_MODE.store(ApiMode::Runtime as u8, Ordering::Relaxed);
         let mut ret: i32 = 0;
-        let mut data = sys::CallbackData {
-            callback_site: 0,
-            function_name: std::ptr::null(),
-            function_params: std::ptr::null(),
-            function_return_value: (&mut ret as *mut i32).cast(),
-            symbol_name: std::ptr::null(),
-            context: std::ptr::null_mut(),
-            context_uid: 1,
-            correlation_data: std::ptr::null_mut(),
-            correlation_id: 0,
-        };
+        let mut data = callback_data(&mut ret);
         let mut slot = 0u64;
         for i in 0..10_000 {
             one_launch(&mut data, &mut slot, i + 1);
