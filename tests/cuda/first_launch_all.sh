@@ -10,15 +10,9 @@ export PATH=/usr/local/cuda/bin:$PATH
 { date -u; nvidia-smi -L; } 2>&1 | head -2
 nvcc -O2 -arch=sm_90 -o first_launch $T/first_launch.cu -ldl || exit 1
 M="$B/metron run --library $B/libmetron.so --"
+source $T/first_launch_cmd.sh
 for f in none default pc pm kernel region; do
-  case $f in
-    none) cmd="./first_launch" ;;
-    default) cmd="$M ./first_launch" ;;
-    pc) cmd="env METRON_GPU_PC_SAMPLING=on $M ./first_launch" ;;
-    pm) cmd="env METRON_GPU_PM_SAMPLING=on $M ./first_launch" ;;
-    kernel) cmd="env METRON_GPU_METRICS=smsp__inst_executed.sum $M ./first_launch" ;;
-    region) cmd="env METRON_GPU_METRICS=smsp__inst_executed.sum METRON_GPU_COUNTER_MODE=region $M ./first_launch" ;;
-  esac
+  cmd=$(first_launch_cmd $f) || continue
   echo "-- $f"
   METRON_OUTPUT_PATH=$R/$f timeout 120 $cmd 2>$R/err.$f | grep FIRST
   grep -h "metron set-up" $R/$f/summary.txt 2>/dev/null | head -2

@@ -19,6 +19,7 @@ nvcc -O2 -arch=sm_90 -o first_launch $T/first_launch.cu -ldl &
 nvcc -O2 -arch=sm_90 -o cupti_toggle $T/cupti_toggle.cu -I/usr/local/cuda/include -L/usr/local/cuda/lib64 -lcupti &
 wait
 M="$B/metron run --library $B/libmetron.so --"
+source $T/first_launch_cmd.sh
 one() { # config name -> runs launch_cost once, appends its lines tagged with the config
   local c=$1 cmd
   case $c in
@@ -60,14 +61,7 @@ echo "== floor (cupti_toggle ${TOGGLE:-60} rounds)"
 [ "${TOGGLE:-60}" -gt 0 ] && ./cupti_toggle ${TOGGLE:-60} 4000 3 2>&1 | tail -12
 echo "== first launch"
 for f in ${FIRST-none default pc pm kernel region}; do
-  case $f in
-    none) cmd="./first_launch" ;;
-    default) cmd="$M ./first_launch" ;;
-    pc) cmd="env METRON_GPU_PC_SAMPLING=on $M ./first_launch" ;;
-    pm) cmd="env METRON_GPU_PM_SAMPLING=on $M ./first_launch" ;;
-    kernel) cmd="env METRON_GPU_METRICS=smsp__inst_executed.sum $M ./first_launch" ;;
-    region) cmd="env METRON_GPU_METRICS=smsp__inst_executed.sum METRON_GPU_COUNTER_MODE=region $M ./first_launch" ;;
-  esac
+  cmd=$(first_launch_cmd $f) || continue
   echo "-- $f"
   METRON_OUTPUT_PATH=$R/out/first-$f timeout 120 $cmd 2>$R/err.first.$f | grep FIRST
   grep -h "iter" $R/out/first-$f/summary.txt 2>/dev/null | head -2

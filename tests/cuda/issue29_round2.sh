@@ -15,18 +15,10 @@ nvcc -O2 -arch=sm_90 -o metron_toggle $T/metron_toggle.cu -ldl &
 nvcc -O2 -arch=sm_90 -o cupti_toggle $T/cupti_toggle.cu -I/usr/local/cuda/include -L/usr/local/cuda/lib64 -lcupti &
 wait
 M="$B/metron run --library $B/libmetron.so --"
+source $T/first_launch_cmd.sh
 echo "== first launch"
 for f in ${FIRST-none default pc pm kernel region}; do
-  case $f in
-    none) cmd="./first_launch" ;;
-    default) cmd="$M ./first_launch" ;;
-    pc) cmd="env METRON_GPU_PC_SAMPLING=on $M ./first_launch" ;;
-    pm) cmd="env METRON_GPU_PM_SAMPLING=on $M ./first_launch" ;;
-    kernel) cmd="env METRON_GPU_METRICS=smsp__inst_executed.sum $M ./first_launch" ;;
-    region) cmd="env METRON_GPU_METRICS=smsp__inst_executed.sum METRON_GPU_COUNTER_MODE=region $M ./first_launch" ;;
-    nowarm) cmd="env METRON_GPU_WARM_UP=0 $M ./first_launch" ;;
-    cuptionly) cmd="env METRON_GPU_DIAG=no_ts,no_cb,no_copy,no_tid METRON_GPU_WARM_UP=0 $M ./first_launch" ;;
-  esac
+  cmd=$(first_launch_cmd $f) || continue
   echo "-- $f"
   METRON_OUTPUT_PATH=$R/out/first-$f timeout 120 $cmd 2>$R/err.first.$f | grep FIRST | cut -c1-80
   grep -h -E "metron set-up|_ iter" $R/out/first-$f/summary.txt 2>/dev/null | head -3 | cut -c1-120
