@@ -225,6 +225,9 @@ impl Pipeline {
         let mut last_ns = state.last_ns;
         let mut decoded = 0u64;
         let mut present = Present::REGIONS_ONLY;
+        // Where the batch's last thread name is, if it has one (found as it is decoded rather
+        // than by scanning the batch again).
+        let mut renamed_at = None;
         let mut i = 0;
         while i < records.len() {
             let slot = records[i];
@@ -310,6 +313,9 @@ impl Pipeline {
             if let Some(event) = events.get(before..) {
                 event.iter().for_each(|e| present.add(e));
             }
+            if head.kind == kind::THREAD_NAME && events.len() > before {
+                renamed_at = Some(before);
+            }
             i = payload_end;
         }
         state.last_ns = last_ns;
@@ -322,15 +328,9 @@ impl Pipeline {
             });
             present.other = true;
         }
-        if present.other {
-            if let Some(Event::ThreadName { name, .. }) = events
-                .iter()
-                .rev()
-                .find(|e| matches!(e, Event::ThreadName { .. }))
-            {
-                if let Some(thread) = state.thread.as_mut() {
-                    thread.name = (*name).to_string();
-                }
+        if let Some(Event::ThreadName { name, .. }) = renamed_at.and_then(|at| events.get(at)) {
+            if let Some(thread) = state.thread.as_mut() {
+                thread.name = (*name).to_string();
             }
         }
         let thread = state.thread.clone().expect("set above");

@@ -163,8 +163,7 @@ pub(crate) type FastSet<K> =
     std::collections::HashSet<K, std::hash::BuildHasherDefault<FastHasher>>;
 
 use metron_wire::{
-    close_len, open_len, put_fixed64, put_short_varint_at, put_tag, put_varint, put_varint_at, LEN,
-    VARINT,
+    close_len, open_len, put_fixed64, put_tag, put_varint, put_varint_at, LEN, VARINT,
 };
 
 /// The packet buffer and what was encoded into it.
@@ -330,26 +329,28 @@ impl Encoder {
             *clock = end;
             return;
         }
-        // Regions a few microseconds long: deltas of one or two bytes, the same packets laid
-        // out in a stack array and appended whole (a fixed-size copy, then the unused tail cut
-        // off), instead of the general varint writer.
-        if d1 < 0x4000 && d2 < 0x4000 && seq < 0x80 && iid < 0x80 {
+        if seq < 0x80 && iid < 0x80 && d1 < 0x4000 && d2 < 0x4000 {
+            // Regions a few microseconds long or apart: a delta of two varint bytes, the two
+            // packets still written whole as one array of fixed length (no general writer).
             let (q, iid) = (seq as u8, iid as u8);
-            let mut b = [0u8; 32];
-            b[0] = PACKET;
-            b[2] = TS;
-            let n = put_short_varint_at(&mut b, 3, d1);
-            b[n..n + 8].copy_from_slice(&[SEQ, q, TE, 4, TYPE, B, NAME, iid]);
-            b[1] = (n + 6) as u8;
-            let m = n + 8;
-            b[m] = PACKET;
-            b[m + 2] = TS;
-            let k = put_short_varint_at(&mut b, m + 3, d2);
-            b[k..k + 6].copy_from_slice(&[SEQ, q, TE, 2, TYPE, E]);
-            b[m + 1] = (k + 4 - m) as u8;
-            let at = self.buf.len();
-            self.buf.extend_from_slice(&b);
-            self.buf.truncate(at + k + 6);
+            let (lo1, hi1) = ((d1 as u8) | 0x80, (d1 >> 7) as u8);
+            let (lo2, hi2) = ((d2 as u8) | 0x80, (d2 >> 7) as u8);
+            if d1 < 0x80 {
+                self.buf.extend_from_slice(&[
+                    PACKET, 10, TS, d1 as u8, SEQ, q, TE, 4, TYPE, B, NAME, iid, //
+                    PACKET, 9, TS, lo2, hi2, SEQ, q, TE, 2, TYPE, E,
+                ]);
+            } else if d2 < 0x80 {
+                self.buf.extend_from_slice(&[
+                    PACKET, 11, TS, lo1, hi1, SEQ, q, TE, 4, TYPE, B, NAME, iid, //
+                    PACKET, 8, TS, d2 as u8, SEQ, q, TE, 2, TYPE, E,
+                ]);
+            } else {
+                self.buf.extend_from_slice(&[
+                    PACKET, 11, TS, lo1, hi1, SEQ, q, TE, 4, TYPE, B, NAME, iid, //
+                    PACKET, 9, TS, lo2, hi2, SEQ, q, TE, 2, TYPE, E,
+                ]);
+            }
             *clock = end;
             return;
         }
