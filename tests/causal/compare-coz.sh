@@ -21,6 +21,9 @@
 #
 # PARALLEL=1 runs Metron's run at the same time as Coz's runs (on a machine with a core for
 # every thread of both: the two programs do not compete), so the comparison takes half as long.
+# COZ_AT_ONCE=1 (with PARALLEL=1, MODE random) also runs all of Coz's RUNS x 2 runs at once and
+# Metron's for one run's SECONDS_PER_RUN: RUNS times Coz's experiments in one run's time, on a
+# machine with a core for each of their 2 x (2 x RUNS + 1) busy threads.
 #
 # NICE (e.g. NICE=-10) runs both tools' programs at that niceness, for a machine shared with
 # other work (virtual speedups assume each thread has a core when it can run).
@@ -38,6 +41,12 @@ unit=${4:-20000}
 mode=${5:-random}
 # Metron's run lasts as long as Coz's runs of one round of both lines.
 if [ "$mode" = fixed ]; then metron_secs=$((secs * 10)); else metron_secs=$((secs * 2)); fi
+metron_runs=$runs
+at_once=${COZ_AT_ONCE:-0}
+if [ "$at_once" = 1 ]; then
+  [ "${PARALLEL:-0}" = 1 ] && [ "$mode" = random ] || { echo "compare-coz.sh: COZ_AT_ONCE=1 needs PARALLEL=1 and MODE random" >&2; exit 2; }
+  metron_secs=$secs metron_runs=1
+fi
 nice=(nice -n "${NICE:-0}")
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -53,7 +62,7 @@ rm -rf "$out"/coz-*.coz "$out/coz" "$out/metron"
 CAUSAL_SPINS_PER_US=$("${nice[@]}" "$out/barrier_coz" calibrate)
 export CAUSAL_SPINS_PER_US
 metron_run() {
-  "${nice[@]}" "${METRON_BIN:-$root/target/release/metron}" causal -o "$out/metron" -n "$runs" --line "$critical" --line "$slack" \
+  "${nice[@]}" "${METRON_BIN:-$root/target/release/metron}" causal -o "$out/metron" -n "$metron_runs" --line "$critical" --line "$slack" \
     --speedups 0,10,20,30,40 --experiment 500ms -- "$out/barrier_coz" "$metron_secs" "$unit" >/dev/null 2>&1
 }
 metron_pid=
@@ -65,11 +74,15 @@ for r in $(seq "$runs"); do
         "${nice[@]}" coz run -o "$out/coz-${line//[:.]/_}-$r-$s.coz" --fixed-line "$line" --fixed-speedup "$s" \
           --- "$out/barrier_coz" "$secs" "$unit" >/dev/null 2>&1
       done
+    elif [ "$at_once" = 1 ]; then
+      "${nice[@]}" coz run -o "$out/coz-${line//[:.]/_}-$r.coz" --fixed-line "$line" --- "$out/barrier_coz" "$secs" "$unit" >/dev/null 2>&1 &
     else
       "${nice[@]}" coz run -o "$out/coz-${line//[:.]/_}-$r.coz" --fixed-line "$line" --- "$out/barrier_coz" "$secs" "$unit" >/dev/null 2>&1
     fi
   done
 done
+# Coz's runs in the background (COZ_AT_ONCE), then Metron's.
+for job in $(jobs -p); do [ "$job" = "$metron_pid" ] || wait "$job"; done
 from=()
 for f in "$out"/coz-*.coz; do from+=(--from "$f"); done
 "${METRON_BIN:-$root/target/release/metron}" causal "${from[@]}" -o "$out/coz" >/dev/null

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Issue 31 on a device host (16 idle cores): Metron against Coz 0.2.2 on the barrier, every
-# speedup fixed (compare-coz.sh MODE fixed), both tools at once (PARALLEL=1, the default) or one
-# after the other (PARALLEL=0).
+# speedup fixed (compare-coz.sh MODE fixed, the default), both tools at once (PARALLEL=1, the
+# default) or one after the other (PARALLEL=0); MODE=random RUNS=3 COZ_AT_ONCE=1: Coz's own
+# random speedups, its 6 runs and Metron's at once.
 # Run: run(command="bash tests/causal/device-compare.sh SECONDS", carry=["device-bin/r10", "device-bin/coz"])
 set -u
 B=$(realpath ${B:-device-bin/r10}); C=$(realpath device-bin/coz)
@@ -9,7 +10,8 @@ secs=${1:-45}
 { date -u; nproc; uptime; } 2>&1
 export PATH=$C/bin:$PATH LD_LIBRARY_PATH=$C/deps${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export METRON_BIN=$B/metron CFLAGS="-I$C/include" PARALLEL=${PARALLEL:-1}
-time bash tests/causal/compare-coz.sh /tmp/cmp "$secs" 1 20000 fixed
+export COZ_AT_ONCE=${COZ_AT_ONCE:-0}
+time bash tests/causal/compare-coz.sh /tmp/cmp "$secs" "${RUNS:-1}" 20000 "${MODE:-fixed}"
 for d in /tmp/cmp/metron /tmp/cmp/coz; do echo "== $d"; head -30 $d/causal.txt 2>/dev/null; done
 python3 - <<'PY'
 import json, glob
