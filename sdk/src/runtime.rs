@@ -219,14 +219,18 @@ fn start() -> Runtime {
             segment_bytes: settings.buffer_bytes,
             max_file_bytes: settings.trace_max_bytes,
         };
-        sinks.push(Box::new(
-            PerfettoSink::with_category_list(
-                config,
-                &settings.trace_categories,
-                output_dir.clone(),
-            )
-            .with_gpu_context(crate::gpu::context()),
-        ));
+        let mut trace = PerfettoSink::with_category_list(
+            config,
+            &settings.trace_categories,
+            output_dir.clone(),
+        )
+        .with_gpu_context(crate::gpu::context());
+        if settings.enabled {
+            // The SDK's session started now, on a thread of Metron's own (its muxer thread
+            // inherits the blocked timer signals), not at the flusher's first batch.
+            let _ = crate::sys::spawn_own_thread("metron-trace-start", trace.session_set_up());
+        }
+        sinks.push(Box::new(trace));
     }
     // `flamegraph.svg`, `regions.svg`, `report.html`: last, from the files the others wrote.
     if settings.report {

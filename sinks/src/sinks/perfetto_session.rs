@@ -529,22 +529,43 @@ fn encode_config(config: &SessionConfig) -> Vec<u8> {
     bytes
 }
 
+/// An in-process tracing session started before it has a file ([`Session::prepare`]).
+pub(crate) struct PreparedSession(SendSession);
+
 impl Session {
-    /// Creates `path` and starts an in-process session that feeds it.
-    pub(crate) fn start(path: &Path, config: &SessionConfig) -> Result<Session, String> {
+    /// Starts an in-process session (the SDK's producer, its muxer thread and the session
+    /// itself: 1 to 3 ms on the development VM, most of it waiting for the muxer) without a
+    /// file, so that this can run on a thread of its own before the first batch needs it
+    /// rather than stall the flusher then. Its service packets wait in its buffer until
+    /// [`Session::start`] gives it the file.
+    pub(crate) fn prepare(config: &SessionConfig) -> Result<PreparedSession, String> {
         data_source()?;
+        let mut session = TracingSession::in_process()
+            .map_err(|e| format!("cannot create the Perfetto session: {e}"))?;
+        session.setup(&encode_config(config));
+        session.start_blocking();
+        Ok(PreparedSession(SendSession(session)))
+    }
+
+    /// Creates `path` and starts an in-process session that feeds it (or gives it to the one
+    /// `prepared`).
+    pub(crate) fn start(
+        path: &Path,
+        config: &SessionConfig,
+        prepared: Option<PreparedSession>,
+    ) -> Result<Session, String> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)
                 .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         }
         let file =
             File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-        let mut session = TracingSession::in_process()
-            .map_err(|e| format!("cannot create the Perfetto session: {e}"))?;
-        session.setup(&encode_config(config));
-        session.start_blocking();
+        let PreparedSession(session) = match prepared {
+            Some(prepared) => prepared,
+            None => Session::prepare(config)?,
+        };
         let mut session = Session {
-            session: SendSession(session),
+            session,
             out: Arc::new(Mutex::new(Output {
                 file: BufWriter::with_capacity(1 << 20, file),
                 bytes: 0,

@@ -42,7 +42,8 @@
 //!
 //! # When it runs
 //! Only off the hot path: on the flusher thread for every batch, and at the end of the run on
-//! the thread that ends it. The session starts on the first batch. Each batch's packets go to
+//! the thread that ends it. Metron starts the session on a thread of its own at its start
+//! (`session_set_up`); the file is made at the first batch. Each batch's packets go to
 //! the file (`write(2)`) as soon as they are encoded (and whenever the packet buffer holds
 //! 1 MiB), so a SIGKILL keeps every batch the flusher handed over; the service's
 //! packets are moved from the session into the file every half flush interval.
@@ -52,7 +53,7 @@ use super::perfetto_encode::{
     METRON_SEQUENCE_ID, THREAD_SEQUENCE_BASE,
 };
 use super::perfetto_session::{
-    FillPolicy, PerfettoLoss, SeqState, Session, SessionConfig, FIXED_IID_BASE,
+    FillPolicy, PerfettoLoss, PreparedSession, SeqState, Session, SessionConfig, FIXED_IID_BASE,
 };
 use crate::annotation::AnnotationValue;
 use crate::callsite::Callsite;
@@ -196,6 +197,10 @@ pub struct PerfettoSink {
     exe: String,
     cmdline: String,
     session: Option<Session>,
+    /// The session being started ahead on another thread ([`PerfettoSink::session_set_up`]).
+    prepared: Option<Arc<SetUpAnswer>>,
+    /// The session the trace used was started ahead (`metadata.json`).
+    started_ahead: bool,
     failed: Option<String>,
     threads: FastMap<u64, ThreadTrack>,
     counter_tracks: FastMap<(u64, u32), u64>,
@@ -238,9 +243,45 @@ struct Tally {
     track_events_lost: u64,
 }
 
+/// What the session's set-up thread answers ([`PerfettoSink::session_set_up`]): the started
+/// session, why it could not start, or nothing (the thread ended without running the set-up).
+/// A mutex and a condition variable rather than a channel: `std`'s channels add thread-locals
+/// to `libmetron.so` (`tests/tests/tls_block.rs`).
+#[derive(Default)]
+pub(crate) struct SetUpAnswer {
+    answer: std::sync::Mutex<Option<Option<Result<PreparedSession, String>>>>,
+    given: std::sync::Condvar,
+}
+
+impl SetUpAnswer {
+    /// Waits for the answer.
+    fn wait(&self) -> Option<Result<PreparedSession, String>> {
+        let mut answer = self.answer.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(given) = answer.take() {
+                return given;
+            }
+            answer = self.given.wait(answer).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+/// Gives its answer (or, dropped before one was set, none) when dropped: with the closure that
+/// ran, or with the one a thread that could not start never ran.
+struct AnswerOnDrop(Arc<SetUpAnswer>, Option<Result<PreparedSession, String>>);
+
+impl Drop for AnswerOnDrop {
+    fn drop(&mut self) {
+        let mut answer = self.0.answer.lock().unwrap_or_else(|e| e.into_inner());
+        *answer = Some(self.1.take());
+        self.0.given.notify_all();
+    }
+}
+
 impl PerfettoSink {
     /// A sink that writes `config.file_name` into `output_dir` (the run folder). Nothing
-    /// Perfetto happens until the first batch arrives on the flusher thread.
+    /// Perfetto happens until the first batch arrives on the flusher thread, unless the
+    /// session is started ahead ([`PerfettoSink::session_set_up`]).
     pub fn new(config: PerfettoConfig, output_dir: PathBuf) -> PerfettoSink {
         let cap = config.max_file_bytes.map(|limit| SizeCap {
             limit,
@@ -257,6 +298,8 @@ impl PerfettoSink {
             exe,
             cmdline: std::env::args().collect::<Vec<_>>().join(" "),
             session: None,
+            prepared: None,
+            started_ahead: false,
             failed: None,
             threads: FastMap::default(),
             counter_tracks: FastMap::default(),
@@ -332,6 +375,31 @@ impl PerfettoSink {
     }
 
     /// Starts the session on first use; false if it cannot run (reported once, at finish).
+    fn session_config(&self) -> SessionConfig {
+        SessionConfig {
+            buffer_kb: (self.buffer_bytes() / 1024) as u32,
+            fill_policy: self.config.fill_policy,
+            max_file_bytes: self.config.max_file_bytes,
+        }
+    }
+
+    /// The Perfetto session's start, to run on a thread the caller makes (Metron's runtime
+    /// does at its start): the SDK's set-up is then done, usually while the program is still
+    /// setting up, instead of stalling the flusher at the first batch (1 to 3 ms on the
+    /// development VM, while the program's threads fill their buffers). It touches no file:
+    /// the run folder is still made only when the first batch arrives. Without a call, or if
+    /// the thread never runs it, the first batch starts the session as before.
+    pub fn session_set_up(&mut self) -> impl FnOnce() + Send + 'static {
+        let answer = Arc::new(SetUpAnswer::default());
+        self.prepared = Some(Arc::clone(&answer));
+        let config = self.session_config();
+        let giver = AnswerOnDrop(answer, None);
+        move || {
+            let mut giver = giver;
+            giver.1 = Some(Session::prepare(&config));
+        }
+    }
+
     fn ensure_session(&mut self, output_dir: Option<&Path>) -> bool {
         if self.session.is_some() {
             return true;
@@ -340,13 +408,20 @@ impl PerfettoSink {
             return false;
         }
         let dir = output_dir.unwrap_or(&self.output_dir).to_path_buf();
-        let config = SessionConfig {
-            buffer_kb: (self.buffer_bytes() / 1024) as u32,
-            fill_policy: self.config.fill_policy,
-            max_file_bytes: self.config.max_file_bytes,
+        let config = self.session_config();
+        // A set-up thread that ended without an answer (it could not start) leaves the start
+        // to `Session::start`; one that failed has said why.
+        let prepared = match self.prepared.take().and_then(|p| p.wait()) {
+            Some(Ok(prepared)) => Some(prepared),
+            Some(Err(e)) => {
+                self.failed = Some(e);
+                return false;
+            }
+            None => None,
         };
+        self.started_ahead = prepared.is_some();
         crate::sinks::space::reserve(&dir);
-        match Session::start(&dir.join(&self.config.file_name), &config) {
+        match Session::start(&dir.join(&self.config.file_name), &config, prepared) {
             Ok(s) => {
                 self.session = Some(s);
                 self.last_drain = Instant::now();
@@ -937,6 +1012,7 @@ impl Sink for PerfettoSink {
             "perfetto_errors_logged": super::perfetto_session::PERFETTO_ERRORS
                 .load(std::sync::atomic::Ordering::Relaxed),
             "session_buffer_bytes": self.buffer_bytes(),
+            "session_started_ahead": self.started_ahead,
             "fill_policy": self.config.fill_policy,
             "categories": self.config.categories,
             "category_error": self.category_error,
@@ -984,6 +1060,102 @@ impl Sink for PerfettoSink {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{CallsiteKind, ThreadInfo};
+
+    fn sink_in(test: &str) -> (PerfettoSink, PathBuf) {
+        let dir = std::env::temp_dir().join(format!("metron-{test}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let config = PerfettoConfig {
+            file_name: "trace.pftrace".into(),
+            buffer_bytes: 1 << 20,
+            fill_policy: TraceFillPolicy::Discard,
+            categories: Categories::ALL,
+            write_interval: None,
+            segment_bytes: 64 << 10,
+            max_file_bytes: None,
+        };
+        (PerfettoSink::new(config, dir.clone()), dir)
+    }
+
+    /// Ten regions on one thread into `sink`, then its end; the sink's report.
+    fn ten_regions_and_finish(sink: &mut PerfettoSink, dir: &Path) -> Value {
+        let site = crate::callsite::resolve(crate::callsite::intern(
+            "set-up test region",
+            CallsiteKind::Region,
+        ))
+        .expect("interned");
+        let thread = ThreadInfo {
+            tid: std::process::id(),
+            name: "main".into(),
+            index: 0,
+            is_metron: false,
+        };
+        let start = clock::monotonic_ns();
+        let mut events = Vec::new();
+        for i in 0..10u64 {
+            let ts_ns = start + i * 1_000;
+            events.push(Event::Begin { ts_ns, site });
+            events.push(Event::End {
+                begin_ns: ts_ns,
+                ts_ns: ts_ns + 500,
+                site,
+                values: &[],
+                closed_by_metron: false,
+            });
+        }
+        sink.events(&thread, &events);
+        let run = RunInfo {
+            output_dir: dir.to_path_buf(),
+            pid: std::process::id(),
+            exe: "test".into(),
+            argv: Vec::new(),
+            hostname: "test".into(),
+            start_realtime_ns: 0,
+            start_ns: start,
+            end_ns: start + 20_000,
+        };
+        let files = sink.finish(&run).expect("the trace is written");
+        assert_eq!(files, vec![dir.join("trace.pftrace")]);
+        sink.metadata().expect("a report")
+    }
+
+    #[test]
+    fn a_session_started_ahead_on_its_own_thread_is_the_one_the_trace_uses() {
+        let (mut sink, dir) = sink_in("session-ahead");
+        std::thread::spawn(sink.session_set_up()).join().unwrap();
+        // Started, but nothing in the run folder until the first batch.
+        assert!(!dir.exists());
+        let report = ten_regions_and_finish(&mut sink, &dir);
+        assert_eq!(report["session_started_ahead"], true, "{report:#}");
+        assert_eq!(report["complete"], true, "{report:#}");
+        assert_eq!(report["counts"]["slices_begun"], 10, "{report:#}");
+        assert_eq!(report["counts"]["slices_ended"], 10, "{report:#}");
+        assert_eq!(report["track_events_lost"], 0, "{report:#}");
+        // The service's packets (its clock snapshot, config, stats) reached the file.
+        assert!(
+            report["service_packets"].as_u64().unwrap() > 0,
+            "{report:#}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_session_set_up_that_never_ran_leaves_the_start_to_the_first_batch() {
+        let (mut sink, dir) = sink_in("session-never-ran");
+        // As when the set-up thread could not be started: the closure is dropped unrun.
+        drop(sink.session_set_up());
+        let report = ten_regions_and_finish(&mut sink, &dir);
+        assert_eq!(report["session_started_ahead"], false, "{report:#}");
+        assert_eq!(report["complete"], true, "{report:#}");
+        assert_eq!(report["counts"]["slices_begun"], 10, "{report:#}");
+        assert_eq!(report["counts"]["slices_ended"], 10, "{report:#}");
+        assert_eq!(report["track_events_lost"], 0, "{report:#}");
+        assert!(
+            report["service_packets"].as_u64().unwrap() > 0,
+            "{report:#}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn categories_parse_lists_and_name_what_is_accepted() {
