@@ -251,6 +251,16 @@ pub trait Sink: Send {
     fn metadata(&self) -> Option<serde_json::Value> {
         None
     }
+    /// True for a late sink that reads `metadata.json` from the run folder in its `finish`, so
+    /// that the file must be there before the late sinks finish. A late sink that needs the
+    /// metadata takes it from [`Sink::run_metadata`] instead (the default, false), and then the
+    /// file is written once, after them.
+    fn reads_metadata_file(&self) -> bool {
+        false
+    }
+    /// The run's metadata as it stands before the late sinks finish (what a first
+    /// `metadata.json` holds), handed to the late sinks just before their `finish`.
+    fn run_metadata(&mut self, _metadata: &std::sync::Arc<serde_json::Value>) {}
 }
 
 /// What a [`GpuRecord`] is.

@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 pub mod causal;
 mod html;
@@ -185,7 +186,7 @@ fn read_json(dir: &Path, name: &str) -> Option<Value> {
 /// What a run folder holds, as the report reads it.
 pub(crate) struct Folder {
     pub(crate) dir: PathBuf,
-    pub(crate) metadata: Value,
+    pub(crate) metadata: Arc<Value>,
     pub(crate) summary: Value,
     pub(crate) flamegraph: Option<String>,
     pub(crate) regions: Option<String>,
@@ -204,7 +205,17 @@ pub fn write_pictures(dir: &Path) -> io::Result<Vec<PathBuf>> {
 
 /// [`write_pictures`], leaving out `report.html` when `html` is false.
 pub fn write_pictures_with(dir: &Path, html: bool) -> io::Result<Vec<PathBuf>> {
-    let metadata = read_json(dir, "metadata.json");
+    pictures(dir, read_json(dir, "metadata.json").map(Arc::new), html)
+}
+
+/// [`write_pictures`] at the end of a run: the run's metadata from memory (`None`: read from
+/// `metadata.json`), so that the run writes its `metadata.json` once, after the pictures.
+pub fn write_pictures_given(dir: &Path, metadata: Option<Arc<Value>>) -> io::Result<Vec<PathBuf>> {
+    let metadata = metadata.or_else(|| read_json(dir, "metadata.json").map(Arc::new));
+    pictures(dir, metadata, true)
+}
+
+fn pictures(dir: &Path, metadata: Option<Arc<Value>>, html: bool) -> io::Result<Vec<PathBuf>> {
     let summary = read_json(dir, "summary.json");
     if metadata.is_none() && summary.is_none() {
         return Err(io::Error::new(
@@ -215,7 +226,7 @@ pub fn write_pictures_with(dir: &Path, html: bool) -> io::Result<Vec<PathBuf>> {
             ),
         ));
     }
-    let metadata = metadata.unwrap_or(Value::Null);
+    let metadata = metadata.unwrap_or_else(|| Arc::new(Value::Null));
     let summary = summary.unwrap_or(Value::Null);
     let mut files = Vec::new();
     let exe = summary["exe"]

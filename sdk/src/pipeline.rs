@@ -607,6 +607,24 @@ impl Pipeline {
     /// Lets the sinks that write while the run goes on (the trace) write their last part:
     /// after [`Pipeline::finish`] and `metadata.json`, so that a full disk takes none of
     /// their space.
+    /// Whether a late sink reads `metadata.json` from the run folder (so it must be written
+    /// before [`Pipeline::finish_late`]).
+    pub(crate) fn late_sinks_read_metadata_file(&self) -> bool {
+        self.sinks
+            .iter()
+            .any(|s| s.finishes_late() && s.reads_metadata_file())
+    }
+
+    /// Hands the run's metadata (as it stands before the late sinks) to the late sinks.
+    pub(crate) fn give_late_sinks_metadata(
+        &mut self,
+        metadata: &std::sync::Arc<serde_json::Value>,
+    ) {
+        for sink in self.sinks.iter_mut().filter(|s| s.finishes_late()) {
+            sink.run_metadata(metadata);
+        }
+    }
+
     pub(crate) fn finish_late(&mut self, run: &RunInfo) -> (Vec<PathBuf>, Vec<String>) {
         self.finish_sinks(run, true)
     }

@@ -595,13 +595,29 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
         None => {}
     }
     let metadata_path = run.output_dir.join("metadata.json");
-    let mut metadata_error = write_metadata(rt, &run, &mut pipeline, &errors, &metadata_path).err();
+    // `metadata.json` is written before the late outputs (the trace's last part, the pictures)
+    // where a late output reads the file or the disk may be short of room (then the first
+    // version has its place whatever they take); otherwise once, after them: the pictures take
+    // the run's metadata from memory.
+    let first = std::sync::Arc::new(crate::metadata::build(rt, &run, &mut pipeline, &errors));
+    let write_first = pipeline.late_sinks_read_metadata_file()
+        || !crate::sinks::space::room_for_the_end(&run.output_dir);
+    let mut metadata_error = if write_first {
+        write_metadata_value(&first, &metadata_path).err()
+    } else {
+        None
+    };
+    pipeline.give_late_sinks_metadata(&first);
+    drop(first);
     let (late_files, late_errors) = pipeline.finish_late(&run);
-    if !late_files.is_empty() || !late_errors.is_empty() {
-        files.extend(late_files);
-        errors.extend(late_errors);
-        // Again with the trace's report; a failure leaves the first version in place.
-        if let Err(e) = write_metadata(rt, &run, &mut pipeline, &errors, &metadata_path) {
+    let late_changed = !late_files.is_empty() || !late_errors.is_empty();
+    files.extend(late_files);
+    errors.extend(late_errors);
+    if !write_first || late_changed {
+        // With the late outputs' reports; where this fails after a first version, that one
+        // stays in place.
+        let metadata = crate::metadata::build(rt, &run, &mut pipeline, &errors);
+        if let Err(e) = write_metadata_value(&metadata, &metadata_path) {
             metadata_error.get_or_insert(e);
         }
     }
@@ -692,15 +708,11 @@ fn backlog_note(b: &crate::buffer::BacklogStats) -> String {
 
 /// Writes `metadata.json` through a temporary file and a rename, so that a failed write (a
 /// full disk) never leaves a truncated file in place of a complete one.
-fn write_metadata(
-    rt: &Runtime,
-    run: &RunInfo,
-    pipeline: &mut Pipeline,
-    errors: &[String],
+fn write_metadata_value(
+    metadata: &serde_json::Value,
     path: &std::path::Path,
 ) -> Result<(), String> {
-    let metadata = crate::metadata::build(rt, run, pipeline, errors);
-    let text = serde_json::to_string_pretty(&metadata)
+    let text = serde_json::to_string_pretty(metadata)
         .map_err(|e| format!("cannot encode metadata.json: {e}"))?;
     let tmp = path.with_extension("json.tmp");
     std::fs::write(&tmp, text + "\n")

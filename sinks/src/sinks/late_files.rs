@@ -14,13 +14,15 @@ use crate::sink::{Event, RunInfo, Sink, ThreadInfo};
 use metron_export::Format;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// The largest `summary.json` the end of a run draws pictures from (see the module docs).
 pub const REPORT_MAX_SUMMARY_BYTES: u64 = 16 << 20;
 
-/// What a late sink writes: the files, from the run folder.
-type Write = Box<dyn FnMut(&Path) -> std::io::Result<Vec<PathBuf>> + Send>;
+/// What a late sink writes: the files, from the run folder (and the run's metadata, when the
+/// sink takes it from memory).
+type Write = Box<dyn FnMut(&Path, Option<Arc<Value>>) -> std::io::Result<Vec<PathBuf>> + Send>;
 
 /// A sink that writes files from the run folder at the end of the run.
 pub struct LateFilesSink {
@@ -30,6 +32,11 @@ pub struct LateFilesSink {
     max_summary_bytes: Option<u64>,
     /// Fields of its `metadata.json` section besides `files` and `seconds`.
     about: Value,
+    /// Reads `metadata.json` from the run folder (the exports); the pictures take the run's
+    /// metadata from memory ([`Sink::run_metadata`]).
+    reads_metadata_file: bool,
+    /// The run's metadata, handed over before `finish`.
+    run_metadata: Option<Arc<Value>>,
     report: Option<Value>,
 }
 
@@ -38,9 +45,11 @@ impl LateFilesSink {
     pub fn pictures() -> LateFilesSink {
         LateFilesSink {
             name: "report",
-            write: Box::new(metron_report::write_pictures),
+            write: Box::new(metron_report::write_pictures_given),
             max_summary_bytes: Some(REPORT_MAX_SUMMARY_BYTES),
             about: json!({}),
+            reads_metadata_file: false,
+            run_metadata: None,
             report: None,
         }
     }
@@ -50,9 +59,11 @@ impl LateFilesSink {
         let about = json!({ "formats": formats.iter().map(|f| f.name()).collect::<Vec<_>>() });
         LateFilesSink {
             name: "export",
-            write: Box::new(move |dir| metron_export::write_formats(dir, &formats)),
+            write: Box::new(move |dir, _| metron_export::write_formats(dir, &formats)),
             max_summary_bytes: None,
             about,
+            reads_metadata_file: true,
+            run_metadata: None,
             report: None,
         }
     }
@@ -84,7 +95,7 @@ impl Sink for LateFilesSink {
             self.report = Some(report);
             return Ok(Vec::new());
         }
-        let files = (self.write)(&run.output_dir)?;
+        let files = (self.write)(&run.output_dir, self.run_metadata.take())?;
         let mut report = self.about.clone();
         report["files"] = files
             .iter()
@@ -97,8 +108,18 @@ impl Sink for LateFilesSink {
     }
 
     fn finishes_late(&self) -> bool {
-        // After metadata.json, which the pictures show and the exports read.
+        // After the run's metadata is known, which the pictures show and the exports read.
         true
+    }
+
+    fn reads_metadata_file(&self) -> bool {
+        self.reads_metadata_file
+    }
+
+    fn run_metadata(&mut self, metadata: &Arc<Value>) {
+        if !self.reads_metadata_file {
+            self.run_metadata = Some(Arc::clone(metadata));
+        }
     }
 
     fn metadata(&self) -> Option<Value> {

@@ -5,7 +5,9 @@
 //! So when the run folder is first written, a reserve file (`.metron-reserve`, up to
 //! [`RESERVE_BYTES`], at most half the space left) is allocated next to the trace; at the end it
 //! is removed just before the small outputs are written, and the trace finishes last (see
-//! `Sink::writes_while_running`).
+//! `Sink::writes_while_running`). `metadata.json` goes into that room too, before the trace's
+//! last part, where the disk may be short of room ([`room_for_the_end`]); with room to spare it
+//! is written once, after the late outputs.
 
 use std::io::Write;
 use std::path::Path;
@@ -44,6 +46,18 @@ pub fn reserve(dir: &Path) {
     // used), so the reserve holds in the page cache as well as on disk, and it is deleted at
     // the end, never needed on disk. `sync_data` here cost 1 to 12 ms on the flusher at the
     // start of every run on a busy VM.
+}
+
+/// Free space past which the end of a run writes `metadata.json` once, after the late
+/// outputs, instead of a first version before them into the reserve's room (see
+/// [`room_for_the_end`]).
+const ROOM_FOR_THE_END: u64 = 1 << 30;
+
+/// True when the run folder's file system has room to spare for everything the end of a run
+/// writes (summary, trace's last part, pictures, `metadata.json`): then `metadata.json` need
+/// not be written first to be sure of its place. False where the free space is unknown.
+pub fn room_for_the_end(dir: &Path) -> bool {
+    crate::sys::available_bytes(dir).is_some_and(|free| free >= ROOM_FOR_THE_END)
 }
 
 /// Gives the reserve back (at the end, before the small outputs are written).
