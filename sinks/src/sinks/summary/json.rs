@@ -171,10 +171,10 @@ impl serde::Serialize for NodeDoc<'_> {
         // Fields with no value (unused or unavailable counters) are left out; sorted by name,
         // as a map of names writes them.
         let mut metrics: Vec<(String, Unit, &Stats)> = metric_names(site)
-            .into_iter()
+            .iter()
             .zip(&n.metrics)
             .filter(|((name, _), s)| s.count > 0 || name == WALL_METRIC)
-            .map(|((name, unit), s)| (name, unit, s))
+            .map(|((name, unit), s)| (name.clone(), *unit, s))
             .collect();
         metrics.sort_by(|a, b| a.0.cmp(&b.0));
         let metrics = MetricsDoc {

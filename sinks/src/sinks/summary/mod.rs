@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
 
 mod json;
 mod text;
@@ -26,8 +27,28 @@ pub const WALL_METRIC: &str = "wall_clock.elapsed";
 /// taken out of the wall time of every region that contains it, and said in the summary.
 pub const SETUP_REGION: &str = "metron set-up";
 
-/// Name and unit of metric `index` of a region at `site` (0 is the wall clock).
-fn metric_names(site: &Callsite) -> Vec<(String, Unit)> {
+/// Names and units of the metrics of a region at `site` (0 is the wall clock), made once per
+/// call site: the text and JSON summaries ask for every node and every metric table. A region
+/// with no components (almost all, in a program of many names) shares one list and keeps
+/// nothing in the cache.
+fn metric_names(site: &'static Callsite) -> Arc<[(String, Unit)]> {
+    type Names = Arc<[(String, Unit)]>;
+    static WALL_ONLY: OnceLock<Names> = OnceLock::new();
+    static BY_SITE: Mutex<Option<FastMap<usize, Names>>> = Mutex::new(None);
+    if site.components.is_empty() {
+        return Arc::clone(
+            WALL_ONLY.get_or_init(|| Arc::from(vec![(WALL_METRIC.to_string(), Unit::Nanoseconds)])),
+        );
+    }
+    let mut cache = BY_SITE.lock().unwrap_or_else(|e| e.into_inner());
+    let cache = cache.get_or_insert_with(FastMap::default);
+    let names = cache
+        .entry(site as *const Callsite as usize)
+        .or_insert_with(|| Arc::from(component_metric_names(site)));
+    Arc::clone(names)
+}
+
+fn component_metric_names(site: &Callsite) -> Vec<(String, Unit)> {
     let mut names = vec![(WALL_METRIC.to_string(), Unit::Nanoseconds)];
     for component in site.components {
         for field in component.named_fields() {
@@ -477,7 +498,7 @@ impl SummarySink {
 /// The derived metrics of `METRON_METRICS` for one region, from its counter totals.
 fn derived_metrics(
     derived: Option<&DerivedMetrics>,
-    site: &Callsite,
+    site: &'static Callsite,
     metrics: &[Stats],
 ) -> Vec<(String, f64)> {
     let Some(derived) = derived else {

@@ -60,9 +60,9 @@ pub(super) fn write_tree_tables(
     let mut metrics: Vec<(String, Unit)> = Vec::new();
     for node in tree.nodes.iter().skip(1) {
         let names = metric_names(node.site.expect("non-root"));
-        for (m, s) in names.into_iter().zip(&node.metrics) {
+        for (m, s) in names.iter().zip(&node.metrics) {
             if (s.count > 0 || m.0 == WALL_METRIC) && !metrics.iter().any(|(n, _)| *n == m.0) {
-                metrics.push(m);
+                metrics.push(m.clone());
             }
         }
     }
