@@ -586,7 +586,20 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
         return None;
     }
     // The small outputs first, into the space the reserve kept; the trace's last part after.
-    crate::sinks::space::release(&run.output_dir);
+    // With room to spare the reserve's space is not needed, and removing it (0.2 ms on the
+    // development VM: the file system frees its blocks) runs beside the outputs instead.
+    let room_for_the_end = crate::sinks::space::room_for_the_end(&run.output_dir);
+    // (Not after a crash: the crash path starts no thread.)
+    let releasing = if room_for_the_end && crash_ns.is_none() {
+        let dir = run.output_dir.clone();
+        crate::sys::spawn_own_thread("metron-release", move || crate::sinks::space::release(&dir))
+            .ok()
+    } else {
+        None
+    };
+    if releasing.is_none() {
+        crate::sinks::space::release(&run.output_dir);
+    }
     let (mut files, mut errors) = pipeline.finish(&run, crash_ns.is_some());
     // Causal profiling's experiments (`profile.coz`), when this was a causal run.
     match crate::sampling::causal::write_profile(&run.output_dir) {
@@ -600,8 +613,7 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
     // version has its place whatever they take); otherwise once, after them: the pictures take
     // the run's metadata from memory.
     let first = std::sync::Arc::new(crate::metadata::build(rt, &run, &mut pipeline, &errors));
-    let write_first = pipeline.late_sinks_read_metadata_file()
-        || !crate::sinks::space::room_for_the_end(&run.output_dir);
+    let write_first = pipeline.late_sinks_read_metadata_file() || !room_for_the_end;
     let mut metadata_error = if write_first {
         write_metadata_value(&first, &metadata_path).err()
     } else {
@@ -633,6 +645,10 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
     }
     // The run is complete: the folder no longer needs its claim marker (its files keep other
     // runs out).
+    // The reserve is gone before the run's folder is said to be complete.
+    if let Some(releasing) = releasing {
+        let _ = releasing.join();
+    }
     let _ = std::fs::remove_file(run.output_dir.join(output_path::CLAIM_MARKER));
     let threads = pipeline.thread_stats();
     let written: u64 = threads.iter().map(|t| t.records_written).sum();

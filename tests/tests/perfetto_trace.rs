@@ -593,6 +593,9 @@ fn every_packet_the_sink_encodes_is_in_the_file_on_its_own_sequences() {
     assert_eq!(report["complete"], true, "{report}");
     // The runtime started the Perfetto session on a thread of its own, ahead of the first batch.
     assert_eq!(report["session_started_ahead"], true, "{report}");
+    // With room on the disk the end removed the space reserve beside the outputs (on a thread
+    // of its own) and wrote metadata.json once: the folder holds no reserve.
+    assert!(!child.dir.join(".metron-reserve").exists());
     let written = report["packets_written"].as_u64().expect("packets_written");
     assert!(written > 0, "{report}");
     assert_eq!(report["packets_lost"], 0, "{report}");
