@@ -24,8 +24,9 @@ for line in open(sys.argv[1]):
     elif f[0] == "metron":
         met[f[1]] = float(re.search(r"diff_ns=([+-][0-9.]+)", line).group(1))
 over = [met[r] - floor[r] for r in sorted(met, key=int) if r in floor]
-print("OVER_FLOOR per repetition (ns):", " ".join(f"{x:+.0f}" for x in over))
-print(f"OVER_FLOOR median {statistics.median(over):+.0f} ns over {len(over)} repetitions")
+if over:
+    print("OVER_FLOOR per repetition (ns):", " ".join(f"{x:+.0f}" for x in over))
+    print(f"OVER_FLOOR median {statistics.median(over):+.0f} ns over {len(over)} repetitions")
 PY
 PY=/opt/torch/.venv/bin/python3
 for r in $(seq 1 ${ROUNDS:-8}); do
