@@ -39,14 +39,4 @@ for r in $(seq 1 ${ROUNDS:-8}); do
     esac 2>&1 | grep STEP | sed "s/^/$c /" >> $R/torch.txt
   done
 done
-python3 - $R/torch.txt <<'PY'
-import sys, statistics, collections
-v = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    f = line.split(); kv = dict(x.split("=") for x in f[2:])
-    v[f[0]].append(float(kv["median_ms"]))
-base = statistics.median(v["none"])
-for c, xs in v.items():
-    m = statistics.median(xs)
-    print(f"TORCH {c:8s} median {m:.3f} ms  x{m/base:.3f}  rounds {len(xs)}  all {' '.join(f'{x:.2f}' for x in xs)}")
-PY
+python3 $T/torch_table.py $R/torch.txt

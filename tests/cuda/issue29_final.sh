@@ -43,17 +43,7 @@ for r in $(seq 1 ${ROUNDS:-6}); do
   done
 done
 tail -1 $R/err.torch
-python3 - $R/torch.txt <<'PY'
-import sys, statistics, collections
-v = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    f = line.split(); kv = dict(x.split("=") for x in f[2:])
-    v[f[0]].append(float(kv["median_ms"]))
-base = statistics.median(v["none"])
-for c, xs in v.items():
-    m = statistics.median(xs)
-    print(f"TORCH {c:7s} median {m:.3f} ms  x{m/base:.3f}  rounds {len(xs)}  all {' '.join(f'{x:.2f}' for x in xs)}")
-PY
+python3 $T/torch_table.py $R/torch.txt
 for d in torch-1 torch-rtact-1; do
   [ -f $R/out/$d/metadata.json ] && python3 -c "import json; m=json.load(open('$R/out/$d/metadata.json'))['gpu']; print('$d records', m['records'], 'api', m['api_tracing']['calls_recorded'], 'dropped', m.get('cupti_dropped'))"
 done

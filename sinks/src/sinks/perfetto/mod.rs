@@ -1119,23 +1119,27 @@ mod tests {
         sink.metadata().expect("a report")
     }
 
+    /// The ten regions are in a complete trace with the service's packets (its clock snapshot,
+    /// config, stats), and the session was started ahead or not as `ahead` says.
+    fn assert_complete(report: &Value, ahead: bool) {
+        assert_eq!(report["session_started_ahead"], ahead, "{report:#}");
+        assert_eq!(report["complete"], true, "{report:#}");
+        assert_eq!(report["counts"]["slices_begun"], 10, "{report:#}");
+        assert_eq!(report["counts"]["slices_ended"], 10, "{report:#}");
+        assert_eq!(report["track_events_lost"], 0, "{report:#}");
+        assert!(
+            report["service_packets"].as_u64().unwrap() > 0,
+            "{report:#}"
+        );
+    }
+
     #[test]
     fn a_session_started_ahead_on_its_own_thread_is_the_one_the_trace_uses() {
         let (mut sink, dir) = sink_in("session-ahead");
         std::thread::spawn(sink.session_set_up()).join().unwrap();
         // Started, but nothing in the run folder until the first batch.
         assert!(!dir.exists());
-        let report = ten_regions_and_finish(&mut sink, &dir);
-        assert_eq!(report["session_started_ahead"], true, "{report:#}");
-        assert_eq!(report["complete"], true, "{report:#}");
-        assert_eq!(report["counts"]["slices_begun"], 10, "{report:#}");
-        assert_eq!(report["counts"]["slices_ended"], 10, "{report:#}");
-        assert_eq!(report["track_events_lost"], 0, "{report:#}");
-        // The service's packets (its clock snapshot, config, stats) reached the file.
-        assert!(
-            report["service_packets"].as_u64().unwrap() > 0,
-            "{report:#}"
-        );
+        assert_complete(&ten_regions_and_finish(&mut sink, &dir), true);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -1144,16 +1148,7 @@ mod tests {
         let (mut sink, dir) = sink_in("session-never-ran");
         // As when the set-up thread could not be started: the closure is dropped unrun.
         drop(sink.session_set_up());
-        let report = ten_regions_and_finish(&mut sink, &dir);
-        assert_eq!(report["session_started_ahead"], false, "{report:#}");
-        assert_eq!(report["complete"], true, "{report:#}");
-        assert_eq!(report["counts"]["slices_begun"], 10, "{report:#}");
-        assert_eq!(report["counts"]["slices_ended"], 10, "{report:#}");
-        assert_eq!(report["track_events_lost"], 0, "{report:#}");
-        assert!(
-            report["service_packets"].as_u64().unwrap() > 0,
-            "{report:#}"
-        );
+        assert_complete(&ten_regions_and_finish(&mut sink, &dir), false);
         let _ = std::fs::remove_dir_all(&dir);
     }
 
