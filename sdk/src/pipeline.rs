@@ -604,9 +604,6 @@ impl Pipeline {
         self.finish_sinks(run, false)
     }
 
-    /// Lets the sinks that write while the run goes on (the trace) write their last part:
-    /// after [`Pipeline::finish`] and `metadata.json`, so that a full disk takes none of
-    /// their space.
     /// Whether a late sink reads `metadata.json` from the run folder (so it must be written
     /// before [`Pipeline::finish_late`]).
     pub(crate) fn late_sinks_read_metadata_file(&self) -> bool {
@@ -625,6 +622,10 @@ impl Pipeline {
         }
     }
 
+    /// Lets the sinks that write while the run goes on (the trace) and those that draw from
+    /// the other outputs (the pictures) write their last part: after [`Pipeline::finish`] (and
+    /// `metadata.json` where it goes first), so that a full disk takes none of the small
+    /// outputs' space.
     pub(crate) fn finish_late(&mut self, run: &RunInfo) -> (Vec<PathBuf>, Vec<String>) {
         self.finish_sinks(run, true)
     }

@@ -643,12 +643,12 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
             errors.push(e.clone());
         }
     }
-    // The run is complete: the folder no longer needs its claim marker (its files keep other
-    // runs out).
     // The reserve is gone before the run's folder is said to be complete.
     if let Some(releasing) = releasing {
         let _ = releasing.join();
     }
+    // The run is complete: the folder no longer needs its claim marker (its files keep other
+    // runs out).
     let _ = std::fs::remove_file(run.output_dir.join(output_path::CLAIM_MARKER));
     let threads = pipeline.thread_stats();
     let written: u64 = threads.iter().map(|t| t.records_written).sum();

@@ -374,7 +374,7 @@ impl PerfettoSink {
         self.config.write_interval.unwrap_or(Duration::from_secs(1)) / 2
     }
 
-    /// Starts the session on first use; false if it cannot run (reported once, at finish).
+    /// The in-process session's configuration, from the sink's.
     fn session_config(&self) -> SessionConfig {
         SessionConfig {
             buffer_kb: (self.buffer_bytes() / 1024) as u32,
@@ -400,6 +400,8 @@ impl PerfettoSink {
         }
     }
 
+    /// Starts the session on first use (or takes the one started ahead); false if it cannot
+    /// run (reported once, at finish).
     fn ensure_session(&mut self, output_dir: Option<&Path>) -> bool {
         if self.session.is_some() {
             return true;

@@ -28,22 +28,24 @@ pub const WALL_METRIC: &str = "wall_clock.elapsed";
 pub const SETUP_REGION: &str = "metron set-up";
 
 /// Names and units of the metrics of a region at `site` (0 is the wall clock), made once per
-/// call site: the text and JSON summaries ask for every node and every metric table. A region
-/// with no components (almost all, in a program of many names) shares one list and keeps
-/// nothing in the cache.
-fn metric_names(site: &'static Callsite) -> Arc<[(String, Unit)]> {
+/// bundle (they follow from the site's component list alone): the text and JSON summaries ask
+/// for every node and every metric table. A region with no components (almost all, in a
+/// program of many names) shares one list and keeps nothing in the cache.
+fn metric_names(site: &Callsite) -> Arc<[(String, Unit)]> {
     type Names = Arc<[(String, Unit)]>;
     static WALL_ONLY: OnceLock<Names> = OnceLock::new();
-    static BY_SITE: Mutex<Option<FastMap<usize, Names>>> = Mutex::new(None);
+    // Keyed by the component list (its address and length): sites of one bundle share it.
+    static BY_BUNDLE: Mutex<Option<FastMap<(usize, usize), Names>>> = Mutex::new(None);
     if site.components.is_empty() {
         return Arc::clone(
             WALL_ONLY.get_or_init(|| Arc::from(vec![(WALL_METRIC.to_string(), Unit::Nanoseconds)])),
         );
     }
-    let mut cache = BY_SITE.lock().unwrap_or_else(|e| e.into_inner());
+    let mut cache = BY_BUNDLE.lock().unwrap_or_else(|e| e.into_inner());
     let cache = cache.get_or_insert_with(FastMap::default);
+    let key = (site.components.as_ptr() as usize, site.components.len());
     let names = cache
-        .entry(site as *const Callsite as usize)
+        .entry(key)
         .or_insert_with(|| Arc::from(component_metric_names(site)));
     Arc::clone(names)
 }
@@ -498,7 +500,7 @@ impl SummarySink {
 /// The derived metrics of `METRON_METRICS` for one region, from its counter totals.
 fn derived_metrics(
     derived: Option<&DerivedMetrics>,
-    site: &'static Callsite,
+    site: &Callsite,
     metrics: &[Stats],
 ) -> Vec<(String, f64)> {
     let Some(derived) = derived else {
