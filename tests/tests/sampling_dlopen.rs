@@ -33,8 +33,17 @@ fn call_lib(spin: Spin) -> u64 {
 scenario! {
     fn scenario_dlopen_after_start() {
         let log = SampleLog::install();
-        // Let the sampler build its first module list without the library.
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        // Let the sampler build its first module list without the library, and arm this
+        // thread: spin until its first CPU-time sample is in (on a loaded machine the sampler
+        // may take longer than the library's spin below; once seen, it stays armed).
+        let armed_by = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while log.cpu_stacks(gettid()).is_empty() && std::time::Instant::now() < armed_by {
+            let mut x = 1u64;
+            for i in 0..200_000u64 {
+                x = black_box(x.wrapping_mul(6364136223846793005).wrapping_add(i));
+            }
+            metron::flush();
+        }
         let path = CString::new(std::env::var("SAMPLING_TEST_LIB").unwrap()).unwrap();
         // SAFETY: loads a library we compiled, which has no constructors; the symbol is
         // looked up by name and has the C signature of `Spin`.
