@@ -251,16 +251,27 @@ pub trait Sink: Send {
     fn metadata(&self) -> Option<serde_json::Value> {
         None
     }
-    /// True for a late sink that reads `metadata.json` from the run folder in its `finish`, so
-    /// that the file must be there before the late sinks finish. A late sink that needs the
-    /// metadata takes it from [`Sink::run_metadata`] instead (the default, false), and then the
-    /// file is written once, after them.
-    fn reads_metadata_file(&self) -> bool {
-        false
+    /// What a late sink needs of the run's metadata in its `finish` (default: nothing).
+    fn metadata_need(&self) -> MetadataNeed {
+        MetadataNeed::Nothing
     }
     /// The run's metadata as it stands before the late sinks finish (what a first
-    /// `metadata.json` holds), handed to the late sinks just before their `finish`.
+    /// `metadata.json` holds), handed just before `finish` to a late sink whose
+    /// [`Sink::metadata_need`] is [`MetadataNeed::Given`].
     fn run_metadata(&mut self, _metadata: &std::sync::Arc<serde_json::Value>) {}
+}
+
+/// What a late sink needs of the run's metadata ([`Sink::metadata_need`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MetadataNeed {
+    /// Nothing (the trace).
+    Nothing,
+    /// Handed over in memory ([`Sink::run_metadata`]; the pictures): `metadata.json` is then
+    /// written once, after the late sinks, where the disk has room.
+    Given,
+    /// `metadata.json` read from the run folder (the exports): it is written before the late
+    /// sinks finish.
+    File,
 }
 
 /// What a [`GpuRecord`] is.

@@ -604,21 +604,24 @@ impl Pipeline {
         self.finish_sinks(run, false)
     }
 
-    /// Whether a late sink reads `metadata.json` from the run folder (so it must be written
-    /// before [`Pipeline::finish_late`]).
-    pub(crate) fn late_sinks_read_metadata_file(&self) -> bool {
+    /// Whether a late sink needs the run's metadata as `need` says.
+    pub(crate) fn late_sinks_need(&self, need: crate::sink::MetadataNeed) -> bool {
         self.sinks
             .iter()
-            .any(|s| s.finishes_late() && s.reads_metadata_file())
+            .any(|s| s.finishes_late() && s.metadata_need() == need)
     }
 
-    /// Hands the run's metadata (as it stands before the late sinks) to the late sinks.
+    /// Hands the run's metadata (as it stands before the late sinks) to the late sinks that
+    /// take it in memory.
     pub(crate) fn give_late_sinks_metadata(
         &mut self,
         metadata: &std::sync::Arc<serde_json::Value>,
     ) {
-        for sink in self.sinks.iter_mut().filter(|s| s.finishes_late()) {
-            sink.run_metadata(metadata);
+        let given = crate::sink::MetadataNeed::Given;
+        for sink in self.sinks.iter_mut() {
+            if sink.finishes_late() && sink.metadata_need() == given {
+                sink.run_metadata(metadata);
+            }
         }
     }
 

@@ -15,7 +15,7 @@ use crate::output_path::{self, PathKeys};
 use crate::pipeline::Pipeline;
 use crate::record::{Slot, SLOT_BYTES};
 use crate::settings::Settings;
-use crate::sink::{RunInfo, Sink};
+use crate::sink::{MetadataNeed, RunInfo, Sink};
 use crate::sinks::perfetto::{Categories, PerfettoConfig, PerfettoSink};
 use crate::sinks::summary::{SummaryConfig, SummarySink};
 use crate::sys;
@@ -612,15 +612,15 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
     // where a late output reads the file or the disk may be short of room (then the first
     // version has its place whatever they take); otherwise once, after them: the pictures take
     // the run's metadata from memory.
-    let first = std::sync::Arc::new(crate::metadata::build(rt, &run, &mut pipeline, &errors));
-    let write_first = pipeline.late_sinks_read_metadata_file() || !room_for_the_end;
-    let mut metadata_error = if write_first {
-        write_metadata_value(&first, &metadata_path).err()
-    } else {
-        None
-    };
-    pipeline.give_late_sinks_metadata(&first);
-    drop(first);
+    let write_first = pipeline.late_sinks_need(MetadataNeed::File) || !room_for_the_end;
+    let mut metadata_error = None;
+    if write_first || pipeline.late_sinks_need(MetadataNeed::Given) {
+        let first = std::sync::Arc::new(crate::metadata::build(rt, &run, &mut pipeline, &errors));
+        if write_first {
+            metadata_error = write_metadata_value(&first, &metadata_path).err();
+        }
+        pipeline.give_late_sinks_metadata(&first);
+    }
     let (late_files, late_errors) = pipeline.finish_late(&run);
     let late_changed = !late_files.is_empty() || !late_errors.is_empty();
     files.extend(late_files);

@@ -10,7 +10,7 @@
 //! - `export` (`METRON_EXPORT`, off by default): `session.atp`, `session.occupancy` and
 //!   `api.log`, made by `metron-export` (`metron export --format ... DIR`).
 
-use crate::sink::{Event, RunInfo, Sink, ThreadInfo};
+use crate::sink::{Event, MetadataNeed, RunInfo, Sink, ThreadInfo};
 use metron_export::Format;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -32,9 +32,9 @@ pub struct LateFilesSink {
     max_summary_bytes: Option<u64>,
     /// Fields of its `metadata.json` section besides `files` and `seconds`.
     about: Value,
-    /// Reads `metadata.json` from the run folder (the exports); the pictures take the run's
+    /// The exports read `metadata.json` from the run folder; the pictures take the run's
     /// metadata from memory ([`Sink::run_metadata`]).
-    reads_metadata_file: bool,
+    metadata_need: MetadataNeed,
     /// The run's metadata, handed over before `finish`.
     run_metadata: Option<Arc<Value>>,
     report: Option<Value>,
@@ -48,7 +48,7 @@ impl LateFilesSink {
             write: Box::new(metron_report::write_pictures_given),
             max_summary_bytes: Some(REPORT_MAX_SUMMARY_BYTES),
             about: json!({}),
-            reads_metadata_file: false,
+            metadata_need: MetadataNeed::Given,
             run_metadata: None,
             report: None,
         }
@@ -62,7 +62,7 @@ impl LateFilesSink {
             write: Box::new(move |dir, _| metron_export::write_formats(dir, &formats)),
             max_summary_bytes: None,
             about,
-            reads_metadata_file: true,
+            metadata_need: MetadataNeed::File,
             run_metadata: None,
             report: None,
         }
@@ -112,14 +112,12 @@ impl Sink for LateFilesSink {
         true
     }
 
-    fn reads_metadata_file(&self) -> bool {
-        self.reads_metadata_file
+    fn metadata_need(&self) -> MetadataNeed {
+        self.metadata_need
     }
 
     fn run_metadata(&mut self, metadata: &Arc<Value>) {
-        if !self.reads_metadata_file {
-            self.run_metadata = Some(Arc::clone(metadata));
-        }
+        self.run_metadata = Some(Arc::clone(metadata));
     }
 
     fn metadata(&self) -> Option<Value> {
