@@ -607,6 +607,11 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
         Some(Err(e)) => errors.push(e),
         None => {}
     }
+    // The reserve is gone (and its thread with it) before `metadata.json` lists the threads
+    // alive at the end and says what the folder holds.
+    if let Some(releasing) = releasing {
+        let _ = releasing.join();
+    }
     let metadata_path = run.output_dir.join("metadata.json");
     // `metadata.json` is written before the late outputs (the trace's last part, the pictures)
     // where a late output reads the file or the disk may be short of room (then the first
@@ -642,10 +647,6 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
             eprintln!("metron: {e}");
             errors.push(e.clone());
         }
-    }
-    // The reserve is gone before the run's folder is said to be complete.
-    if let Some(releasing) = releasing {
-        let _ = releasing.join();
     }
     // The run is complete: the folder no longer needs its claim marker (its files keep other
     // runs out).
