@@ -23,7 +23,10 @@
 # every thread of both: the two programs do not compete), so the comparison takes half as long.
 # COZ_AT_ONCE=1 (with PARALLEL=1, MODE random) also runs all of Coz's RUNS x 2 runs at once and
 # Metron's for one run's SECONDS_PER_RUN: RUNS times Coz's experiments in one run's time, on a
-# machine with a core for each of their 2 x (2 x RUNS + 1) busy threads.
+# machine with a core for each of their 2 x (2 x RUNS + 1) busy threads. METRON_AT_ONCE=N (with
+# COZ_AT_ONCE=1) runs N of Metron's runs at once as well, each in a folder of its own, merged
+# like Coz's (each against its own 0 % baseline): a host with 64 cores gives both tools many
+# experiments per point in one run's time.
 #
 # NICE (e.g. NICE=-10) runs both tools' programs at that niceness, for a machine shared with
 # other work (virtual speedups assume each thread has a core when it can run).
@@ -47,6 +50,8 @@ if [ "$at_once" = 1 ]; then
   [ "${PARALLEL:-0}" = 1 ] && [ "$mode" = random ] || { echo "compare-coz.sh: COZ_AT_ONCE=1 needs PARALLEL=1 and MODE random" >&2; exit 2; }
   metron_secs=$secs metron_runs=1
 fi
+metron_at_once=${METRON_AT_ONCE:-1}
+[ "$metron_at_once" = 1 ] || [ "$at_once" = 1 ] || { echo "compare-coz.sh: METRON_AT_ONCE needs COZ_AT_ONCE=1" >&2; exit 2; }
 nice=(nice -n "${NICE:-0}")
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -56,14 +61,23 @@ mkdir -p "$out"
 gcc -O1 -gdwarf-2 -gstrict-dwarf -pthread -DUSE_COZ -I"$here" ${CFLAGS:-} "$here/barrier.c" -o "$out/barrier_coz" -ldl
 critical=barrier.c:$(grep -n 'CRITICAL:' "$here/barrier.c" | cut -d: -f1)
 slack=barrier.c:$(grep -n 'SLACK:' "$here/barrier.c" | cut -d: -f1)
-rm -rf "$out"/coz-*.coz "$out/coz" "$out/metron"
+rm -rf "$out"/coz-*.coz "$out/coz" "$out/metron" "$out"/metron-*
 # One calibration for every run, so that the runs spin the same and one run's 0 % experiments
 # are a baseline for another's (each run would otherwise calibrate under its own load).
 CAUSAL_SPINS_PER_US=$("${nice[@]}" "$out/barrier_coz" calibrate)
 export CAUSAL_SPINS_PER_US
-metron_run() {
-  "${nice[@]}" "${METRON_BIN:-$root/target/release/metron}" causal -o "$out/metron" -n "$metron_runs" --line "$critical" --line "$slack" \
+metron_bin=${METRON_BIN:-$root/target/release/metron}
+metron_one() {
+  "${nice[@]}" "$metron_bin" causal -o "$1" -n "$metron_runs" --line "$critical" --line "$slack" \
     --speedups 0,10,20,30,40 --experiment 500ms -- "$out/barrier_coz" "$metron_secs" "$unit" >/dev/null 2>&1
+}
+metron_run() {
+  if [ "$metron_at_once" = 1 ]; then metron_one "$out/metron"; return; fi
+  local pids=() i merged=()
+  for i in $(seq "$metron_at_once"); do metron_one "$out/metron-$i" & pids+=($!); done
+  wait "${pids[@]}"
+  for i in $(seq "$metron_at_once"); do merged+=(--from "$out/metron-$i/profile.coz"); done
+  "$metron_bin" causal "${merged[@]}" -o "$out/metron" >/dev/null
 }
 metron_pid=
 if [ "${PARALLEL:-0}" = 1 ]; then metron_run & metron_pid=$!; fi
@@ -85,7 +99,7 @@ done
 for job in $(jobs -p); do [ "$job" = "$metron_pid" ] || wait "$job"; done
 from=()
 for f in "$out"/coz-*.coz; do from+=(--from "$f"); done
-"${METRON_BIN:-$root/target/release/metron}" causal "${from[@]}" -o "$out/coz" >/dev/null
+"$metron_bin" causal "${from[@]}" -o "$out/coz" >/dev/null
 if [ -n "$metron_pid" ]; then wait "$metron_pid"; else metron_run; fi
 python3 - "$out" <<'PY'
 import json, sys
