@@ -176,6 +176,10 @@ pub struct Present {
     pub asyncs: bool,
     /// At least one event other than `Begin`, `End`, `Sample`, `AsyncBegin` and `AsyncEnd`.
     pub other: bool,
+    /// The thread's batch goes on in the next call: the decoder hands a long batch over in
+    /// parts (so that its decoded events stay in the cache), and a sink that writes out once
+    /// per batch may wait for the last part.
+    pub continues: bool,
 }
 
 impl Present {
@@ -184,12 +188,14 @@ impl Present {
         samples: true,
         asyncs: true,
         other: true,
+        continues: false,
     };
     /// Only region begins and ends.
     pub const REGIONS_ONLY: Present = Present {
         samples: false,
         asyncs: false,
         other: false,
+        continues: false,
     };
 
     /// Adds `event`'s kind.

@@ -219,7 +219,8 @@ impl Pipeline {
             .into_iter()
             .map(|_: Event<'static>| unreachable!("the kept buffer is empty"))
             .collect();
-        events.reserve(batch.records.len());
+        let part = self.backend.part_events();
+        events.reserve(batch.records.len().min(part.saturating_add(64)));
         let records = batch.records;
         // The thread's clock and count in locals for the loop (stored back after it).
         let mut last_ns = state.last_ns;
@@ -229,94 +230,108 @@ impl Pipeline {
         // than by scanning the batch again).
         let mut renamed_at = None;
         let mut i = 0;
-        while i < records.len() {
-            let slot = records[i];
-            let head = Header::unpack(slot.header);
-            // The common records first, in a few instructions each: a begin of a known call
-            // site, and the end of the innermost open region without values.
-            if head.extra == 0 {
-                if head.kind == kind::BEGIN {
-                    let index = (head.id as usize).wrapping_sub(1);
-                    if let Some(&site) = self.sites.get(index) {
-                        last_ns = to_ns(&cal, slot.ticks).max(last_ns);
-                        // Its end next (a region with nothing inside): both events without
-                        // passing through the open-region stack.
-                        if let Some(next) = records.get(i + 1) {
-                            if next.header == crate::record::header(head.id, kind::END, 0, 0) {
-                                let begin_ns = last_ns;
-                                last_ns = to_ns(&cal, next.ticks).max(last_ns);
-                                events.extend_from_slice(&[
-                                    Event::Begin {
-                                        ts_ns: begin_ns,
-                                        site,
-                                    },
-                                    Event::End {
-                                        begin_ns,
-                                        ts_ns: last_ns,
-                                        site,
-                                        values: &[],
-                                        closed_by_metron: false,
-                                    },
-                                ]);
-                                decoded += 2;
-                                i += 2;
-                                continue;
-                            }
-                        }
-                        state.stack.push((site, last_ns));
-                        events.push(Event::Begin {
-                            ts_ns: last_ns,
-                            site,
-                        });
-                        decoded += 1;
-                        i += 1;
-                        continue;
-                    }
-                } else if head.kind == kind::END {
-                    if let Some(&(site, begin_ns)) = state.stack.last() {
-                        if site.id() == head.id {
+        // The batch in parts of about `part` records, each handed over before the next is
+        // decoded (a record that ends a part may take the next one's first: a pair).
+        let mut part_end = part.min(records.len());
+        'records: loop {
+            if i >= records.len() {
+                break;
+            }
+            if i >= part_end {
+                present.continues = true;
+                self.hand_over(&mut state, &mut events, present, renamed_at.take());
+                present = Present::REGIONS_ONLY;
+                part_end = part_end.saturating_add(part).min(records.len());
+            }
+            while i < part_end {
+                let slot = records[i];
+                let head = Header::unpack(slot.header);
+                // The common records first, in a few instructions each: a begin of a known call
+                // site, and the end of the innermost open region without values.
+                if head.extra == 0 {
+                    if head.kind == kind::BEGIN {
+                        let index = (head.id as usize).wrapping_sub(1);
+                        if let Some(&site) = self.sites.get(index) {
                             last_ns = to_ns(&cal, slot.ticks).max(last_ns);
-                            state.stack.pop();
-                            events.push(Event::End {
-                                begin_ns,
+                            // Its end next (a region with nothing inside): both events without
+                            // passing through the open-region stack.
+                            if let Some(next) = records.get(i + 1) {
+                                if next.header == crate::record::header(head.id, kind::END, 0, 0) {
+                                    let begin_ns = last_ns;
+                                    last_ns = to_ns(&cal, next.ticks).max(last_ns);
+                                    events.extend_from_slice(&[
+                                        Event::Begin {
+                                            ts_ns: begin_ns,
+                                            site,
+                                        },
+                                        Event::End {
+                                            begin_ns,
+                                            ts_ns: last_ns,
+                                            site,
+                                            values: &[],
+                                            closed_by_metron: false,
+                                        },
+                                    ]);
+                                    decoded += 2;
+                                    i += 2;
+                                    continue;
+                                }
+                            }
+                            state.stack.push((site, last_ns));
+                            events.push(Event::Begin {
                                 ts_ns: last_ns,
                                 site,
-                                values: &[],
-                                closed_by_metron: false,
                             });
                             decoded += 1;
                             i += 1;
                             continue;
                         }
+                    } else if head.kind == kind::END {
+                        if let Some(&(site, begin_ns)) = state.stack.last() {
+                            if site.id() == head.id {
+                                last_ns = to_ns(&cal, slot.ticks).max(last_ns);
+                                state.stack.pop();
+                                events.push(Event::End {
+                                    begin_ns,
+                                    ts_ns: last_ns,
+                                    site,
+                                    values: &[],
+                                    closed_by_metron: false,
+                                });
+                                decoded += 1;
+                                i += 1;
+                                continue;
+                            }
+                        }
                     }
                 }
+                let payload_end = i + 1 + head.extra as usize;
+                if payload_end > records.len() {
+                    state.malformed += 1;
+                    break 'records;
+                }
+                let payload = &records[i + 1..payload_end];
+                let raw_ns = to_ns(&cal, slot.ticks);
+                // An async begin may carry a time read earlier (`by_id::async_begin_at_ticks`: a
+                // `tracing` span known to be async only at its close); it lies on a track of its
+                // own, so it keeps its time and does not move the thread's clock.
+                let ts_ns = if head.kind == kind::ASYNC_BEGIN {
+                    raw_ns
+                } else {
+                    last_ns = raw_ns.max(last_ns);
+                    last_ns
+                };
+                decoded += 1;
+                let before = events.len();
+                self.decode(&mut state, head, ts_ns, payload, &mut events);
+                if let Some(event) = events.get(before..) {
+                    event.iter().for_each(|e| present.add(e));
+                }
+                if head.kind == kind::THREAD_NAME && events.len() > before {
+                    renamed_at = Some(before);
+                }
+                i = payload_end;
             }
-            let payload_end = i + 1 + head.extra as usize;
-            if payload_end > records.len() {
-                state.malformed += 1;
-                break;
-            }
-            let payload = &records[i + 1..payload_end];
-            let raw_ns = to_ns(&cal, slot.ticks);
-            // An async begin may carry a time read earlier (`by_id::async_begin_at_ticks`: a
-            // `tracing` span known to be async only at its close); it lies on a track of its
-            // own, so it keeps its time and does not move the thread's clock.
-            let ts_ns = if head.kind == kind::ASYNC_BEGIN {
-                raw_ns
-            } else {
-                last_ns = raw_ns.max(last_ns);
-                last_ns
-            };
-            decoded += 1;
-            let before = events.len();
-            self.decode(&mut state, head, ts_ns, payload, &mut events);
-            if let Some(event) = events.get(before..) {
-                event.iter().for_each(|e| present.add(e));
-            }
-            if head.kind == kind::THREAD_NAME && events.len() > before {
-                renamed_at = Some(before);
-            }
-            i = payload_end;
         }
         state.last_ns = last_ns;
         state.records_written += decoded;
@@ -328,22 +343,34 @@ impl Pipeline {
             });
             present.other = true;
         }
+        self.hand_over(&mut state, &mut events, present, renamed_at);
+        self.threads.insert(key, state);
+        self.event_buffer = events
+            .into_iter()
+            .map(|_| unreachable!("cleared"))
+            .collect();
+    }
+
+    /// Hands the events decoded so far of one thread's batch to every sink, and empties
+    /// `events`. `renamed_at`: where the last thread name among them is.
+    fn hand_over(
+        &mut self,
+        state: &mut ThreadStats,
+        events: &mut Vec<Event<'_>>,
+        present: Present,
+        renamed_at: Option<usize>,
+    ) {
         if let Some(Event::ThreadName { name, .. }) = renamed_at.and_then(|at| events.get(at)) {
             if let Some(thread) = state.thread.as_mut() {
                 thread.name = (*name).to_string();
             }
         }
-        let thread = state.thread.clone().expect("set above");
+        let thread = state.thread.as_ref().expect("set by consume");
         self.claim_before_writing();
         self.delivered = true;
         self.backend
-            .deliver(&mut self.sinks, &thread, &events, present);
-        self.threads.insert(key, state);
+            .deliver(&mut self.sinks, thread, events, present);
         events.clear();
-        self.event_buffer = events
-            .into_iter()
-            .map(|_| unreachable!("cleared"))
-            .collect();
     }
 
     /// Decodes the sampler's records of thread `tid` (kind `SAMPLE` only, from its signal
@@ -847,6 +874,125 @@ mod tests {
         let state = &pipeline.threads[&7];
         assert_eq!((state.records_written, state.unbalanced_ends), (12, 1));
         assert_eq!(state.stack.len(), 1, "the last a is still open");
+    }
+
+    /// Each call's events as lines, and whether the batch continued past it.
+    type Calls = Vec<(Vec<String>, bool)>;
+
+    /// Keeps every call it gets ([`Calls`]).
+    struct Parts(Arc<Mutex<Calls>>);
+
+    impl Sink for Parts {
+        fn name(&self) -> &str {
+            "parts"
+        }
+        fn events(&mut self, _thread: &ThreadInfo, _events: &[Event<'_>]) {
+            unreachable!("the pipeline calls batch")
+        }
+        fn batch(&mut self, _thread: &ThreadInfo, events: &[Event<'_>], present: Present) {
+            let lines = events
+                .iter()
+                .map(|e| match *e {
+                    Event::Begin { ts_ns, site } => format!("begin {} {ts_ns}", site.name),
+                    Event::End {
+                        begin_ns, ts_ns, ..
+                    } => format!("end {begin_ns} {ts_ns}"),
+                    ref other => format!("{other:?}"),
+                })
+                .collect();
+            self.0.lock().unwrap().push((lines, present.continues));
+        }
+        fn finish(&mut self, _run: &RunInfo) -> std::io::Result<Vec<PathBuf>> {
+            Ok(Vec::new())
+        }
+    }
+
+    /// A batch of `records` decoded by a pipeline with `threads` back-end threads: each call's
+    /// lines and whether it said the batch continues.
+    fn decode_in_parts(
+        records: &[Slot],
+        threads: usize,
+    ) -> (Vec<(Vec<String>, bool)>, Calibration) {
+        let calls = Arc::new(Mutex::new(Vec::new()));
+        let mut pipeline = Pipeline::new(
+            vec![Box::new(Parts(Arc::clone(&calls)))],
+            std::env::temp_dir().join("metron-pipeline-parts-unused"),
+        )
+        .with_backend_threads(threads);
+        let producer = crate::buffer::ProducerInfo {
+            tid: 1,
+            thread_name: "t".into(),
+            index: 3,
+        };
+        pipeline.consume(Batch {
+            producer: &producer,
+            records,
+            dropped: 0,
+        });
+        let calls = calls.lock().unwrap().clone();
+        (calls, pipeline.calibration.expect("decoded a batch"))
+    }
+
+    #[test]
+    fn a_long_batch_is_handed_over_in_parts_that_together_are_the_whole_batch() {
+        use crate::backend_threads::PART_EVENTS;
+        let outer = callsite::intern("parts outer", crate::CallsiteKind::Region);
+        let pair = callsite::intern("parts pair", crate::CallsiteKind::Region);
+        let base = clock::calibration().ticks0;
+        let rec = |id, k, at: usize| Slot {
+            ticks: base + 1_000 * at as u64,
+            header: crate::record::header(id, k, 0, 0),
+        };
+        // An outer region open across every part, one record to put the pairs off the parts'
+        // boundaries (so that a pair's begin ends a part and its end starts the next), then
+        // pairs for three and a half parts, and the outer region's end.
+        let mut records = vec![rec(outer, kind::BEGIN, 0)];
+        let pairs = PART_EVENTS * 7 / 4;
+        for p in 0..pairs {
+            records.push(rec(pair, kind::BEGIN, 1 + 2 * p));
+            records.push(rec(pair, kind::END, 2 + 2 * p));
+        }
+        records.push(rec(outer, kind::END, 1 + 2 * pairs));
+        // The oracle, written from the records with a pipeline's calibration.
+        let expected = |cal: &Calibration| {
+            let t = |at: usize| to_ns(cal, base + 1_000 * at as u64);
+            let mut lines = vec![format!("begin parts outer {}", t(0))];
+            for p in 0..pairs {
+                let (b, e) = (t(1 + 2 * p), t(2 + 2 * p));
+                lines.push(format!("begin parts pair {b}"));
+                lines.push(format!("end {b} {e}"));
+            }
+            lines.push(format!("end {} {}", t(0), t(1 + 2 * pairs)));
+            lines
+        };
+        let same = |got: &[String], want: &[String], what: &str| {
+            let first = got.iter().zip(want).position(|(g, w)| g != w);
+            assert!(
+                got.len() == want.len() && first.is_none(),
+                "{what}: {} events against {}; first difference at {first:?}: {:?} against {:?}",
+                got.len(),
+                want.len(),
+                first.map(|i| &got[i]),
+                first.map(|i| &want[i]),
+            );
+        };
+        let (whole, cal) = decode_in_parts(&records, 2);
+        assert_eq!(whole.len(), 1, "with a second thread the batch goes whole");
+        assert!(!whole[0].1);
+        same(&whole[0].0, &expected(&cal), "whole");
+        let (parts, cal) = decode_in_parts(&records, 1);
+        assert_eq!(parts.len(), records.len().div_ceil(PART_EVENTS));
+        for (i, (lines, continues)) in parts.iter().enumerate() {
+            let last = i + 1 == parts.len();
+            assert_eq!(*continues, !last, "part {i} says whether the batch goes on");
+            assert!(
+                lines.len() <= PART_EVENTS + 1,
+                "part {i}: {} events",
+                lines.len()
+            );
+        }
+        let joined: Vec<String> = parts.into_iter().flat_map(|(lines, _)| lines).collect();
+        same(&joined, &expected(&cal), "the parts, joined");
     }
 
     #[test]

@@ -57,7 +57,7 @@ use super::perfetto_session::{
 };
 use crate::annotation::AnnotationValue;
 use crate::callsite::Callsite;
-use crate::sink::{Event, RunInfo, Sink, ThreadInfo};
+use crate::sink::{Event, Present, RunInfo, Sink, ThreadInfo};
 use metron_components::{clock, Component, PageRss};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -898,6 +898,16 @@ impl Sink for PerfettoSink {
         } else {
             // Every batch goes to the kernel as soon as it is encoded.
             self.write_out();
+        }
+    }
+
+    fn batch(&mut self, thread: &ThreadInfo, events: &[Event<'_>], present: Present) {
+        if !present.continues {
+            self.events(thread, events);
+        } else if !events.is_empty() && self.ensure_session(None) {
+            // A part of a batch: its packets wait in the buffer for the batch's last part
+            // (or the buffer's WRITE_BYTES), so a batch is still one write.
+            self.write(thread, events);
         }
     }
 
