@@ -23,5 +23,10 @@ for i, f in enumerate(sorted(glob.glob("/tmp/cmp/metron*/**/metadata.json", recu
     c = s.get("causal", {})
     print(f, "delays_inserted_ns", c.get("delays_inserted_ns"), "slept_ns", c.get("slept_ns"))
 PY
-[ -n "${OUT:-}" ] && for d in metron coz; do mkdir -p "$OUT/$d" && cp /tmp/cmp/$d/causal.* "$OUT/$d/" 2>/dev/null; done
+if [ -n "${OUT:-}" ]; then
+  for d in metron coz; do mkdir -p "$OUT/$d" && cp /tmp/cmp/$d/causal.* "$OUT/$d/" 2>/dev/null; done
+  # The raw profiles, to merge with another call's (`metron causal --from ...`).
+  mkdir -p "$OUT/raw" && cp /tmp/cmp/coz-*.coz "$OUT/raw/" 2>/dev/null
+  for m in /tmp/cmp/metron-*/profile.coz; do [ -f "$m" ] && cp "$m" "$OUT/raw/$(basename "$(dirname "$m")").coz"; done
+fi
 true
