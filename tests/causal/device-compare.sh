@@ -25,8 +25,10 @@ for i, f in enumerate(sorted(glob.glob("/tmp/cmp/metron*/**/metadata.json", recu
 PY
 if [ -n "${OUT:-}" ]; then
   for d in metron coz; do mkdir -p "$OUT/$d" && cp /tmp/cmp/$d/causal.* "$OUT/$d/" 2>/dev/null; done
-  # The raw profiles, to merge with another call's (`metron causal --from ...`).
-  mkdir -p "$OUT/raw" && cp /tmp/cmp/coz-*.coz "$OUT/raw/" 2>/dev/null
-  for m in /tmp/cmp/metron-*/profile.coz; do [ -f "$m" ] && cp "$m" "$OUT/raw/$(basename "$(dirname "$m")").coz"; done
+  # The raw profiles in one file (a reply brings back only so many files), to merge with
+  # another call's (`metron causal --from ...`).
+  mkdir -p /tmp/raw && cp /tmp/cmp/coz-*.coz /tmp/raw/ 2>/dev/null
+  for m in /tmp/cmp/metron-*/profile.coz; do [ -f "$m" ] && cp "$m" "/tmp/raw/$(basename "$(dirname "$m")").coz"; done
+  tar -C /tmp -czf "$OUT/raw-profiles.tar.gz" raw
 fi
 true
