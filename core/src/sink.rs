@@ -115,6 +115,21 @@ pub enum Event<'a> {
     },
 }
 
+impl Event<'static> {
+    /// The end of a region that carries no values, as the program closed it (the decoder's
+    /// commonest event).
+    #[inline(always)]
+    pub const fn plain_end(begin_ns: u64, ts_ns: u64, site: &'static Callsite) -> Event<'static> {
+        Event::End {
+            begin_ns,
+            ts_ns,
+            site,
+            values: &[],
+            closed_by_metron: false,
+        }
+    }
+}
+
 /// What took a [`Event::Sample`].
 #[derive(Clone, Copy, Debug)]
 pub enum SampleTrigger {

@@ -264,13 +264,7 @@ impl Pipeline {
                                             ts_ns: begin_ns,
                                             site,
                                         },
-                                        Event::End {
-                                            begin_ns,
-                                            ts_ns: last_ns,
-                                            site,
-                                            values: &[],
-                                            closed_by_metron: false,
-                                        },
+                                        Event::plain_end(begin_ns, last_ns, site),
                                     ]);
                                     decoded += 2;
                                     i += 2;
@@ -291,13 +285,7 @@ impl Pipeline {
                             if site.id() == head.id {
                                 last_ns = to_ns(&cal, slot.ticks).max(last_ns);
                                 state.stack.pop();
-                                events.push(Event::End {
-                                    begin_ns,
-                                    ts_ns: last_ns,
-                                    site,
-                                    values: &[],
-                                    closed_by_metron: false,
-                                });
+                                events.push(Event::plain_end(begin_ns, last_ns, site));
                                 decoded += 1;
                                 i += 1;
                                 continue;
@@ -782,7 +770,31 @@ mod tests {
     use super::*;
     use std::sync::{Arc, Mutex};
 
-    /// Writes each event it gets as a line: what, site, times.
+    /// A record without payload of site `id`, `at` thousands of ticks after the clock's reference
+    /// point.
+    fn record_at(id: u32, kind: u8, at: u64) -> Slot {
+        Slot {
+            ticks: clock::calibration().ticks0 + 1_000 * at,
+            header: crate::record::header(id, kind, 0, 0),
+        }
+    }
+
+    /// An event as a line: what, site, times.
+    fn line(event: &Event<'_>) -> String {
+        match *event {
+            Event::Begin { ts_ns, site } => format!("begin {} {ts_ns}", site.name),
+            Event::End {
+                begin_ns,
+                ts_ns,
+                site,
+                closed_by_metron,
+                ..
+            } => format!("end {} {begin_ns} {ts_ns} {closed_by_metron}", site.name),
+            other => format!("{other:?}"),
+        }
+    }
+
+    /// Writes each event it gets as a [`line`].
     struct Lines(Arc<Mutex<Vec<String>>>);
 
     impl Sink for Lines {
@@ -790,20 +802,7 @@ mod tests {
             "lines"
         }
         fn events(&mut self, _thread: &ThreadInfo, events: &[Event<'_>]) {
-            let mut out = self.0.lock().unwrap();
-            for e in events {
-                out.push(match *e {
-                    Event::Begin { ts_ns, site } => format!("begin {} {ts_ns}", site.name),
-                    Event::End {
-                        begin_ns,
-                        ts_ns,
-                        site,
-                        closed_by_metron,
-                        ..
-                    } => format!("end {} {begin_ns} {ts_ns} {closed_by_metron}", site.name),
-                    other => format!("{other:?}"),
-                });
-            }
+            self.0.lock().unwrap().extend(events.iter().map(line));
         }
         fn finish(&mut self, _run: &RunInfo) -> std::io::Result<Vec<PathBuf>> {
             Ok(Vec::new())
@@ -815,10 +814,7 @@ mod tests {
         let a = callsite::intern("pair a", crate::CallsiteKind::Region);
         let b = callsite::intern("pair b", crate::CallsiteKind::Region);
         let base = clock::calibration().ticks0;
-        let rec = |id, k, at: u64| Slot {
-            ticks: base + 1_000 * at,
-            header: crate::record::header(id, k, 0, 0),
-        };
+        let rec = |id, k, at: u64| record_at(id, k, at);
         let (begin, end) = (kind::BEGIN, kind::END);
         // a (empty), a { b (empty), b (empty) }, a whose end is in the next batch, then an
         // end of b that closes nothing (unbalanced) and an a left open until the end.
@@ -890,16 +886,7 @@ mod tests {
             unreachable!("the pipeline calls batch")
         }
         fn batch(&mut self, _thread: &ThreadInfo, events: &[Event<'_>], present: Present) {
-            let lines = events
-                .iter()
-                .map(|e| match *e {
-                    Event::Begin { ts_ns, site } => format!("begin {} {ts_ns}", site.name),
-                    Event::End {
-                        begin_ns, ts_ns, ..
-                    } => format!("end {begin_ns} {ts_ns}"),
-                    ref other => format!("{other:?}"),
-                })
-                .collect();
+            let lines = events.iter().map(line).collect();
             self.0.lock().unwrap().push((lines, present.continues));
         }
         fn finish(&mut self, _run: &RunInfo) -> std::io::Result<Vec<PathBuf>> {
@@ -939,10 +926,7 @@ mod tests {
         let outer = callsite::intern("parts outer", crate::CallsiteKind::Region);
         let pair = callsite::intern("parts pair", crate::CallsiteKind::Region);
         let base = clock::calibration().ticks0;
-        let rec = |id, k, at: usize| Slot {
-            ticks: base + 1_000 * at as u64,
-            header: crate::record::header(id, k, 0, 0),
-        };
+        let rec = |id, k, at: usize| record_at(id, k, at as u64);
         // An outer region open across every part, one record to put the pairs off the parts'
         // boundaries (so that a pair's begin ends a part and its end starts the next), then
         // pairs for three and a half parts, and the outer region's end.
@@ -960,9 +944,13 @@ mod tests {
             for p in 0..pairs {
                 let (b, e) = (t(1 + 2 * p), t(2 + 2 * p));
                 lines.push(format!("begin parts pair {b}"));
-                lines.push(format!("end {b} {e}"));
+                lines.push(format!("end parts pair {b} {e} false"));
             }
-            lines.push(format!("end {} {}", t(0), t(1 + 2 * pairs)));
+            lines.push(format!(
+                "end parts outer {} {} false",
+                t(0),
+                t(1 + 2 * pairs)
+            ));
             lines
         };
         let same = |got: &[String], want: &[String], what: &str| {

@@ -37,13 +37,7 @@ fn begin(ts_ns: u64, site: &'static Callsite) -> Event<'static> {
 }
 
 fn end(begin_ns: u64, ts_ns: u64, site: &'static Callsite) -> Event<'static> {
-    Event::End {
-        begin_ns,
-        ts_ns,
-        site,
-        values: &[],
-        closed_by_metron: false,
-    }
+    Event::plain_end(begin_ns, ts_ns, site)
 }
 
 /// The node named `name` among `nodes` (a `children` or `regions` array).
