@@ -20,4 +20,4 @@ pub mod sink;
 
 pub use annotation::AnnotationValue;
 pub use callsite::{Callsite, CallsiteKind};
-pub use sink::{Event, MetadataNeed, RunInfo, SampleTrigger, Sink, ThreadInfo};
+pub use sink::{EmptyRegion, Event, MetadataNeed, RunInfo, SampleTrigger, Sink, ThreadInfo};

@@ -130,6 +130,31 @@ impl Event<'static> {
     }
 }
 
+/// A region with nothing inside it: a begin, then its end with no values, as the program
+/// closed it (the decoder's commonest pair of records). See [`Sink::empty_regions`].
+#[derive(Clone, Copy, Debug)]
+pub struct EmptyRegion {
+    /// The region's call site.
+    pub site: &'static Callsite,
+    /// Its begin, `CLOCK_MONOTONIC` ns.
+    pub begin_ns: u64,
+    /// Its end, `CLOCK_MONOTONIC` ns (never before `begin_ns`).
+    pub end_ns: u64,
+}
+
+impl EmptyRegion {
+    /// The two events it stands for.
+    pub const fn events(&self) -> [Event<'static>; 2] {
+        [
+            Event::Begin {
+                ts_ns: self.begin_ns,
+                site: self.site,
+            },
+            Event::plain_end(self.begin_ns, self.end_ns, self.site),
+        ]
+    }
+}
+
 /// What took a [`Event::Sample`].
 #[derive(Clone, Copy, Debug)]
 pub enum SampleTrigger {
@@ -246,6 +271,20 @@ pub trait Sink: Send {
     fn batch(&mut self, thread: &ThreadInfo, events: &[Event<'_>], present: Present) {
         let _ = present;
         self.events(thread, events);
+    }
+    /// A run of regions with nothing inside them, in recording order, each opened directly
+    /// under the region open on the thread when the run starts: what [`Sink::batch`] would
+    /// get as `Begin`, `End` pairs, handed over without the two events per region (the
+    /// flusher's pipeline sends a thread's records as batches of events and runs of these, in
+    /// order; the batch's last call is always [`Sink::batch`]). The default hands them to
+    /// [`Sink::batch`] as those events; a sink that has no use for regions does nothing.
+    fn empty_regions(&mut self, thread: &ThreadInfo, regions: &[EmptyRegion]) {
+        let events: Vec<Event<'static>> = regions.iter().flat_map(EmptyRegion::events).collect();
+        let present = Present {
+            continues: true,
+            ..Present::REGIONS_ONLY
+        };
+        self.batch(thread, &events, present);
     }
     /// The run is over: write outputs into `run.output_dir` and return the files written.
     fn finish(&mut self, run: &RunInfo) -> std::io::Result<Vec<PathBuf>>;

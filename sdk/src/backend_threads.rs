@@ -54,6 +54,13 @@ impl BackendThreads {
         }
     }
 
+    /// Whether the flusher hands runs of empty regions to the sinks apart from the other
+    /// events ([`crate::sink::Sink::empty_regions`]): on one thread; with a second one the
+    /// events go whole, in batches large enough to be worth sharing.
+    pub(crate) fn empty_region_runs(&self) -> bool {
+        self.part_events() != usize::MAX
+    }
+
     /// Hands `events` of `thread` to every sink: the trace sink on the second thread when there
     /// is one and the batch is large, the others here.
     pub(crate) fn deliver(

@@ -80,7 +80,9 @@ pub use region::{
 pub use runtime::RunReport;
 pub use sampling::Backtrace;
 pub use shared_runtime::{process_runtime, ProcessRuntime};
-pub use sink::{Event, MetadataNeed, Present, RunInfo, SampleTrigger, Sink, ThreadInfo};
+pub use sink::{
+    EmptyRegion, Event, MetadataNeed, Present, RunInfo, SampleTrigger, Sink, ThreadInfo,
+};
 // The decoding layer and the outputs live in their own crate, below the runtime.
 use metron_core::sink;
 pub use metron_sinks::sinks;

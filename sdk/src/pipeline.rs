@@ -5,7 +5,7 @@ use crate::buffer::Batch;
 use crate::callsite::{self, Callsite};
 use crate::record::{kind, value_type, Header, Slot};
 use crate::region::AnnotationValue;
-use crate::sink::{Event, Present, RunInfo, SampleTrigger, Sink, ThreadInfo};
+use crate::sink::{EmptyRegion, Event, Present, RunInfo, SampleTrigger, Sink, ThreadInfo};
 use metron_components::clock::{self, Calibration};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -59,6 +59,8 @@ pub(crate) struct Pipeline {
     backend: crate::backend_threads::BackendThreads,
     /// The allocation of the last batch's decoded events, kept empty between batches.
     event_buffer: Vec<Event<'static>>,
+    /// A run of empty regions being decoded (handed over before the next other event).
+    regions: Vec<EmptyRegion>,
 }
 
 impl Pipeline {
@@ -70,6 +72,7 @@ impl Pipeline {
             by_tid: HashMap::new(),
             sample_keys: Default::default(),
             event_buffer: Vec::new(),
+            regions: Vec::new(),
             calibration: None,
             initial: None,
             finished: false,
@@ -220,6 +223,11 @@ impl Pipeline {
             .map(|_: Event<'static>| unreachable!("the kept buffer is empty"))
             .collect();
         let part = self.backend.part_events();
+        // Runs of empty regions go to the sinks apart from the other events (one thread), in
+        // the previous batch's allocation.
+        let runs = self.backend.empty_region_runs();
+        let mut regions = std::mem::take(&mut self.regions);
+        regions.reserve(batch.records.len().min(part) / 2);
         events.reserve(batch.records.len().min(part.saturating_add(64)));
         let records = batch.records;
         // The thread's clock and count in locals for the loop (stored back after it).
@@ -238,9 +246,14 @@ impl Pipeline {
                 break;
             }
             if i >= part_end {
-                present.continues = true;
-                self.hand_over(&mut state, &mut events, present, renamed_at.take());
-                present = Present::REGIONS_ONLY;
+                if !regions.is_empty() {
+                    self.deliver_regions(&state, &mut regions);
+                }
+                if !events.is_empty() {
+                    present.continues = true;
+                    self.hand_over(&mut state, &mut events, present, renamed_at.take());
+                    present = Present::REGIONS_ONLY;
+                }
                 part_end = part_end.saturating_add(part).min(records.len());
             }
             while i < part_end {
@@ -258,18 +271,45 @@ impl Pipeline {
                             if let Some(next) = records.get(i + 1) {
                                 if next.header == crate::record::header(head.id, kind::END, 0, 0) {
                                     let begin_ns = last_ns;
+                                    if !runs {
+                                        last_ns = to_ns(&cal, next.ticks).max(last_ns);
+                                        events.extend_from_slice(
+                                            &EmptyRegion {
+                                                site,
+                                                begin_ns,
+                                                end_ns: last_ns,
+                                            }
+                                            .events(),
+                                        );
+                                        decoded += 2;
+                                        i += 2;
+                                        continue;
+                                    }
                                     last_ns = to_ns(&cal, next.ticks).max(last_ns);
-                                    events.extend_from_slice(&[
-                                        Event::Begin {
-                                            ts_ns: begin_ns,
-                                            site,
-                                        },
-                                        Event::plain_end(begin_ns, last_ns, site),
-                                    ]);
+                                    // Into the run of empty regions, after the events
+                                    // before it.
+                                    if !events.is_empty() {
+                                        present.continues = true;
+                                        self.hand_over(
+                                            &mut state,
+                                            &mut events,
+                                            present,
+                                            renamed_at.take(),
+                                        );
+                                        present = Present::REGIONS_ONLY;
+                                    }
+                                    regions.push(EmptyRegion {
+                                        site,
+                                        begin_ns,
+                                        end_ns: last_ns,
+                                    });
                                     decoded += 2;
                                     i += 2;
                                     continue;
                                 }
+                            }
+                            if !regions.is_empty() {
+                                self.deliver_regions(&state, &mut regions);
                             }
                             state.stack.push((site, last_ns));
                             events.push(Event::Begin {
@@ -283,6 +323,9 @@ impl Pipeline {
                     } else if head.kind == kind::END {
                         if let Some(&(site, begin_ns)) = state.stack.last() {
                             if site.id() == head.id {
+                                if !regions.is_empty() {
+                                    self.deliver_regions(&state, &mut regions);
+                                }
                                 last_ns = to_ns(&cal, slot.ticks).max(last_ns);
                                 state.stack.pop();
                                 events.push(Event::plain_end(begin_ns, last_ns, site));
@@ -297,6 +340,9 @@ impl Pipeline {
                 if payload_end > records.len() {
                     state.malformed += 1;
                     break 'records;
+                }
+                if !regions.is_empty() {
+                    self.deliver_regions(&state, &mut regions);
                 }
                 let payload = &records[i + 1..payload_end];
                 let raw_ns = to_ns(&cal, slot.ticks);
@@ -321,6 +367,10 @@ impl Pipeline {
                 i = payload_end;
             }
         }
+        if !regions.is_empty() {
+            self.deliver_regions(&state, &mut regions);
+        }
+        self.regions = regions;
         state.last_ns = last_ns;
         state.records_written += decoded;
         if batch.dropped > 0 {
@@ -337,6 +387,17 @@ impl Pipeline {
             .into_iter()
             .map(|_| unreachable!("cleared"))
             .collect();
+    }
+
+    /// Hands the run of empty regions decoded so far to every sink, and empties it.
+    fn deliver_regions(&mut self, state: &ThreadStats, regions: &mut Vec<EmptyRegion>) {
+        let thread = state.thread.as_ref().expect("set by consume");
+        self.claim_before_writing();
+        self.delivered = true;
+        for sink in &mut self.sinks {
+            sink.empty_regions(thread, regions);
+        }
+        regions.clear();
     }
 
     /// Hands the events decoded so far of one thread's batch to every sink, and empties
@@ -872,8 +933,19 @@ mod tests {
         assert_eq!(state.stack.len(), 1, "the last a is still open");
     }
 
-    /// Each call's events as lines, and whether the batch continued past it.
-    type Calls = Vec<(Vec<String>, bool)>;
+    /// What a sink was handed in one call.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Call {
+        /// `batch` with more of the batch to come.
+        Part,
+        /// `batch`, the batch's last call.
+        Last,
+        /// `empty_regions`.
+        Regions,
+    }
+
+    /// Each call's events as lines (a run of empty regions as its begins and ends).
+    type Calls = Vec<(Vec<String>, Call)>;
 
     /// Keeps every call it gets ([`Calls`]).
     struct Parts(Arc<Mutex<Calls>>);
@@ -887,19 +959,29 @@ mod tests {
         }
         fn batch(&mut self, _thread: &ThreadInfo, events: &[Event<'_>], present: Present) {
             let lines = events.iter().map(line).collect();
-            self.0.lock().unwrap().push((lines, present.continues));
+            let call = if present.continues {
+                Call::Part
+            } else {
+                Call::Last
+            };
+            self.0.lock().unwrap().push((lines, call));
+        }
+        fn empty_regions(&mut self, _thread: &ThreadInfo, regions: &[EmptyRegion]) {
+            let lines = regions
+                .iter()
+                .flat_map(EmptyRegion::events)
+                .map(|e| line(&e))
+                .collect();
+            self.0.lock().unwrap().push((lines, Call::Regions));
         }
         fn finish(&mut self, _run: &RunInfo) -> std::io::Result<Vec<PathBuf>> {
             Ok(Vec::new())
         }
     }
 
-    /// A batch of `records` decoded by a pipeline with `threads` back-end threads: each call's
-    /// lines and whether it said the batch continues.
-    fn decode_in_parts(
-        records: &[Slot],
-        threads: usize,
-    ) -> (Vec<(Vec<String>, bool)>, Calibration) {
+    /// A batch of `records` decoded by a pipeline with `threads` back-end threads: each call
+    /// its sink got.
+    fn decode_in_parts(records: &[Slot], threads: usize) -> (Calls, Calibration) {
         let calls = Arc::new(Mutex::new(Vec::new()));
         let mut pipeline = Pipeline::new(
             vec![Box::new(Parts(Arc::clone(&calls)))],
@@ -920,16 +1002,32 @@ mod tests {
         (calls, pipeline.calibration.expect("decoded a batch"))
     }
 
+    /// Asserts `got` is `want`, naming the first difference (not printing every line).
+    fn same(got: &[String], want: &[String], what: &str) {
+        let first = got.iter().zip(want).position(|(g, w)| g != w);
+        assert!(
+            got.len() == want.len() && first.is_none(),
+            "{what}: {} events against {}; first difference at {first:?}: {:?} against {:?}",
+            got.len(),
+            want.len(),
+            first.map(|i| &got[i]),
+            first.map(|i| &want[i]),
+        );
+    }
+
+    fn joined(calls: &Calls) -> Vec<String> {
+        calls.iter().flat_map(|(lines, _)| lines.clone()).collect()
+    }
+
     #[test]
-    fn a_long_batch_is_handed_over_in_parts_that_together_are_the_whole_batch() {
+    fn empty_regions_go_as_runs_in_order_with_the_other_events() {
         use crate::backend_threads::PART_EVENTS;
         let outer = callsite::intern("parts outer", crate::CallsiteKind::Region);
         let pair = callsite::intern("parts pair", crate::CallsiteKind::Region);
-        let base = clock::calibration().ticks0;
         let rec = |id, k, at: usize| record_at(id, k, at as u64);
         // An outer region open across every part, one record to put the pairs off the parts'
         // boundaries (so that a pair's begin ends a part and its end starts the next), then
-        // pairs for three and a half parts, and the outer region's end.
+        // empty regions for three and a half parts, and the outer region's end.
         let mut records = vec![rec(outer, kind::BEGIN, 0)];
         let pairs = PART_EVENTS * 7 / 4;
         for p in 0..pairs {
@@ -939,7 +1037,7 @@ mod tests {
         records.push(rec(outer, kind::END, 1 + 2 * pairs));
         // The oracle, written from the records with a pipeline's calibration.
         let expected = |cal: &Calibration| {
-            let t = |at: usize| to_ns(cal, base + 1_000 * at as u64);
+            let t = |at: usize| to_ns(cal, clock::calibration().ticks0 + 1_000 * at as u64);
             let mut lines = vec![format!("begin parts outer {}", t(0))];
             for p in 0..pairs {
                 let (b, e) = (t(1 + 2 * p), t(2 + 2 * p));
@@ -953,34 +1051,48 @@ mod tests {
             ));
             lines
         };
-        let same = |got: &[String], want: &[String], what: &str| {
-            let first = got.iter().zip(want).position(|(g, w)| g != w);
-            assert!(
-                got.len() == want.len() && first.is_none(),
-                "{what}: {} events against {}; first difference at {first:?}: {:?} against {:?}",
-                got.len(),
-                want.len(),
-                first.map(|i| &got[i]),
-                first.map(|i| &want[i]),
-            );
-        };
+        // With a second back-end thread: one batch of events, whole.
         let (whole, cal) = decode_in_parts(&records, 2);
-        assert_eq!(whole.len(), 1, "with a second thread the batch goes whole");
-        assert!(!whole[0].1);
+        assert_eq!(whole.len(), 1);
+        assert_eq!(whole[0].1, Call::Last);
         same(&whole[0].0, &expected(&cal), "whole");
-        let (parts, cal) = decode_in_parts(&records, 1);
-        assert_eq!(parts.len(), records.len().div_ceil(PART_EVENTS));
-        for (i, (lines, continues)) in parts.iter().enumerate() {
-            let last = i + 1 == parts.len();
-            assert_eq!(*continues, !last, "part {i} says whether the batch goes on");
-            assert!(
-                lines.len() <= PART_EVENTS + 1,
-                "part {i}: {} events",
-                lines.len()
-            );
-        }
-        let joined: Vec<String> = parts.into_iter().flat_map(|(lines, _)| lines).collect();
-        same(&joined, &expected(&cal), "the parts, joined");
+        // On one: the outer begin, a run of empty regions per part, the outer end last.
+        let (calls, cal) = decode_in_parts(&records, 1);
+        let kinds: Vec<Call> = calls.iter().map(|c| c.1).collect();
+        let runs = records.len().div_ceil(PART_EVENTS);
+        let mut want = vec![Call::Part];
+        want.extend(std::iter::repeat_n(Call::Regions, runs));
+        want.push(Call::Last);
+        assert_eq!(kinds, want);
+        assert!(calls
+            .iter()
+            .all(|(lines, _)| lines.len() <= PART_EVENTS + 2));
+        same(&joined(&calls), &expected(&cal), "the calls, joined");
+    }
+
+    #[test]
+    fn a_long_batch_of_other_events_is_handed_over_in_parts() {
+        use crate::backend_threads::PART_EVENTS;
+        let nested = callsite::intern("parts nested", crate::CallsiteKind::Region);
+        // Begins only (each region opens inside the one before): no empty region, every
+        // record an event.
+        let n = PART_EVENTS * 5 / 2;
+        let records: Vec<Slot> = (0..n)
+            .map(|at| record_at(nested, kind::BEGIN, at as u64))
+            .collect();
+        let (calls, cal) = decode_in_parts(&records, 1);
+        let want: Vec<String> = (0..n as u64)
+            .map(|at| {
+                format!(
+                    "begin parts nested {}",
+                    to_ns(&cal, clock::calibration().ticks0 + 1_000 * at)
+                )
+            })
+            .collect();
+        let kinds: Vec<Call> = calls.iter().map(|c| c.1).collect();
+        assert_eq!(kinds, vec![Call::Part, Call::Part, Call::Last]);
+        assert!(calls.iter().all(|(lines, _)| lines.len() <= PART_EVENTS));
+        same(&joined(&calls), &want, "the parts, joined");
     }
 
     #[test]

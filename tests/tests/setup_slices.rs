@@ -4,7 +4,7 @@
 //! timestamps through the summary sink, read back from `summary.json` and `summary.txt`.
 
 use metron::sinks::summary::{SummarySink, SETUP_REGION};
-use metron::{Callsite, CallsiteKind, Event, RunInfo, Sink, ThreadInfo};
+use metron::{Callsite, CallsiteKind, EmptyRegion, Event, Present, RunInfo, Sink, ThreadInfo};
 use serde_json::Value;
 
 static STEP: Callsite = Callsite::new(
@@ -50,15 +50,9 @@ fn node<'a>(nodes: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no region {name} in {nodes}"))
 }
 
-#[test]
-fn regions_containing_a_set_up_slice_lose_exactly_its_time() {
-    let dir = std::env::temp_dir().join(format!("metron-setup-slices-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    // Two iterations of `step > launch`; the first launch carries a 600 ms set-up slice
-    // (CUPTI's first PC-sampled launch), the second none. Each step is 1.2 ms of real work,
-    // each launch 0.02 ms.
-    let t0 = 1_000_000_000u64;
-    let events = [
+/// The two steps of the test below, as events.
+fn two_steps(t0: u64) -> [Event<'static>; 10] {
+    [
         begin(t0, &STEP),
         begin(t0 + 100_000, &LAUNCH),
         begin(t0 + 105_000, &SETUP),
@@ -69,7 +63,18 @@ fn regions_containing_a_set_up_slice_lose_exactly_its_time() {
         begin(t0 + 700_100_000, &LAUNCH),
         end(t0 + 700_100_000, t0 + 700_120_000, &LAUNCH),
         end(t0 + 700_000_000, t0 + 701_200_000, &STEP),
-    ];
+    ]
+}
+
+/// `summary.json` and `summary.txt` of a summary sink fed by `feed` on one thread.
+fn summary_of(
+    test: &str,
+    t0: u64,
+    feed: impl FnOnce(&mut SummarySink, &ThreadInfo),
+) -> (Value, String) {
+    let dir =
+        std::env::temp_dir().join(format!("metron-setup-slices-{test}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
     let mut sink = SummarySink::new();
     let thread = ThreadInfo {
         tid: 7,
@@ -77,7 +82,7 @@ fn regions_containing_a_set_up_slice_lose_exactly_its_time() {
         index: 0,
         is_metron: false,
     };
-    sink.events(&thread, &events);
+    feed(&mut sink, &thread);
     let run = RunInfo {
         output_dir: dir.clone(),
         pid: 7,
@@ -91,6 +96,20 @@ fn regions_containing_a_set_up_slice_lose_exactly_its_time() {
     sink.finish(&run).unwrap();
     let json: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let text = std::fs::read_to_string(dir.join("summary.txt")).unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    (json, text)
+}
+
+#[test]
+fn regions_containing_a_set_up_slice_lose_exactly_its_time() {
+    // Two iterations of `step > launch`; the first launch carries a 600 ms set-up slice
+    // (CUPTI's first PC-sampled launch), the second none. Each step is 1.2 ms of real work,
+    // each launch 0.02 ms.
+    let t0 = 1_000_000_000u64;
+    let (json, text) = summary_of("events", t0, |sink, thread| {
+        sink.events(thread, &two_steps(t0))
+    });
     let step = node(&json["merged"], "step");
     let wall = &step["metrics"]["wall_clock.elapsed"];
     // Both steps read their real work: 1.2 ms each, the first one's 600 ms of set-up out.
@@ -114,10 +133,50 @@ fn regions_containing_a_set_up_slice_lose_exactly_its_time() {
     assert_eq!(lw["self"].as_f64().unwrap(), 40_000.0, "{lw}");
     assert_eq!(json["setup"]["slices"], 1);
     assert_eq!(json["setup"]["ns"], 600_000_000u64);
-    let text = std::fs::read_to_string(dir.join("summary.txt")).unwrap();
     assert!(
         text.contains("metron set-up: 1 slice(s), 600.000 ms"),
         "summary.txt does not name the set-up:\n{text}"
     );
-    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn empty_regions_handed_over_as_runs_make_the_same_summary() {
+    // The flusher hands regions with nothing inside as runs (`Sink::empty_regions`) between
+    // batches of the other events: the set-up slice (inside the first launch) and the second
+    // launch are such regions. The summary must not tell the difference.
+    let t0 = 1_000_000_000u64;
+    let steps = two_steps(t0);
+    let (as_events, text_events) =
+        summary_of("as-events", t0, |sink, thread| sink.events(thread, &steps));
+    let (as_runs, text_runs) = summary_of("as-runs", t0, |sink, thread| {
+        let more = Present {
+            continues: true,
+            ..Present::REGIONS_ONLY
+        };
+        sink.batch(thread, &steps[..2], more);
+        sink.empty_regions(
+            thread,
+            &[EmptyRegion {
+                site: &SETUP,
+                begin_ns: t0 + 105_000,
+                end_ns: t0 + 600_105_000,
+            }],
+        );
+        sink.batch(thread, &steps[4..7], more);
+        sink.empty_regions(
+            thread,
+            &[EmptyRegion {
+                site: &LAUNCH,
+                begin_ns: t0 + 700_100_000,
+                end_ns: t0 + 700_120_000,
+            }],
+        );
+        sink.batch(thread, &steps[9..], Present::REGIONS_ONLY);
+    });
+    assert_eq!(as_runs, as_events);
+    assert_eq!(text_runs, text_events);
+    assert_eq!(
+        as_runs["setup"]["slices"], 1,
+        "the set-up slice was seen as one"
+    );
 }

@@ -72,6 +72,10 @@ impl Sink for FoldedSink {
         "stacks"
     }
 
+    fn empty_regions(&mut self, _thread: &ThreadInfo, _regions: &[crate::sink::EmptyRegion]) {
+        // Regions are not this output's.
+    }
+
     fn events(&mut self, thread: &ThreadInfo, events: &[Event<'_>]) {
         for e in events {
             if let Event::Sample {

@@ -26,6 +26,10 @@ impl Sink for JoinSink {
         "gpu_join"
     }
 
+    fn empty_regions(&mut self, _thread: &ThreadInfo, _regions: &[crate::sink::EmptyRegion]) {
+        // Regions are not this output's.
+    }
+
     fn events(&mut self, thread: &ThreadInfo, events: &[Event<'_>]) {
         let mut launches = Vec::new();
         for e in events {

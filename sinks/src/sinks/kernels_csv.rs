@@ -321,6 +321,10 @@ impl Sink for KernelsCsvSink {
         "kernels_csv"
     }
 
+    fn empty_regions(&mut self, _thread: &ThreadInfo, _regions: &[crate::sink::EmptyRegion]) {
+        // Regions are not this output's.
+    }
+
     fn events(&mut self, _thread: &ThreadInfo, _events: &[Event<'_>]) {}
 
     fn gpu_records(&mut self, records: &[GpuRecord]) {

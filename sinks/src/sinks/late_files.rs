@@ -74,6 +74,10 @@ impl Sink for LateFilesSink {
         self.name
     }
 
+    fn empty_regions(&mut self, _thread: &ThreadInfo, _regions: &[crate::sink::EmptyRegion]) {
+        // Regions are not this output's.
+    }
+
     fn events(&mut self, _thread: &ThreadInfo, _events: &[Event<'_>]) {}
 
     fn finish(&mut self, run: &RunInfo) -> std::io::Result<Vec<PathBuf>> {

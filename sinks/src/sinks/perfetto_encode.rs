@@ -308,7 +308,7 @@ impl Encoder {
     /// A slice begin at `begin` and its end at `end` with nothing between them, as
     /// [`Encoder::slice`] writes them (the same two packets), in one write of 22 bytes when
     /// every varint is one byte. `begin` must not be before `*clock`, nor `end` before `begin`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn slice_pair(&mut self, seq: u64, clock: &mut u64, begin: u64, end: u64, iid: u64) {
         debug_assert!(begin >= *clock && end >= begin);
         let (d1, d2) = (begin - *clock, end - begin);

@@ -57,7 +57,7 @@ use super::perfetto_session::{
 };
 use crate::annotation::AnnotationValue;
 use crate::callsite::Callsite;
-use crate::sink::{Event, Present, RunInfo, Sink, ThreadInfo};
+use crate::sink::{EmptyRegion, Event, Present, RunInfo, Sink, ThreadInfo};
 use metron_components::{clock, Component, PageRss};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -506,6 +506,23 @@ impl PerfettoSink {
         self.counts.encode_ns += started.elapsed().as_nanos() as u64;
     }
 
+    /// A batch is encoded: the process's memory sampled, and its packets to the kernel.
+    fn end_batch(&mut self) {
+        self.sample_process(false);
+        if self.last_drain.elapsed() >= self.write_interval() {
+            self.drain();
+        } else {
+            // Every batch goes to the kernel as soon as it is encoded.
+            self.write_out();
+        }
+    }
+
+    /// Metron's main sequence is started and the process described (what
+    /// [`PerfettoSink::ensure_sequence`] does first).
+    fn seq_ready(&self) -> bool {
+        !self.seq.fresh && self.process_described
+    }
+
     /// Appends the encoded packets to the file (timed as drain time).
     fn write_out(&mut self) {
         if self.enc.buf.is_empty() {
@@ -683,6 +700,54 @@ impl PerfettoSink {
         self.counts.slices_ended += ended;
         self.counts.track_events += begun + ended;
         (begun + ended) as usize
+    }
+
+    /// Encodes the empty regions at the start of `regions` (one thread's, under one parent)
+    /// as [`PerfettoSink::ordinary_slices`] encodes a begin followed by its end: once the
+    /// thread's track and sequence are set up, with no size limit, a name the sequence already
+    /// has, no clock step back and no annotation waiting for a region this deep. Returns how
+    /// many it encoded; the caller sends the next one through the events' path.
+    fn ordinary_regions(&mut self, thread: &ThreadInfo, regions: &[EmptyRegion]) -> usize {
+        if self.cap.is_some() || !self.seq_ready() || !self.config.categories.regions {
+            return 0;
+        }
+        let Some(t) = self.threads.get_mut(&thread.index) else {
+            return 0;
+        };
+        if !t.described || t.seq.fresh || t.name != thread.name {
+            return 0;
+        }
+        let enc = &mut self.enc;
+        let (seq, mut clock, depth) = (t.seq_id, t.clock, t.depth);
+        if t.pending.last().is_some_and(|p| p.0 > depth) {
+            return 0;
+        }
+        // At most 28 bytes per region (two packets with two-byte deltas, or the general
+        // writer's longest): no capacity check takes a slow turn.
+        enc.buf.reserve(regions.len() * 28);
+        let mut known = u64::MAX;
+        let mut n = 0;
+        for r in regions {
+            let iid = u64::from(r.site.id());
+            if iid != known {
+                if !t.seq.has_event_name(iid) {
+                    break;
+                }
+                known = iid;
+            }
+            if r.begin_ns < clock || r.end_ns < r.begin_ns {
+                break;
+            }
+            enc.slice_pair(seq, &mut clock, r.begin_ns, r.end_ns, iid);
+            n += 1;
+        }
+        t.clock = clock;
+        let n64 = n as u64;
+        enc.packets += 2 * n64;
+        self.counts.slices_begun += n64;
+        self.counts.slices_ended += n64;
+        self.counts.track_events += 2 * n64;
+        n
     }
 
     fn describe_process(&mut self, ts: u64) {
@@ -892,23 +957,54 @@ impl Sink for PerfettoSink {
             return;
         }
         self.write(thread, events);
-        self.sample_process(false);
-        if self.last_drain.elapsed() >= self.write_interval() {
-            self.drain();
-        } else {
-            // Every batch goes to the kernel as soon as it is encoded.
-            self.write_out();
-        }
+        self.end_batch();
     }
 
     fn batch(&mut self, thread: &ThreadInfo, events: &[Event<'_>], present: Present) {
         if !present.continues {
+            if events.is_empty() {
+                // The batch's last call, after a run of empty regions: its packets go out.
+                if self.session.is_some() {
+                    self.end_batch();
+                }
+                return;
+            }
             self.events(thread, events);
         } else if !events.is_empty() && self.ensure_session(None) {
             // A part of a batch: its packets wait in the buffer for the batch's last part
             // (or the buffer's WRITE_BYTES), so a batch is still one write.
             self.write(thread, events);
         }
+    }
+
+    fn empty_regions(&mut self, thread: &ThreadInfo, regions: &[EmptyRegion]) {
+        if regions.is_empty() || !self.ensure_session(None) {
+            return;
+        }
+        if self.cap.is_some() || !self.config.categories.regions {
+            // Under a size limit each packet is checked against it: the events' path.
+            let events: Vec<Event<'static>> =
+                regions.iter().flat_map(EmptyRegion::events).collect();
+            self.write(thread, &events);
+            return;
+        }
+        let mut started = Instant::now();
+        let mut done = 0;
+        while done < regions.len() {
+            done += self.ordinary_regions(thread, &regions[done..]);
+            if let Some(r) = regions.get(done) {
+                // One the short way does not take (the first of a thread or of a name, ...):
+                // through the events' path, which sets up what the next ones need.
+                self.write_chunk(thread, &r.events());
+                done += 1;
+            }
+            if self.enc.buf.len() >= WRITE_BYTES {
+                self.counts.encode_ns += started.elapsed().as_nanos() as u64;
+                self.write_out();
+                started = Instant::now();
+            }
+        }
+        self.counts.encode_ns += started.elapsed().as_nanos() as u64;
     }
 
     fn gpu_records(&mut self, records: &[crate::sink::GpuRecord]) {
@@ -1162,6 +1258,85 @@ mod tests {
         drop(sink.session_set_up());
         assert_complete(&ten_regions_and_finish(&mut sink, &dir), false);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn empty_regions_encode_as_their_begin_and_end_events_do() {
+        let site = |name: &'static str| {
+            crate::callsite::resolve(crate::callsite::intern(name, CallsiteKind::Region))
+                .expect("interned")
+        };
+        let (a, b, c) = (site("empty a"), site("empty b"), site("empty c"));
+        let thread = ThreadInfo {
+            tid: std::process::id(),
+            name: "main".into(),
+            index: 0,
+            is_metron: false,
+        };
+        let t0 = clock::monotonic_ns();
+        // Gaps and lengths of one, two and three varint bytes; `c` new to the sequence midway.
+        let mut regions = Vec::new();
+        let mut at = t0 + 1_000;
+        for (i, (gap, len)) in [
+            (5, 40),
+            (200, 90),
+            (3, 300),
+            (20_000, 7),
+            (1, 1),
+            (0, 70_000),
+        ]
+        .iter()
+        .cycle()
+        .take(60)
+        .enumerate()
+        {
+            let site = [a, b, if i > 30 { c } else { a }][i % 3];
+            at += gap;
+            regions.push(EmptyRegion {
+                site,
+                begin_ns: at,
+                end_ns: at + len,
+            });
+            at += len;
+        }
+        let events: Vec<Event<'static>> = regions.iter().flat_map(EmptyRegion::events).collect();
+        let more = Present {
+            continues: true,
+            ..Present::REGIONS_ONLY
+        };
+        // Both sinks set up the thread with one region first (written out), then take the
+        // same regions as events or as a run: the bytes they encode must be the same.
+        let encode = |test: &str, as_run: bool| {
+            let (mut sink, dir) = sink_in(test);
+            sink.events(
+                &thread,
+                &EmptyRegion {
+                    site: a,
+                    begin_ns: t0,
+                    end_ns: t0 + 10,
+                }
+                .events(),
+            );
+            assert!(sink.enc.buf.is_empty(), "the first batch was written out");
+            if as_run {
+                sink.empty_regions(&thread, &regions);
+            } else {
+                sink.batch(&thread, &events, more);
+            }
+            let bytes = sink.enc.buf.clone();
+            let counts = (
+                sink.enc.packets,
+                sink.counts.slices_begun,
+                sink.counts.track_events,
+            );
+            let _ = std::fs::remove_dir_all(&dir);
+            (bytes, counts)
+        };
+        let (as_events, counted) = encode("empty-as-events", false);
+        let (as_run, run_counted) = encode("empty-as-run", true);
+        assert!(as_events.len() > 60 * 20, "{} bytes", as_events.len());
+        assert_eq!(as_run, as_events, "the same packets");
+        assert_eq!(run_counted, counted);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use super::perfetto_encode::FastMap;
 use super::Stats;
 use crate::callsite::Callsite;
-use crate::sink::{Died, Event, Present, RunInfo, Sink, ThreadInfo};
+use crate::sink::{Died, EmptyRegion, Event, Present, RunInfo, Sink, ThreadInfo};
 use metron_components::Unit;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -250,6 +250,26 @@ impl Default for SummarySink {
 }
 
 impl SummarySink {
+    /// The summary of `thread`, made at its first batch (and its name kept current).
+    fn thread(&mut self, thread: &ThreadInfo) -> &mut ThreadSummary {
+        let t = self
+            .threads
+            .entry(thread.index)
+            .or_insert_with(|| ThreadSummary {
+                info: thread.clone(),
+                tree: Tree::new(),
+                open: Vec::new(),
+                counters: BTreeMap::new(),
+                marks: BTreeMap::new(),
+                dropped: 0,
+                setup: (0, 0),
+            });
+        if t.info != *thread {
+            t.info = thread.clone();
+        }
+        t
+    }
+
     /// An empty summary.
     pub fn new() -> SummarySink {
         SummarySink::with_config(SummaryConfig::default())
@@ -546,25 +566,37 @@ impl Sink for SummarySink {
         self.batch(thread, events, Present::of(events));
     }
 
+    fn empty_regions(&mut self, thread: &ThreadInfo, regions: &[EmptyRegion]) {
+        let t = self.thread(thread);
+        let parent = t.open.last().map_or(0, |o| o.0);
+        // The latest region's node in locals: a loop opens the same region again and again.
+        let (mut last_site, mut last_node): (*const Callsite, usize) = (std::ptr::null(), 0);
+        for (k, r) in regions.iter().enumerate() {
+            let node = if std::ptr::eq(r.site, last_site) {
+                last_node
+            } else {
+                let node = t.tree.child(parent, r.site);
+                let n = &t.tree.nodes[node];
+                if n.is_setup || n.metrics.is_empty() {
+                    // A set-up slice (its time comes out of the regions around it) or a
+                    // region without wall time: the general path, from this one on.
+                    let events: Vec<Event<'static>> =
+                        regions[k..].iter().flat_map(EmptyRegion::events).collect();
+                    self.batch(thread, &events, Present::REGIONS_ONLY);
+                    return;
+                }
+                (last_site, last_node) = (r.site, node);
+                node
+            };
+            t.tree.nodes[node].metrics[0].push(ns_to_f64(r.end_ns.saturating_sub(r.begin_ns)));
+        }
+    }
+
     fn batch(&mut self, thread: &ThreadInfo, events: &[Event<'_>], present: Present) {
         if present.samples {
             self.samples.events(thread, events);
         }
-        let t = self
-            .threads
-            .entry(thread.index)
-            .or_insert_with(|| ThreadSummary {
-                info: thread.clone(),
-                tree: Tree::new(),
-                open: Vec::new(),
-                counters: BTreeMap::new(),
-                marks: BTreeMap::new(),
-                dropped: 0,
-                setup: (0, 0),
-            });
-        if t.info != *thread {
-            t.info = thread.clone();
-        }
+        let t = self.thread(thread);
         let mut i = 0;
         while i < events.len() {
             let event = &events[i];
