@@ -1185,19 +1185,26 @@ mod tests {
         (PerfettoSink::new(config, dir.clone()), dir)
     }
 
-    /// Ten regions on one thread into `sink`, then its end; the sink's report.
-    fn ten_regions_and_finish(sink: &mut PerfettoSink, dir: &Path) -> Value {
-        let site = crate::callsite::resolve(crate::callsite::intern(
-            "set-up test region",
-            CallsiteKind::Region,
-        ))
-        .expect("interned");
-        let thread = ThreadInfo {
+    /// The call site of a region named `name`.
+    fn region_site(name: &'static str) -> &'static Callsite {
+        crate::callsite::resolve(crate::callsite::intern(name, CallsiteKind::Region))
+            .expect("interned")
+    }
+
+    /// The test's own thread, as the trace's first thread.
+    fn main_thread() -> ThreadInfo {
+        ThreadInfo {
             tid: std::process::id(),
             name: "main".into(),
             index: 0,
             is_metron: false,
-        };
+        }
+    }
+
+    /// Ten regions on one thread into `sink`, then its end; the sink's report.
+    fn ten_regions_and_finish(sink: &mut PerfettoSink, dir: &Path) -> Value {
+        let site = region_site("set-up test region");
+        let thread = main_thread();
         let start = clock::monotonic_ns();
         let mut events = Vec::new();
         for i in 0..10u64 {
@@ -1262,17 +1269,12 @@ mod tests {
 
     #[test]
     fn empty_regions_encode_as_their_begin_and_end_events_do() {
-        let site = |name: &'static str| {
-            crate::callsite::resolve(crate::callsite::intern(name, CallsiteKind::Region))
-                .expect("interned")
-        };
-        let (a, b, c) = (site("empty a"), site("empty b"), site("empty c"));
-        let thread = ThreadInfo {
-            tid: std::process::id(),
-            name: "main".into(),
-            index: 0,
-            is_metron: false,
-        };
+        let (a, b, c) = (
+            region_site("empty a"),
+            region_site("empty b"),
+            region_site("empty c"),
+        );
+        let thread = main_thread();
         let t0 = clock::monotonic_ns();
         // Gaps and lengths of one, two and three varint bytes; `c` new to the sequence midway.
         let mut regions = Vec::new();
