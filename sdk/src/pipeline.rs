@@ -237,6 +237,8 @@ impl Pipeline {
         // Where the batch's last thread name is, if it has one (found as it is decoded rather
         // than by scanning the batch again).
         let mut renamed_at = None;
+        // Regions with nothing inside decoded in a row (as events, before a run starts).
+        let mut in_a_row = 0usize;
         let mut i = 0;
         // The batch in parts of about `part` records, each handed over before the next is
         // decoded (a record that ends a part may take the next one's first: a pair).
@@ -250,9 +252,7 @@ impl Pipeline {
                     self.deliver_regions(&state, &mut regions);
                 }
                 if !events.is_empty() {
-                    present.continues = true;
-                    self.hand_over(&mut state, &mut events, present, renamed_at.take());
-                    present = Present::REGIONS_ONLY;
+                    self.hand_over_part(&mut state, &mut events, &mut present, &mut renamed_at);
                 }
                 part_end = part_end.saturating_add(part).min(records.len());
             }
@@ -271,43 +271,34 @@ impl Pipeline {
                             if let Some(next) = records.get(i + 1) {
                                 if next.header == crate::record::header(head.id, kind::END, 0, 0) {
                                     let begin_ns = last_ns;
-                                    if !runs {
-                                        last_ns = to_ns(&cal, next.ticks).max(last_ns);
-                                        events.extend_from_slice(
-                                            &EmptyRegion {
-                                                site,
-                                                begin_ns,
-                                                end_ns: last_ns,
-                                            }
-                                            .events(),
-                                        );
-                                        decoded += 2;
-                                        i += 2;
-                                        continue;
-                                    }
                                     last_ns = to_ns(&cal, next.ticks).max(last_ns);
-                                    // Into the run of empty regions, after the events
-                                    // before it.
-                                    if !events.is_empty() {
-                                        present.continues = true;
-                                        self.hand_over(
-                                            &mut state,
-                                            &mut events,
-                                            present,
-                                            renamed_at.take(),
-                                        );
-                                        present = Present::REGIONS_ONLY;
-                                    }
-                                    regions.push(EmptyRegion {
+                                    let region = EmptyRegion {
                                         site,
                                         begin_ns,
                                         end_ns: last_ns,
-                                    });
+                                    };
+                                    // A run goes on, or starts once enough came in a row to
+                                    // pay for handing it over apart: else two events.
+                                    if regions.is_empty() && !(runs && in_a_row >= MIN_RUN) {
+                                        events.extend_from_slice(&region.events());
+                                        in_a_row += 1;
+                                    } else {
+                                        if !events.is_empty() {
+                                            self.hand_over_part(
+                                                &mut state,
+                                                &mut events,
+                                                &mut present,
+                                                &mut renamed_at,
+                                            );
+                                        }
+                                        regions.push(region);
+                                    }
                                     decoded += 2;
                                     i += 2;
                                     continue;
                                 }
                             }
+                            in_a_row = 0;
                             if !regions.is_empty() {
                                 self.deliver_regions(&state, &mut regions);
                             }
@@ -323,6 +314,7 @@ impl Pipeline {
                     } else if head.kind == kind::END {
                         if let Some(&(site, begin_ns)) = state.stack.last() {
                             if site.id() == head.id {
+                                in_a_row = 0;
                                 if !regions.is_empty() {
                                     self.deliver_regions(&state, &mut regions);
                                 }
@@ -341,6 +333,7 @@ impl Pipeline {
                     state.malformed += 1;
                     break 'records;
                 }
+                in_a_row = 0;
                 if !regions.is_empty() {
                     self.deliver_regions(&state, &mut regions);
                 }
@@ -398,6 +391,20 @@ impl Pipeline {
             sink.empty_regions(thread, regions);
         }
         regions.clear();
+    }
+
+    /// [`Pipeline::hand_over`] of a part of the batch (more follows): `present` and
+    /// `renamed_at` start again for the next part.
+    fn hand_over_part(
+        &mut self,
+        state: &mut ThreadStats,
+        events: &mut Vec<Event<'_>>,
+        present: &mut Present,
+        renamed_at: &mut Option<usize>,
+    ) {
+        present.continues = true;
+        self.hand_over(state, events, *present, renamed_at.take());
+        *present = Present::REGIONS_ONLY;
     }
 
     /// Hands the events decoded so far of one thread's batch to every sink, and empties
@@ -737,6 +744,14 @@ impl Pipeline {
     }
 }
 
+/// Regions with nothing inside that must have come in a row, as events, before the next ones
+/// go as a run ([`Sink::empty_regions`]): handing a run over costs every sink a call (about
+/// 1,200 instructions for the defaults' sinks, with the events before it), and a region in a run
+/// saves about 40, so short runs cost more than their events (a function's region holding one
+/// small region: 1,063 instructions a region with runs of one, 436 with events). Counting
+/// behind rather than looking ahead costs a region two instructions.
+const MIN_RUN: usize = 32;
+
 /// `cal.to_monotonic_ns(ticks)` without the call to `round` that `f64::round` makes on a
 /// baseline x86-64 target (about 30 instructions per record) and with signed conversions (one
 /// instruction each, where the unsigned ones take a dozen): for a value of at least 0, adding
@@ -1064,10 +1079,45 @@ mod tests {
         want.extend(std::iter::repeat_n(Call::Regions, runs));
         want.push(Call::Last);
         assert_eq!(kinds, want);
+        // The first MIN_RUN regions come as events: a run starts once that many came in a row.
+        assert_eq!(calls[0].0.len(), 1 + 2 * MIN_RUN);
         assert!(calls
             .iter()
             .all(|(lines, _)| lines.len() <= PART_EVENTS + 2));
         same(&joined(&calls), &expected(&cal), "the calls, joined");
+    }
+
+    #[test]
+    fn short_runs_of_empty_regions_stay_events() {
+        let outer = callsite::intern("short outer", crate::CallsiteKind::Region);
+        let inner = callsite::intern("short inner", crate::CallsiteKind::Region);
+        // A region holding one empty region, again and again; then MIN_RUN - 1 empty regions
+        // in a row inside one more.
+        let mut records = Vec::new();
+        let mut at = 0u64;
+        let mut push = |id, k| {
+            records.push(record_at(id, k, at));
+            at += 1;
+        };
+        for _ in 0..1_000 {
+            push(outer, kind::BEGIN);
+            push(inner, kind::BEGIN);
+            push(inner, kind::END);
+            push(outer, kind::END);
+        }
+        push(outer, kind::BEGIN);
+        for _ in 0..MIN_RUN - 1 {
+            push(inner, kind::BEGIN);
+            push(inner, kind::END);
+        }
+        push(outer, kind::END);
+        let (calls, _) = decode_in_parts(&records, 1);
+        assert!(
+            calls.iter().all(|(_, call)| *call != Call::Regions),
+            "no run of empty regions: {:?}",
+            calls.iter().map(|c| c.1).collect::<Vec<_>>()
+        );
+        assert_eq!(joined(&calls).len(), records.len());
     }
 
     #[test]

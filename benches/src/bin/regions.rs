@@ -5,6 +5,7 @@
 //! ```text
 //! regions pairs N    N `scope!` pairs on the main thread
 //! regions names N    N regions, each under its own computed name (interned once, by id)
+//! regions nested N   N regions, each holding one region with nothing inside (2N regions)
 //! regions threads K N    K threads, each N `scope!` pairs (the back end's threads at work)
 //! ```
 //!
@@ -15,7 +16,7 @@ use std::time::Instant;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: regions pairs|names N, or regions threads K N";
+    let usage = "usage: regions pairs|names|nested N, or regions threads K N";
     let mode = args.get(1).map(String::as_str).unwrap_or("pairs");
     let n: u64 = args
         .get(2)
@@ -26,6 +27,12 @@ fn main() {
         "pairs" => {
             for _ in 0..n {
                 let _r = metron::scope!("r");
+            }
+        }
+        "nested" => {
+            for _ in 0..n {
+                let _outer = metron::scope!("outer");
+                let _inner = metron::scope!("inner");
             }
         }
         "names" => {

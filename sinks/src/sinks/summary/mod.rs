@@ -81,6 +81,10 @@ struct Node {
     setup_excluded_ns: u64,
     /// This node is a [`SETUP_REGION`] (decided once, not by a name compare per region).
     is_setup: bool,
+    /// The child found last under this node (call site address, child): a loop that opens
+    /// the same region again under the same parent finds it with one compare, at every depth
+    /// (a region holding one small region alternates between two parents).
+    last_child: (usize, usize),
 }
 
 /// Children a node looks through one by one; past this many, its children are found through
@@ -94,9 +98,6 @@ struct Tree {
     nodes: Vec<Node>,
     /// (parent, call site address) -> child, for parents with many children.
     index: FastMap<(usize, usize), usize>,
-    /// The latest lookup (parent, call site address, child): a loop that opens the same
-    /// region again finds it with one compare.
-    last: (usize, usize, usize),
 }
 
 impl Tree {
@@ -108,9 +109,9 @@ impl Tree {
                 metrics: Vec::new(),
                 setup_excluded_ns: 0,
                 is_setup: false,
+                last_child: (0, 0),
             }],
             index: FastMap::default(),
-            last: (usize::MAX, 0, 0),
         }
     }
 
@@ -118,12 +119,13 @@ impl Tree {
     /// number of siblings.
     #[inline]
     fn child(&mut self, parent: usize, site: &'static Callsite) -> usize {
-        let key = (parent, site as *const Callsite as usize);
-        if (self.last.0, self.last.1) == key {
-            return self.last.2;
+        let address = site as *const Callsite as usize;
+        let (last, child) = self.nodes[parent].last_child;
+        if last == address {
+            return child;
         }
-        let child = self.find_or_add(parent, site, key);
-        self.last = (key.0, key.1, child);
+        let child = self.find_or_add(parent, site, (parent, address));
+        self.nodes[parent].last_child = (address, child);
         child
     }
 
@@ -152,6 +154,7 @@ impl Tree {
             metrics: vec![Stats::default(); width],
             setup_excluded_ns: 0,
             is_setup: site.name == SETUP_REGION,
+            last_child: (0, 0),
         });
         let id = self.nodes.len() - 1;
         self.nodes[parent].children.push(id);
