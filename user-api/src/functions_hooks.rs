@@ -6,14 +6,14 @@
 //!
 //! Per call: one relaxed load (the engine off), one probe of the decision table (each
 //! function is decided once, `metron_functions::engine::instrument_functions`), and for a
-//! selected function a push on the thread's shadow stack and a region begin by id; the exit
-//! mirrors it. Nothing here allocates, locks or formats once a function is decided.
+//! selected function only, the thread-local shadow stack and a region begin by id
+//! (`metron::by_id`, straight into the thread's buffer); the exit mirrors it. Nothing here
+//! allocates, locks or formats once a function is decided.
 //!
-//! # Why there is no `catch_unwind`
-//! Neither hook can panic on the decided path (table probes, array indexing bounded by the
-//! stack's length, the C API's fast path, which cannot panic either: `fast_path.rs`). The
-//! cold path (the first call of a function: files, demangling, regular expressions) runs under
-//! `catch_unwind`; a panic there skips the function.
+//! Nothing unwinds into the compiled program: the work of both hooks runs under
+//! `catch_unwind` (free unless something panics). A panic skips the function on its first
+//! call, and otherwise leaves the thread's hooks busy, so that thread records no more
+//! function regions.
 //!
 //! A hook that runs inside another (the cold path calls `malloc`, which may be instrumented
 //! too) returns at once: the thread's `busy` flag.
@@ -43,8 +43,8 @@ thread_local! {
 /// Ends the thread's open function regions when the thread ends (or the process calls
 /// `exit()` with functions still on the stack), innermost first, so per thread ends equal
 /// begins. Armed after the thread's first function region began: thread-local destructors run
-/// in reverse order of arming, so this one runs before those of the C API's thread state and
-/// of the thread's buffer, which the first begin armed.
+/// in reverse order of arming, so this one runs before the thread buffer's hand-over, which
+/// the first begin armed.
 struct ExitGuard;
 
 impl Drop for ExitGuard {
@@ -71,24 +71,23 @@ fn arm_exit_guard(thread: &mut ThreadFunctions) {
     let _ = GUARD.try_with(|_| ());
 }
 
-/// Region begin by id; whether it was recorded (so that its end is asked for).
+/// Region begin by id, straight into the thread's buffer (the C API's checks of its own
+/// open-region stack are not needed: the shadow stack keeps these balanced); whether it was
+/// recorded, so that its end is asked for only then.
 #[inline(always)]
 fn begin(id: u32) -> bool {
-    crate::exports_regions::metron_region_begin_id(id) == crate::errors::OK
+    metron::by_id::begin(id)
 }
 
 #[inline(always)]
 fn end(id: u32) {
-    let _ = crate::exports_regions::metron_region_end_id(id);
+    let _ = metron::by_id::end(id);
 }
 
-/// Interns a selected function's name as a C API region (cold: once per function).
+/// Interns a selected function's name as a region (cold: once per function).
 fn intern(name: &str) -> u32 {
-    crate::errors::register_metadata();
     register_report();
-    let id = metron::intern(name, metron::CallsiteKind::Region);
-    crate::ids::mark_region(id);
-    id
+    metron::intern(name, metron::CallsiteKind::Region)
 }
 
 /// Adds the `functions` section to `metadata.json`, and with it the line on stderr.
@@ -133,17 +132,20 @@ pub unsafe extern "C" fn __cyg_profile_func_enter(function: *mut c_void, _call_s
         return;
     }
     let stack_pointer = metron_functions::stack_pointer();
-    with_thread(|thread| {
-        let id = decided(function as usize);
-        if id != SKIP {
+    let id = decided(function as usize);
+    if id == SKIP {
+        return;
+    }
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        with_thread(|thread| {
             thread
                 .stack
                 .enter(function as usize, stack_pointer, id, begin, end);
             if !thread.guarded {
                 arm_exit_guard(thread);
             }
-        }
-    });
+        })
+    }));
 }
 
 /// The hook at a function's exit.
@@ -155,16 +157,16 @@ pub unsafe extern "C" fn __cyg_profile_func_exit(function: *mut c_void, _call_si
     if engine::off() {
         return;
     }
-    with_thread(|thread| {
-        let id = decided(function as usize);
-        if id != SKIP {
-            thread.stack.exit(function as usize, end);
-        }
-    });
+    if decided(function as usize) == SKIP {
+        return;
+    }
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        with_thread(|thread| thread.stack.exit(function as usize, end))
+    }));
 }
 
-/// The verdict for `function`: its region id or `SKIP`, decided on its first call with the
-/// cold path's panics caught (the function is then skipped).
+/// The verdict for `function`: its region id or `SKIP`. Hot path once decided: one probe of
+/// the table, no thread-local access.
 #[inline(always)]
 fn decided(function: usize) -> u32 {
     match engine::cached(function) {
@@ -173,9 +175,17 @@ fn decided(function: usize) -> u32 {
     }
 }
 
-/// The first call of `function` (the thread's hooks are marked busy meanwhile).
+/// The first call of `function`: decided with the thread's hooks marked busy (the work calls
+/// `malloc`, which may be instrumented too) and its panics caught (the function is then
+/// skipped). A hook nested in this work, or on a thread that is ending, skips its function
+/// this once.
 #[cold]
 #[inline(never)]
 fn decide(function: usize) -> u32 {
-    catch_unwind(AssertUnwindSafe(|| engine::decide(function, intern))).unwrap_or(SKIP)
+    let mut verdict = SKIP;
+    with_thread(|_| {
+        verdict =
+            catch_unwind(AssertUnwindSafe(|| engine::decide(function, intern))).unwrap_or(SKIP);
+    });
+    verdict
 }
