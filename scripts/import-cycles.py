@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Lists the import circles between the files of each crate (issue 33).
+"""Lists the import circles between the files of each crate.
 
 A circle is a set of files (modules) of one crate that all reach each other through
 `crate::`/`super::` paths (a strongly connected component of the file import graph, unit tests

@@ -1,10 +1,10 @@
 #!/bin/bash
-# Issue 29, part 2, after stop 37's kernel-mode change (one user range per launch): the first
+# With one user range per launch in kernel mode: the first
 # launch under each GPU feature against the later ones (first_launch.cu: a ~1 ms kernel between
 # CUDA events inside a region, 6 iterations), and the set-up slices the run recorded.
-# Run: run(command="B=device-bin/r9 bash tests/cuda/first_launch_all.sh", carry=["device-bin/r9"])
+# Run: run(command="B=device-bin bash tests/cuda/first_launch_all.sh", carry=["device-bin"])
 set -u
-B=$(realpath ${B:-device-bin/r9}); T=$PWD/tests/cuda
+B=$(realpath ${B:-device-bin}); T=$PWD/tests/cuda
 R=/tmp/fl; rm -rf $R; mkdir -p $R; cd $R
 export PATH=/usr/local/cuda/bin:$PATH
 { date -u; nvidia-smi -L; } 2>&1 | head -2

@@ -1,4 +1,4 @@
-# Sourced by the first-launch plans (first_launch_all.sh, issue29_diag.sh, issue29_round2.sh):
+# Sourced by the first-launch checks (first_launch_all.sh, scripts/gpu-validate.sh):
 # first_launch_cmd FEATURE prints the command that runs ./first_launch with that GPU feature on
 # (M: the `metron run ... --` prefix).
 first_launch_cmd() {

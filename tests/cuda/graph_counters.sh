@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 29, part 3 (one `run` call): CUDA-graph kernels in kernel-mode counters against ncu.
+# CUDA-graph kernels in kernel-mode counters against ncu.
 #  1. mt_graph 4 serial, a single-pass metric set (one user range per launch): kernels outside
 #     graphs against `ncu --graph-profiling node`, each graph launch's sum against
 #     `ncu --graph-profiling graph` (graph_compare.py);
@@ -9,10 +9,10 @@
 #  5. the cost: a 2 ms kernel's launch call and region without counters, with one pass (user
 #     range) and two (kernel replay); launch calls' host time in mt_graph.
 # Before: cargo build --release -p metron-cli -p metron-user &&
-#   mkdir -p device-bin/r7 && cp target/release/metron target/release/libmetron.so device-bin/r7/
-# Run: run(command="B=device-bin/r7 bash tests/cuda/graph_counters.sh", carry=["device-bin/r7"])
+#   mkdir -p device-bin && cp target/release/metron target/release/libmetron.so device-bin/
+# Run: run(command="B=device-bin bash tests/cuda/graph_counters.sh", carry=["device-bin"])
 set -u
-B=$(realpath ${B:-device-bin/r7})
+B=$(realpath ${B:-device-bin})
 T=$PWD/tests/cuda
 R=/tmp/gc; rm -rf $R; mkdir -p $R; cd $R
 export PATH=/usr/local/cuda/bin:$PATH
@@ -32,7 +32,7 @@ timeout 240 ncu --cache-control none --clock-control none --graph-profiling node
 python3 $T/graph_compare.py $R/ov/kernels.csv ncu_node_ov.csv ncu_graph.csv 2>&1 | grep -E "kernels.csv|no values|DIFF|RESULT" | head -12
 echo "== 3 kernel-mode region sums vs region mode $(date -u +%T)"
 METRON_GPU_METRICS=$MET METRON_GPU_COUNTER_MODE=region METRON_OUTPUT_PATH=$R/rm timeout 150 $M ./mt_graph 4 serial > rm.log 2>&1; echo "rc=$?"
-python3 $T/issue14_compare.py $R/km/kernels.csv ncu_node.csv $R/rm/summary.json $R/km/summary.json 2>&1 | grep -E "region " | head -12
+python3 $T/counters_vs_ncu.py $R/km/kernels.csv ncu_node.csv $R/rm/summary.json $R/km/summary.json 2>&1 | grep -E "region " | head -12
 grep -B2 -A12 -i "gpu counters" $R/km/summary.txt | head -30
 echo "== 4 several passes $(date -u +%T)"
 MANY=smsp__inst_executed.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,l1tex__t_bytes.sum,sm__cycles_active.avg,smsp__sass_thread_inst_executed_op_fadd_pred_on.sum,smsp__sass_thread_inst_executed_op_fmul_pred_on.sum,smsp__sass_thread_inst_executed_op_ffma_pred_on.sum,sm__warps_active.avg.pct_of_peak_sustained_active

@@ -1,8 +1,8 @@
 #!/bin/bash
-# Issue 29: Metron's default over CUPTI's floor in one process, in bursts of 2,000 launches (as
+# Metron's default over CUPTI's floor in one process, in bursts of 2,000 launches (as
 # toggle_ab.sh) and of 200 (the GPU's launch queue never fills, so a burst times only the
 # launching thread's work), REPS interleaved repetitions of each.
-# Run: run(command="B=device-bin/r12 bash tests/cuda/toggle_burst.sh", carry=["device-bin/r12"])
+# Run: run(command="B=device-bin bash tests/cuda/toggle_burst.sh", carry=["device-bin"])
 set -u
 B=$(realpath ${B:?the build}); T=$PWD/tests/cuda
 R=/tmp/tburst

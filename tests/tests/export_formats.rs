@@ -1,4 +1,4 @@
-//! `metron export` and `METRON_EXPORT` (issue 23): a run folder written as the reference
+//! `metron export` and `METRON_EXPORT`: a run folder written as the reference
 //! profilers' application trace (`session.atp`), kernel occupancy file (`session.occupancy`)
 //! and API log (`api.log`), read back with the documented readers of `export_support/` and
 //! compared with what the run wrote itself: `kernels.csv` and the trace as decoded by the
@@ -819,7 +819,7 @@ fn check_against_run(dir: &Path) -> (usize, usize) {
     (all.len(), kernels.len())
 }
 
-/// A real NVIDIA run (`tests/cuda/issue23_plan.sh` makes one with `METRON_EXPORT=all`), named
+/// A real NVIDIA run (`tests/cuda/export_device_run.sh` makes one with `METRON_EXPORT=all`), named
 /// by `METRON_EXPORT_DEVICE_RUN`, checked as the fake run is.
 #[test]
 fn a_device_run_exports_what_it_recorded() {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks the results of tests/cuda/issue15_annotations_plan.sh (unpacked in DIR, default /tmp/r).
+"""Checks the results of tests/cuda/pc_annotations_plan.sh (unpacked in DIR, default /tmp/r).
 
 Trace annotations: each run's trace is decoded by tests/perfetto/validate_trace.py --slices
 (the official Perfetto protos). Every slice on a "... PC sampling" track must sit at its kernel

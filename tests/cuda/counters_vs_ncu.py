@@ -1,7 +1,7 @@
-"""Issue 14: compares Metron's kernel-mode counters (kernels.csv) with ncu's (--csv --page raw)
+"""Compares Metron's kernel-mode counters (kernels.csv) with ncu's (--csv --page raw)
 per kernel, and region-mode sums (summary.json) with kernel-mode sums per region.
 
-    python3 issue14_compare.py KERNELS_CSV NCU_CSV [REGION_SUMMARY_JSON KERNEL_SUMMARY_JSON]
+    python3 counters_vs_ncu.py KERNELS_CSV NCU_CSV [REGION_SUMMARY_JSON KERNEL_SUMMARY_JSON]
 """
 import collections
 import csv

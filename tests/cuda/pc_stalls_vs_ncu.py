@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Issue 15: Metron's per-kernel stall-reason shares (pc_samples.csv) against ncu's
+"""Metron's per-kernel stall-reason shares (pc_samples.csv) against ncu's
 smsp__pcsamp_warps_issue_stalled_* (ncu --csv --page raw), plain reasons only (the
 `_not_issued` variants are subsets). Prints each kernel's top reasons side by side, whether the
 top-three ranking agrees, and the largest share difference in points.
 
-  issue15_compare.py RUN_DIR/pc_samples.csv ncu.csv
+  pc_stalls_vs_ncu.py RUN_DIR/pc_samples.csv ncu.csv
 """
 import csv
 import re

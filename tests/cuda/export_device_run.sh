@@ -1,18 +1,18 @@
 #!/bin/bash
-# Issue 23 (one `run` call): the exports of a real NVIDIA run. examples/cuda/vector_ops.cu is
+# The exports of a real NVIDIA run (one device call). examples/cuda/vector_ops.cu is
 # built with the device's nvcc against Metron's header and libmetron.so, and runs under
 # `metron run` with METRON_EXPORT=all into /tmp/r23/run (session.atp, session.occupancy,
 # api.log next to kernels.csv, the trace and metadata.json with the devices' limits).
 #
 # Before: build Metron at this commit and copy it where the command finds it:
 #   cargo build --release -p metron-cli -p metron-user
-#   mkdir -p device-bin/i23 && cp target/release/metron target/release/libmetron.so device-bin/i23/
-# Run:   run(command="bash tests/cuda/issue23_plan.sh", carry=["device-bin/i23"])
+#   mkdir -p device-bin && cp target/release/metron target/release/libmetron.so device-bin/
+# Run:   run(command="bash tests/cuda/export_device_run.sh", carry=["device-bin"])
 # After: tar xzf <files_at>/r23.tgz -C /tmp &&
 #        METRON_EXPORT_DEVICE_RUN=/tmp/r23/run cargo test --release -p metron-tests \
 #          --test export_formats a_device_run -- --nocapture
 set -u
-B=$PWD/device-bin/i23
+B=$PWD/device-bin
 export PATH=/usr/local/cuda/bin:$PATH
 R=/tmp/r23; rm -rf $R; mkdir -p $R/bin
 log() { echo "== $* $(date -u +%T)" | tee -a $R/log.txt; }

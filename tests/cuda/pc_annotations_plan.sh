@@ -1,17 +1,17 @@
 #!/bin/bash
-# Issue 15, the rest (one `run` call): PC sampling's trace annotations and inlined-at chains on
-# the GPU. pc_stalls (tests/cuda/pc_stalls.cu) and pc_inline (pc_inline.cu + pc_inline_main.cu,
+# PC sampling's trace annotations and inlined-at chains on the GPU (one device call).
+# pc_stalls (tests/cuda/pc_stalls.cu) and pc_inline (pc_inline.cu + pc_inline_main.cu,
 # built here with the device's nvcc, -O2 -lineinfo) run under Metron with
 # METRON_GPU_PC_SAMPLING=10, continuous and serialized; nvdisasm -gi of pc_inline's cubin is
-# kept. Check on the dev machine with tests/cuda/issue15_annotations_check.py.
+# kept. Check on the dev machine with tests/cuda/pc_annotations_check.py.
 #
 # Before: build Metron at this commit and copy it where the command finds it:
 #   cargo build --release -p metron-cli -p metron-user
-#   mkdir -p device-bin/i15a && cp target/release/metron target/release/libmetron.so device-bin/i15a/
-# Run:   run(command="bash tests/cuda/issue15_annotations_plan.sh", carry=["device-bin/i15a"])
-# After: tar xzf <files_at>/r.tgz -C /tmp && python3 tests/cuda/issue15_annotations_check.py /tmp/r
+#   mkdir -p device-bin && cp target/release/metron target/release/libmetron.so device-bin/
+# Run:   run(command="bash tests/cuda/pc_annotations_plan.sh", carry=["device-bin"])
+# After: tar xzf <files_at>/r.tgz -C /tmp && python3 tests/cuda/pc_annotations_check.py /tmp/r
 set -u
-B=$PWD/device-bin/i15a
+B=$PWD/device-bin
 export PATH=/usr/local/cuda/bin:$PATH
 R=/tmp/r; rm -rf $R; mkdir -p $R/bin
 M="$B/metron run --library $B/libmetron.so --"

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Issue 16's check of a Metron run of pm_mix with PM sampling: reads trace.pftrace (a minimal
+"""The check of a Metron run of pm_mix with PM sampling: reads trace.pftrace (a minimal
 protobuf reader, no dependencies), the kernel slices and the metric counter tracks, and prints
 per kernel launch the mean of each metric over the samples that start inside it, the gaps'
 means, where the high-DRAM samples fall, and the copy's DRAM rate against bytes / duration.
 
-    issue16_check.py RUN_DIR [pm_mix.log] [interval_ns]
+    pm_sampling_check.py RUN_DIR [pm_mix.log] [interval_ns]
 """
 import json
 import os
@@ -159,7 +159,7 @@ def main():
                 rate = copies[i][1] / ((e - s) / 1e9)
                 print("copy %d: bytes/duration = %.1f GB/s (slice %.3f ms)" % (i, rate / 1e9, (e - s) / 1e6))
     verdict(out, metrics, kernels, log, interval)
-    json.dump(out, open(os.path.join(run, "issue16_check.json"), "w"), indent=1)
+    json.dump(out, open(os.path.join(run, "pm_sampling_check.json"), "w"), indent=1)
 
 
 def verdict(out, metrics, kernels, log, interval):
