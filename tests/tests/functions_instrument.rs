@@ -53,17 +53,26 @@ fn every_selected_function_counts_its_known_answer_and_each_thread_ends_what_it_
             .ends_with("libknown_answer_lib.so"),
         "{lib}"
     );
-    // Each of the 60 jumps leaves jump_outer and jump_inner without their exit hooks.
+    // Each of the 60 jumps leaves jump_outer and jump_inner without their exit hooks: both
+    // end at the longjmp itself, so nothing called later nests under them.
     assert_eq!(
-        functions["shadow_stack"]["ended_without_exit"]
-            .as_u64()
-            .unwrap()
-            + functions["shadow_stack"]["ended_at_thread_exit"]
-                .as_u64()
-                .unwrap(),
-        120,
+        functions["shadow_stack"]["ended_without_exit"], 120,
         "{functions}"
     );
+    assert_eq!(
+        functions["shadow_stack"]["ended_at_thread_exit"], 0,
+        "{functions}"
+    );
+    let summary = read_json(&folder, "summary.json");
+    for thread in summary["threads"].as_array().unwrap() {
+        for path in region_counts(&thread["regions"]).keys() {
+            let under_jump = path.contains("jump_inner/")
+                || path
+                    .split_once("jump_outer/")
+                    .is_some_and(|(_, rest)| rest != "jump_inner");
+            assert!(!under_jump, "{path} nests under a function left by longjmp");
+        }
+    }
 }
 
 #[test]

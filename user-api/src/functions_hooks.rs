@@ -87,6 +87,7 @@ fn end(id: u32) {
 /// Interns a selected function's name as a region (cold: once per function).
 fn intern(name: &str) -> u32 {
     register_report();
+    crate::functions_unwind::prepare();
     metron::intern(name, metron::CallsiteKind::Region)
 }
 
@@ -102,6 +103,12 @@ fn functions_section() -> serde_json::Value {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| eprintln!("{}", engine::report().stderr_line()));
     engine::metadata()
+}
+
+/// Ends the calling thread's function regions whose entries are below `stack_pointer` (as
+/// the entry hook reads it): the frames a `longjmp` or a catch threw away.
+pub(crate) fn end_frames_below(stack_pointer: usize) {
+    with_thread(|thread| thread.stack.end_deeper_than(stack_pointer, end));
 }
 
 /// Runs `f` with the thread's state, unless another hook of this thread is running or the
@@ -128,10 +135,15 @@ fn with_thread(f: impl FnOnce(&mut ThreadFunctions)) {
 /// Called by compiler-generated code with the function's address; never dereferenced.
 #[no_mangle]
 pub unsafe extern "C" fn __cyg_profile_func_enter(function: *mut c_void, _call_site: *mut c_void) {
+    let stack_pointer = metron_functions::stack_pointer();
+    if function.is_null() {
+        // Measuring mode (`functions_unwind`): where this hook reads the stack pointer.
+        crate::functions_unwind::measured(stack_pointer);
+        return;
+    }
     if engine::off() {
         return;
     }
-    let stack_pointer = metron_functions::stack_pointer();
     let id = decided(function as usize);
     if id == SKIP {
         return;
