@@ -13,9 +13,12 @@
 //! our own. If a measurement is not plausible, the wrappers only hand over, and the shadow
 //! stack's own checks remain.
 //!
-//! A `longjmp` out of a signal handler that interrupted one of the hooks changes nothing (the
-//! hooks are busy); one that interrupted Metron's own region writing elsewhere on the thread
-//! is not protected (none of Metron's paths calls `longjmp`).
+//! In a run that selects no function (`METRON_FUNCTIONS` empty, or no function decided yet)
+//! the wrappers only hand over: the real functions are found when the library is loaded, so a
+//! `longjmp` out of a signal handler calls nothing that is not async-signal-safe. A `longjmp`
+//! out of a signal handler that interrupted one of the hooks changes nothing (the hooks are
+//! busy); one that interrupted Metron's own region writing elsewhere on the thread is not
+//! protected (none of Metron's paths calls `longjmp`).
 
 use std::ffi::{c_int, c_void, CStr};
 use std::sync::atomic::{AtomicPtr, AtomicU8, AtomicUsize, Ordering};
@@ -30,6 +33,20 @@ static ENTER_DISTANCE: AtomicUsize = AtomicUsize::new(0);
 static CATCH_DISTANCE: AtomicUsize = AtomicUsize::new(0);
 /// What a hook called in measuring mode (null arguments) read.
 static MEASURED: AtomicUsize = AtomicUsize::new(0);
+
+#[used]
+#[link_section = ".init_array"]
+static FIND_REAL_FUNCTIONS: extern "C" fn() = find_real_functions;
+
+/// Runs when the library is loaded: finds the functions the wrappers hand over to, so that no
+/// wrapper calls `dlsym` later (a `longjmp` may come from a signal handler).
+extern "C" fn find_real_functions() {
+    let _ = std::panic::catch_unwind(|| {
+        for name in REAL_NAMES {
+            let _ = real(name);
+        }
+    });
+}
 
 /// The hooks' measuring mode: they call this with the stack pointer they read, and return.
 pub(crate) fn measured(stack_pointer: usize) {
@@ -46,8 +63,8 @@ fn distance(hook: unsafe extern "C" fn(*mut c_void, *mut c_void)) -> Option<usiz
     (inside != 0 && (8..4096).contains(&d)).then_some(d)
 }
 
-/// Measures the distances, checks the `jmp_buf` reading and finds the real functions, once
-/// (the engine calls it when it first selects a function; the wrappers, if they run first).
+/// Measures the distances, checks the `jmp_buf` reading and finds the real functions, once:
+/// the engine calls it when it first selects a function.
 pub(crate) fn prepare() {
     if STATE.load(Ordering::Acquire) != UNKNOWN {
         return;
@@ -76,10 +93,8 @@ unsafe extern "C" fn catch_hook_for_measuring(_: *mut c_void, _: *mut c_void) {
 
 /// Ends the regions of the thread's functions whose frames are below `stack_pointer` (a stack
 /// pointer of the instrumented code, not of a hook).
+/// Nothing happens until the engine selected a function (which prepared the measurements).
 fn end_frames_below(stack_pointer: usize) {
-    if STATE.load(Ordering::Acquire) == UNKNOWN {
-        prepare();
-    }
     if STATE.load(Ordering::Acquire) != READY {
         return;
     }
