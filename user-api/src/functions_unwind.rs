@@ -64,15 +64,15 @@ fn distance(hook: unsafe extern "C" fn(*mut c_void, *mut c_void)) -> Option<usiz
 }
 
 /// Measures the distances, checks the `jmp_buf` reading and finds the real functions, once:
-/// the engine calls it when it first selects a function.
-pub(crate) fn prepare() {
+/// the engine calls it with its entry hook when it first selects a function.
+pub(crate) fn prepare(enter_hook: unsafe extern "C" fn(*mut c_void, *mut c_void)) {
     if STATE.load(Ordering::Acquire) != UNKNOWN {
         return;
     }
     for name in REAL_NAMES {
         let _ = real(name);
     }
-    let enter = distance(crate::functions_hooks::__cyg_profile_func_enter);
+    let enter = distance(enter_hook);
     let catch = distance(catch_hook_for_measuring);
     let state = match (enter, catch, metron_functions::setjmp_layout_is_known()) {
         (Some(e), Some(c), true) => {
@@ -99,7 +99,7 @@ fn end_frames_below(stack_pointer: usize) {
         return;
     }
     let as_hook_reads = stack_pointer.wrapping_sub(ENTER_DISTANCE.load(Ordering::Relaxed));
-    crate::functions_hooks::end_frames_below(as_hook_reads);
+    crate::functions_thread::end_frames_below(as_hook_reads);
 }
 
 const REAL_NAMES: [&CStr; 5] = [
