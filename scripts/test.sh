@@ -5,6 +5,8 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 # The repository speaks of the product: no issue, stop or round numbers in names, docs or comments.
 scripts/check-names.sh
+# The GPU validation suite's plumbing, with stand-ins for the GPU tools (the suite itself needs a GPU).
+python3 tests/cuda/suite/selftest.py
 # Instrumentation compiled out: every macro still type-checks, nothing is recorded.
 cargo test -p metron --no-default-features --release
 cargo test --workspace --release "$@"
