@@ -9,6 +9,7 @@ suite ends inside one device call.
 
 import dataclasses
 import os
+import signal
 import subprocess
 import time
 import traceback
@@ -92,15 +93,25 @@ class Suite:
             " ".join(argv), limit))
         t0 = time.monotonic()
         try:
-            p = subprocess.run(argv, env=full_env, cwd=cwd or self.work, capture_output=True,
-                               text=True, errors="replace", timeout=limit)
-            done = Done(p.returncode, p.stdout, p.stderr, time.monotonic() - t0, False)
-        except subprocess.TimeoutExpired as e:
-            out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
-            err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
-            done = Done(124, out, err, time.monotonic() - t0, True)
+            # A session of its own, so that a command past its limit is ended with everything
+            # it started (the program under `metron run`, ncu's target), not only itself.
+            p = subprocess.Popen(argv, env=full_env, cwd=cwd or self.work, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, errors="replace",
+                                 start_new_session=True)
         except OSError as e:
+            p = None
             done = Done(127, "", str(e), time.monotonic() - t0, False)
+        if p is not None:
+            try:
+                out, err = p.communicate(timeout=limit)
+                done = Done(p.returncode, out, err, time.monotonic() - t0, False)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                out, err = p.communicate()
+                done = Done(124, out or "", err or "", time.monotonic() - t0, True)
         base = os.path.join(self.work, "logs", name)
         with open(base + ".out", "w", encoding="utf-8") as f:
             f.write(done.out)
