@@ -37,6 +37,7 @@ mod exports_process;
 mod exports_regions;
 mod fast_path;
 mod fast_tls;
+mod functions_hooks;
 mod ids;
 mod mpi;
 mod nvtx;
