@@ -17,5 +17,7 @@ python3 tests/cuda/suite/selftest.py
 # Instrumentation compiled out: every macro still type-checks, nothing is recorded.
 cargo test -p metron --no-default-features --release
 cargo test --workspace --release "$@"
+# The Python package, on Python 3.11 and every Python >= 3.12 found.
+scripts/test-python.sh
 # Fuzz the metric layer's parsers deterministically: corpus replay, then a fixed seed and run count.
 scripts/fuzz.sh
