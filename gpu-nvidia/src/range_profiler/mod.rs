@@ -78,13 +78,24 @@ const RANGES_FREE: usize = 64;
 /// instance in this many pays the image's close (`Stop`, `DecodeData`, a fresh image).
 const REGION_RANGES: usize = 256;
 
-/// `METRON_GPU_REGION_RANGES` (1 to 4096; the default for anything else).
+/// `METRON_GPU_REGION_RANGES` (1 to 4096; anything else is said on stderr once and the
+/// default used).
 fn region_ranges() -> usize {
-    std::env::var("METRON_GPU_REGION_RANGES")
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|n| (1..=4096).contains(n))
-        .unwrap_or(REGION_RANGES)
+    static RANGES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *RANGES.get_or_init(|| match std::env::var("METRON_GPU_REGION_RANGES") {
+        Err(_) => REGION_RANGES,
+        Ok(v) if v.trim().is_empty() => REGION_RANGES,
+        Ok(v) => match v.trim().parse::<usize>() {
+            Ok(n) if (1..=4096).contains(&n) => n,
+            _ => {
+                eprintln!(
+                    "metron: METRON_GPU_REGION_RANGES={v:?} is not a number from 1 to 4096 \
+                     (ranges per counter-data image); using {REGION_RANGES}"
+                );
+                REGION_RANGES
+            }
+        },
+    })
 }
 
 /// How counters are scoped.
