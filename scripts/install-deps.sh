@@ -127,3 +127,8 @@ fi
 # ~/.cache/metron-cuda by scripts/cuda-toolchain.sh. No GPU is needed to compile.
 scripts_dir=$(cd "$(dirname "$0")" && pwd)
 "$scripts_dir/cuda-toolchain.sh" >/dev/null
+# The Python package (python/, tested by scripts/test-python.sh): maturin builds its wheel;
+# python/bench/compare.py measures it next to PyPI's nvtx and viztracer.
+if ! python3 -c "import maturin, nvtx, viztracer" >/dev/null 2>&1; then
+  python3 -m pip install -q --disable-pip-version-check maturin nvtx viztracer
+fi

@@ -4,10 +4,8 @@
 # `metron run` with METRON_EXPORT=all into /tmp/r23/run (session.atp, session.occupancy,
 # api.log next to kernels.csv, the trace and metadata.json with the devices' limits).
 #
-# Before: build Metron at this commit and copy it where the command finds it:
-#   cargo build --release -p metron-cli -p metron-user
-#   mkdir -p device-bin && cp target/release/metron target/release/libmetron.so device-bin/
-# Run:   run(command="bash tests/cuda/export_device_run.sh", carry=["device-bin"])
+# Before: scripts/gpu-validate.sh --stage device-bin   (on the build machine)
+# Run:    bash tests/cuda/export_device_run.sh          (on the GPU machine, with device-bin/)
 # After: tar xzf <files_at>/r23.tgz -C /tmp &&
 #        METRON_EXPORT_DEVICE_RUN=/tmp/r23/run cargo test --release -p metron-tests \
 #          --test export_formats a_device_run -- --nocapture

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Checks the results of tests/cuda/pc_annotations_plan.sh (unpacked in DIR, default /tmp/r).
+"""Checks the PC-sampling runs scripts/gpu-validate.sh makes, in DIR (default /tmp/r): a run folder
+per program and mode (pc_stalls_continuous, pc_inline_serialized, ...) and pc_inline.nvdisasm-gi.txt.
 
 Trace annotations: each run's trace is decoded by tests/perfetto/validate_trace.py --slices
 (the official Perfetto protos). Every slice on a "... PC sampling" track must sit at its kernel

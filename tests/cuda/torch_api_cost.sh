@@ -8,7 +8,8 @@
 #   api_none  METRON_GPU_API=none (launch callbacks only)
 #   floor     api_none without Metron's launch annotation, timestamps callback, copies, tids
 #   kineto    torch.profiler with CUDA activities
-# Run: run(command="ROUNDS=5 bash tests/cuda/torch_api_cost.sh", carry=["device-bin"])
+# A diagnosis, not a check (scripts/gpu-validate.sh runs the checks). Stage the build with
+# `scripts/gpu-validate.sh --stage device-bin`, then on the GPU machine: ROUNDS=5 bash tests/cuda/torch_api_cost.sh
 set -u
 T=$PWD/tests/cuda; B=$(realpath ${B:-device-bin})
 R=/tmp/ta; rm -rf $R; mkdir -p $R

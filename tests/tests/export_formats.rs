@@ -411,6 +411,18 @@ fn cuda_double_run_exports_and_reads_back() {
         };
         assert_eq!(read(&dir.join("again")), read(&dir.join(file)));
     }
+    // Several formats with -o: OUT is the folder, each file under its own name.
+    let folder = dir.join("all-formats");
+    let cli = Command::new(artifacts().metron())
+        .args(["export", "--format", "all", "-o"])
+        .arg(&folder)
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert_success(&cli, "metron export --format all -o OUT");
+    for file in ["session.atp", "session.occupancy", "api.log"] {
+        assert_eq!(read(&folder.join(file)), read(&dir.join(file)), "{file}");
+    }
     let bad = Command::new(artifacts().metron())
         .args(["export", "--format", "csv"])
         .arg(dir)
