@@ -72,6 +72,8 @@ LAYERS = [
             "ranks",
             "shared_runtime",
             "callsite",
+            "first_use",
+            "run_report",
         ],
     ),
     (

@@ -65,6 +65,16 @@ if ! command -v uftrace >/dev/null; then
     echo "scripts/install-deps.sh: missing uftrace (apt-get install uftrace); the uftrace oracle test will skip" >&2
   fi
 fi
+# The Clang build of the functions-as-regions known-answer program (its exceptions call no exit
+# hook; tests/tests/functions_instrument.rs skips without it): Debian's clang-14.
+if ! command -v clang-14 >/dev/null && ! command -v clang >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang-14 >/dev/null; } ||
+      echo "scripts/install-deps.sh: could not install clang-14; the Clang functions test will skip" >&2
+  else
+    echo "scripts/install-deps.sh: missing clang-14 (apt-get install clang-14); the Clang functions test will skip" >&2
+  fi
+fi
 # The Perfetto trace tests decode trace.pftrace with the official protos of the `perfetto`
 # PyPI package (tests/perfetto/validate_trace.py). perfetto-sdk-sys builds with g++ (above).
 if ! python3 -c "import perfetto.protos.perfetto.trace.perfetto_trace_pb2" >/dev/null 2>&1; then

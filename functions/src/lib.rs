@@ -31,4 +31,6 @@ pub mod selection;
 pub mod shadow_stack;
 mod sys;
 
-pub use sys::stack_pointer;
+pub use sys::{
+    longjmp_stack_pointer, setjmp_layout_is_known, stack_pointer, stack_pointer_at_call,
+};

@@ -144,6 +144,15 @@ impl ShadowStack {
         }
     }
 
+    /// Ends the regions of every frame below `stack_pointer` (deeper on the machine stack):
+    /// the frames a `longjmp` to that stack pointer, or an exception caught by the function
+    /// running there, throws away.
+    pub fn end_deeper_than(&mut self, stack_pointer: usize, mut end: impl FnMut(u32)) {
+        while self.len > 0 && self.entries[self.len - 1].stack_pointer < stack_pointer {
+            self.pop_gone(&mut end);
+        }
+    }
+
     /// Ends every open region, innermost first (the thread ends, or `exit()` was called).
     pub fn end_all(&mut self, mut end: impl FnMut(u32)) {
         while self.len > 0 {
@@ -240,6 +249,20 @@ mod tests {
         ]);
         assert_eq!(log, vec![1, 2, 3, -3, -2, -1]);
         assert_eq!(stack.depth(), 0);
+    }
+
+    #[test]
+    fn a_longjmp_ends_exactly_the_frames_below_its_target() {
+        let mut stack = ShadowStack::new();
+        let mut ended = Vec::new();
+        for (function, sp) in [(1, 1000), (2, 900), (3, 800)] {
+            stack.enter(function, sp, function as u32, |_| true, |_| {});
+        }
+        // setjmp ran in function 2's frame (stack pointer 900).
+        stack.end_deeper_than(900, |id| ended.push(id));
+        assert_eq!(ended, vec![3]);
+        assert_eq!(stack.depth(), 2);
+        assert_eq!(stack.repairs.ended_without_exit, 1);
     }
 
     #[test]

@@ -91,3 +91,101 @@ pub fn stack_pointer() -> usize {
         std::ptr::addr_of!(here) as usize
     }
 }
+
+/// The stack pointer a `longjmp` to `env` restores: glibc's x86-64 `jmp_buf` keeps it at
+/// `__jmpbuf[6]`, mangled with the thread's pointer guard (`PTR_MANGLE`: `xor` with
+/// `%fs:0x30`, then rotate left by 17). `None` elsewhere. Callers check the result once against
+/// a `setjmp` of their own ([`setjmp_layout_is_known`]) before trusting it.
+///
+/// # Safety
+/// `env` points at a `jmp_buf` filled by `setjmp` on the calling thread.
+#[cfg(all(target_arch = "x86_64", target_os = "linux", target_env = "gnu"))]
+pub unsafe fn longjmp_stack_pointer(env: *const u64) -> Option<usize> {
+    // SAFETY: `env` is a filled jmp_buf, whose first eight words are the saved registers.
+    let mangled = unsafe { env.add(6).read() };
+    let guard: u64;
+    // SAFETY: reads the pointer guard from the thread control block (glibc's tcbhead_t keeps
+    // it at offset 0x30 on x86-64); no memory is written.
+    unsafe {
+        std::arch::asm!("mov {}, fs:0x30", out(reg) guard, options(nostack, readonly, preserves_flags))
+    };
+    Some((mangled.rotate_right(17) ^ guard) as usize)
+}
+
+/// See the x86-64 glibc version: unknown layout elsewhere.
+///
+/// # Safety
+/// None needed: nothing is read.
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux", target_env = "gnu")))]
+pub unsafe fn longjmp_stack_pointer(_env: *const u64) -> Option<usize> {
+    None
+}
+
+extern "C" {
+    fn _setjmp(env: *mut u64) -> libc::c_int;
+}
+
+/// Whether [`longjmp_stack_pointer`] reads this C library's `jmp_buf` right: a `setjmp` made
+/// here must give back a stack pointer within a page of this function's own.
+pub fn setjmp_layout_is_known() -> bool {
+    // 200 words: more than any `sigjmp_buf` (glibc's is 25 words on x86-64).
+    let mut env = [0u64; 200];
+    // SAFETY: `env` is larger than a jmp_buf; nothing ever `longjmp`s to it, so `_setjmp`
+    // returns exactly once, like an ordinary call.
+    unsafe { _setjmp(env.as_mut_ptr()) };
+    let here = stack_pointer();
+    // SAFETY: `env` was just filled by `_setjmp` on this thread.
+    match unsafe { longjmp_stack_pointer(env.as_ptr()) } {
+        Some(sp) => sp.abs_diff(here) < 4096,
+        None => false,
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+std::arch::global_asm!(
+    ".pushsection .text.metron_functions_call_hook,\"ax\",@progbits",
+    ".p2align 4",
+    ".globl metron_functions_call_hook",
+    ".hidden metron_functions_call_hook",
+    ".type metron_functions_call_hook,@function",
+    // (hook) -> the stack pointer at the `call` of hook(NULL, NULL)
+    "metron_functions_call_hook:",
+    "push rbx",
+    "mov rax, rdi",
+    "mov rbx, rsp",
+    "xor edi, edi",
+    "xor esi, esi",
+    "call rax",
+    "mov rax, rbx",
+    "pop rbx",
+    "ret",
+    ".size metron_functions_call_hook, .-metron_functions_call_hook",
+    ".popsection",
+);
+
+#[cfg(target_arch = "x86_64")]
+extern "C" {
+    fn metron_functions_call_hook(hook: usize) -> usize;
+}
+
+/// Calls `hook(NULL, NULL)` and returns the stack pointer its caller had at the `call`: with
+/// the stack pointer the hook read inside itself, the distance between the two, which is
+/// fixed for a compiled function (`None` where this is not built).
+///
+/// # Safety
+/// `hook` accepts two null pointers and returns normally.
+pub unsafe fn stack_pointer_at_call(
+    hook: unsafe extern "C" fn(*mut libc::c_void, *mut libc::c_void),
+) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: the helper keeps the ABI (callee-saved rbx restored, the stack 16-byte
+        // aligned at the call) and calls `hook` with two null pointers, which it accepts.
+        Some(unsafe { metron_functions_call_hook(hook as usize) })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = hook;
+        None
+    }
+}

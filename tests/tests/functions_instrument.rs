@@ -53,17 +53,26 @@ fn every_selected_function_counts_its_known_answer_and_each_thread_ends_what_it_
             .ends_with("libknown_answer_lib.so"),
         "{lib}"
     );
-    // Each of the 60 jumps leaves jump_outer and jump_inner without their exit hooks.
+    // Each of the 60 jumps leaves jump_outer and jump_inner without their exit hooks: both
+    // end at the longjmp itself, so nothing called later nests under them.
     assert_eq!(
-        functions["shadow_stack"]["ended_without_exit"]
-            .as_u64()
-            .unwrap()
-            + functions["shadow_stack"]["ended_at_thread_exit"]
-                .as_u64()
-                .unwrap(),
-        120,
+        functions["shadow_stack"]["ended_without_exit"], 120,
         "{functions}"
     );
+    assert_eq!(
+        functions["shadow_stack"]["ended_at_thread_exit"], 0,
+        "{functions}"
+    );
+    let summary = read_json(&folder, "summary.json");
+    for thread in summary["threads"].as_array().unwrap() {
+        for path in region_counts(&thread["regions"]).keys() {
+            let under_jump = path.contains("jump_inner/")
+                || path
+                    .split_once("jump_outer/")
+                    .is_some_and(|(_, rest)| rest != "jump_inner");
+            assert!(!under_jump, "{path} nests under a function left by longjmp");
+        }
+    }
 }
 
 #[test]
@@ -216,4 +225,57 @@ fn a_program_linked_with_libmetron_gets_the_same_counts_from_the_environment() {
     let (got, expected) = known_vs(&counts_by_name(&read_json(&folder, "summary.json")));
     assert_eq!(got, expected);
     check_balance_and_nesting(&folder);
+}
+
+#[test]
+fn clang_code_whose_exceptions_call_no_exit_hook_still_counts_and_nests_exactly() {
+    // Clang's -finstrument-functions calls no exit hook while an exception unwinds: the
+    // regions of exc::thrower and exc::pass_through are ended by the __cxa_begin_catch
+    // wrapper at the catch (or, failing that, when exc::catcher exits).
+    let clang = ["clang-14", "clang"].into_iter().find(|c| {
+        std::process::Command::new(c)
+            .arg("--version")
+            .output()
+            .is_ok()
+    });
+    let Some(clang) = clang else {
+        eprintln!("skipped: no clang-14 or clang (apt-get install clang-14)");
+        return;
+    };
+    let clangxx = format!("{clang}++").replace("clang-14++", "clang++-14");
+    let dir = temp_dir("functions-cyg-clang");
+    let exe = build_known_answer_with(&dir, (clang, &clangxx), &["-finstrument-functions"], &[]);
+    let (_, folder) = metron_run(
+        &exe,
+        &dir,
+        &[
+            "--functions",
+            SELECT_KNOWN,
+            "--functions-in",
+            "libknown_answer",
+        ],
+    );
+    let summary = read_json(&folder, "summary.json");
+    let (got, expected) = known_vs(&counts_by_name(&summary));
+    assert_eq!(got, expected);
+    check_balance_and_nesting(&folder);
+    let functions = &read_json(&folder, "metadata.json")["functions"];
+    // 60 jumps out of two functions, 40 exceptions out of two: every one ended where it
+    // happened, none left for the thread's end.
+    assert_eq!(
+        functions["shadow_stack"]["ended_without_exit"], 200,
+        "{functions}"
+    );
+    assert_eq!(
+        functions["shadow_stack"]["ended_at_thread_exit"], 0,
+        "{functions}"
+    );
+    for thread in summary["threads"].as_array().unwrap() {
+        for path in region_counts(&thread["regions"]).keys() {
+            assert!(
+                !path.contains("exc::thrower/") && !path.contains("jump_inner/"),
+                "{path} nests under a function an exception or a longjmp left"
+            );
+        }
+    }
 }

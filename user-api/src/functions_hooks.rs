@@ -18,75 +18,16 @@
 //! A hook that runs inside another (the cold path calls `malloc`, which may be instrumented
 //! too) returns at once: the thread's `busy` flag.
 
+use crate::functions_thread::{arm_exit_guard, begin, end, with_thread};
 use metron_functions::decisions::SKIP;
 use metron_functions::engine::instrument_functions as engine;
-use metron_functions::shadow_stack::ShadowStack;
-use std::cell::UnsafeCell;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-
-/// A thread's function regions: its shadow stack. No destructor of its own, so it outlives
-/// every destructor of the thread (see [`ExitGuard`]).
-struct ThreadFunctions {
-    stack: ShadowStack,
-    busy: bool,
-    guarded: bool,
-}
-
-thread_local! {
-    static THREAD: UnsafeCell<ThreadFunctions> = const {
-        UnsafeCell::new(ThreadFunctions { stack: ShadowStack::new(), busy: false, guarded: false })
-    };
-    static GUARD: ExitGuard = const { ExitGuard };
-}
-
-/// Ends the thread's open function regions when the thread ends (or the process calls
-/// `exit()` with functions still on the stack), innermost first, so per thread ends equal
-/// begins. Armed after the thread's first function region began: thread-local destructors run
-/// in reverse order of arming, so this one runs before the thread buffer's hand-over, which
-/// the first begin armed.
-struct ExitGuard;
-
-impl Drop for ExitGuard {
-    fn drop(&mut self) {
-        let _ = THREAD.try_with(|cell| {
-            // SAFETY: the cell is this thread's, and no hook of this thread runs during its
-            // destructors while `busy` is set below.
-            let thread = unsafe { &mut *cell.get() };
-            thread.busy = true;
-            let open = thread.stack.depth() as u64;
-            thread.stack.end_all(end);
-            let mut repairs = thread.stack.repairs;
-            repairs.ended_without_exit -= open;
-            engine::report().repaired(repairs, open);
-        });
-    }
-}
-
-/// Arms [`ExitGuard`] once the thread's first function region began (cold: once per thread).
-#[cold]
-#[inline(never)]
-fn arm_exit_guard(thread: &mut ThreadFunctions) {
-    thread.guarded = true;
-    let _ = GUARD.try_with(|_| ());
-}
-
-/// Region begin by id, straight into the thread's buffer (the C API's checks of its own
-/// open-region stack are not needed: the shadow stack keeps these balanced); whether it was
-/// recorded, so that its end is asked for only then.
-#[inline(always)]
-fn begin(id: u32) -> bool {
-    metron::by_id::begin(id)
-}
-
-#[inline(always)]
-fn end(id: u32) {
-    let _ = metron::by_id::end(id);
-}
 
 /// Interns a selected function's name as a region (cold: once per function).
 fn intern(name: &str) -> u32 {
     register_report();
+    crate::functions_unwind::prepare(__cyg_profile_func_enter);
     metron::intern(name, metron::CallsiteKind::Region)
 }
 
@@ -104,34 +45,21 @@ fn functions_section() -> serde_json::Value {
     engine::metadata()
 }
 
-/// Runs `f` with the thread's state, unless another hook of this thread is running or the
-/// thread is ending.
-#[inline(always)]
-fn with_thread(f: impl FnOnce(&mut ThreadFunctions)) {
-    let _ = THREAD.try_with(|cell| {
-        // SAFETY: the cell is this thread's; `busy` keeps a nested hook (reached through the
-        // cold path's calls) from taking a second reference while the first is live.
-        let thread = unsafe { &mut *cell.get() };
-        if thread.busy {
-            return;
-        }
-        thread.busy = true;
-        f(thread);
-        // SAFETY: as above; `f`'s reference has ended.
-        unsafe { (*cell.get()).busy = false };
-    });
-}
-
 /// The hook at a function's entry.
 ///
 /// # Safety
 /// Called by compiler-generated code with the function's address; never dereferenced.
 #[no_mangle]
 pub unsafe extern "C" fn __cyg_profile_func_enter(function: *mut c_void, _call_site: *mut c_void) {
+    let stack_pointer = metron_functions::stack_pointer();
+    if function.is_null() {
+        // Measuring mode (`functions_unwind`): where this hook reads the stack pointer.
+        crate::functions_unwind::measured(stack_pointer);
+        return;
+    }
     if engine::off() {
         return;
     }
-    let stack_pointer = metron_functions::stack_pointer();
     let id = decided(function as usize);
     if id == SKIP {
         return;

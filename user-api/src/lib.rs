@@ -38,6 +38,8 @@ mod exports_regions;
 mod fast_path;
 mod fast_tls;
 mod functions_hooks;
+mod functions_thread;
+mod functions_unwind;
 mod ids;
 mod mpi;
 mod nvtx;

@@ -51,6 +51,16 @@ fn cc(compiler: &str, args: &[&str], dir: &Path) {
 /// Builds the known-answer program into `dir` with `flags` on every file (e.g.
 /// `-finstrument-functions`); `link` are extra arguments of the final link (e.g. libmetron).
 pub fn build_known_answer(dir: &Path, flags: &[&str], link: &[&str]) -> PathBuf {
+    build_known_answer_with(dir, ("cc", "c++"), flags, link)
+}
+
+/// [`build_known_answer`] with another pair of C and C++ compilers (e.g. clang-14).
+pub fn build_known_answer_with(
+    dir: &Path,
+    (c, cxx): (&str, &str),
+    flags: &[&str],
+    link: &[&str],
+) -> PathBuf {
     let s = |n: &str| source(n).to_string_lossy().into_owned();
     let base = ["-O1", "-g"];
     let with = |extra: &[&str]| -> Vec<String> {
@@ -72,7 +82,7 @@ pub fn build_known_answer(dir: &Path, flags: &[&str], link: &[&str]) -> PathBuf 
         cc(compiler, &list, dir);
     };
     run(
-        "cc",
+        c,
         with(&[
             "-fPIC",
             "-shared",
@@ -82,10 +92,10 @@ pub fn build_known_answer(dir: &Path, flags: &[&str], link: &[&str]) -> PathBuf 
         ]),
     );
     run(
-        "c++",
+        cxx,
         with(&["-c", &s("known_answer_exc.cpp"), "-o", "exc.o"]),
     );
-    run("cc", with(&["-c", &s("known_answer.c"), "-o", "main.o"]));
+    run(c, with(&["-c", &s("known_answer.c"), "-o", "main.o"]));
     let mut final_link = vec![
         "main.o".to_string(),
         "exc.o".into(),
@@ -97,7 +107,7 @@ pub fn build_known_answer(dir: &Path, flags: &[&str], link: &[&str]) -> PathBuf 
         "known_answer".into(),
     ];
     final_link.extend(link.iter().map(|a| a.to_string()));
-    run("c++", final_link);
+    run(cxx, final_link);
     dir.join("known_answer")
 }
 

@@ -3,12 +3,14 @@
 
 use super::abi::{self, FinishOut, OwnerApi, SiteDesc, SiteOut, Str, TextOut};
 use crate::record::Slot;
-use crate::{callsite, runtime, thread_buffer};
+use crate::{runtime, thread_buffer};
+// The owner's own table: this copy owns the process, so nothing is forwarded.
+use metron_core::callsite;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-/// The table the claim page points at.
-pub(super) static API: OwnerApi = OwnerApi {
+/// The table the claim page points at (lent by the lifecycle layer: `shared_runtime::serve`).
+pub(crate) static API: OwnerApi = OwnerApi {
     size: std::mem::size_of::<OwnerApi>(),
     register_site,
     describe,
