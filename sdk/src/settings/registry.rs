@@ -270,6 +270,36 @@ pub static REGISTRY: &[SettingSpec] = &[
         description: "causal profiling: the shortest experiment (lengthened while a progress point sees fewer than 5 visits in one)",
     },
     SettingSpec {
+        name: "METRON_FUNCTIONS",
+        kind: Kind::Regex,
+        default: "",
+        description: "functions whose every call becomes a region, without changing the source (`metron run --functions`): a regular expression (Rust regex syntax, unanchored: ^name$ for one function) matched against each function's demangled name without parameters (C++ ns::Class::method, Rust crate::module::function); empty: off. Engines: -finstrument-functions hooks in libmetron (see METRON_FUNCTIONS_ENGINE); the Python engine matches the same expression against module.qualname",
+    },
+    SettingSpec {
+        name: "METRON_FUNCTIONS_EXCLUDE",
+        kind: Kind::Regex,
+        default: "",
+        description: "functions never made regions even when METRON_FUNCTIONS matches them: a regular expression as METRON_FUNCTIONS (`metron run --exclude`); empty: none excluded",
+    },
+    SettingSpec {
+        name: "METRON_FUNCTIONS_MIN_INSTRUCTIONS",
+        kind: Kind::CountOrAuto,
+        default: "auto",
+        description: "functions with fewer machine instructions than this are left out (listed as skipped in metadata.json) (`metron run --min-instructions`); auto: 1024 (rocprof-sys-instrument's default) when METRON_FUNCTIONS matches every name (., .*, ^), 0 for any narrower expression",
+    },
+    SettingSpec {
+        name: "METRON_FUNCTIONS_IN",
+        kind: Kind::Text,
+        default: "",
+        description: "shared libraries whose functions METRON_FUNCTIONS may select too, a comma list matched against each library's file name (libfoo matches /usr/lib/libfoo.so.1), or all; the executable's functions are always candidates; empty: the executable's only",
+    },
+    SettingSpec {
+        name: "METRON_FUNCTIONS_ENGINE",
+        kind: Kind::Choice(&["auto", "instrument-functions"]),
+        default: "auto",
+        description: "how selected calls are caught: instrument-functions (libmetron's __cyg_profile_func_enter/exit, for code built with -finstrument-functions or -finstrument-functions-after-inlining); auto: the engines the program's build allows",
+    },
+    SettingSpec {
         name: "METRON_TRACE_PERIODS",
         kind: Kind::Grammar(crate::sampling::Grammar::Periods),
         default: "none",
@@ -393,7 +423,13 @@ pub static REGISTRY: &[SettingSpec] = &[
         name: "METRON_GPU_COUNTER_MODE",
         kind: Kind::Choice(&["kernel", "region"]),
         default: "kernel",
-        description: "NVIDIA: how GPU counters are scoped: kernel (one range per launch: a metric set of one pass counts each kernel launch, and each CUDA graph launch as the sum over its nodes, as a CUPTI user range; several passes use kernel replay per kernel, and graph launches then read NaN) or region (each outermost GpuCounters or C API region is one CUPTI user range; single-pass metric sets only: with more passes the run counts per kernel, regions read NaN and metadata.json says why)",
+        description: "NVIDIA: how GPU counters are scoped: kernel (one range per launch: a metric set of one pass counts each kernel launch, and each CUDA graph launch as the sum over its nodes, as a CUPTI user range; several passes use kernel replay per kernel, and graph launches then read NaN) or region (each outermost GpuCounters or C API region is one CUPTI user range, batched many to a counter-data image and evaluated off the region's thread, the values joined to their region in the summary; a metric set of N passes is collected across a region's instances, pass k from its k-th, and each value combines N instances)",
+    },
+    SettingSpec {
+        name: "METRON_GPU_REGION_RANGES",
+        kind: Kind::Text,
+        default: "256",
+        description: "region counter mode: ranges (region instances) per counter-data image, 1 to 4096; one instance in this many pays the image's Stop, DecodeData and a fresh image (about 2 ms on an H200); a larger image costs memory (about 20 KB per range and metric)",
     },
     SettingSpec {
         name: "METRON_GPU_KERNEL_REPLAY",

@@ -31,6 +31,9 @@ pub(crate) struct RegionCounterRow {
     pub(crate) nan: u64,
     /// Why (distinct reasons, first few).
     pub(crate) nan_reasons: Vec<String>,
+    /// A metric set of N passes collected across instances: (passes, instances that gave a
+    /// pass); each value is then one pass set's combination.
+    pub(crate) combined: Option<(usize, u64)>,
 }
 
 /// region name → its counted values (region mode).
@@ -47,6 +50,13 @@ pub fn add_region_annotation(region: &str, key: &str, value: &crate::AnnotationV
     let Some(metric) = key.strip_prefix("gpu.") else {
         return false;
     };
+    if key == super::gpu_region_ranges::RANGE_KEY {
+        if let crate::AnnotationValue::U64(id) = value {
+            super::gpu_region_ranges::add_instance(region, *id);
+            return true;
+        }
+        return false;
+    }
     let mut all = REGION_COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
     let row = all.entry(region.to_string()).or_default();
     match (metric, value) {
@@ -70,17 +80,43 @@ pub fn add_region_annotation(region: &str, key: &str, value: &crate::AnnotationV
 }
 
 /// The region-mode values kept so far: (metric order, region → row).
+/// Instances counted late (their range numbers, `gpu_region_ranges.rs`) are joined in here.
 pub(crate) fn region_counters() -> (Vec<String>, BTreeMap<String, RegionCounterRow>) {
-    (
-        REGION_METRICS
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone(),
-        REGION_COUNTERS
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone(),
-    )
+    let mut metrics = REGION_METRICS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    let mut rows = REGION_COUNTERS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    let (columns, late) = super::gpu_region_ranges::resolve();
+    for c in &columns {
+        if !metrics.contains(c) {
+            metrics.push(c.clone());
+        }
+    }
+    for (region, r) in late {
+        let row = rows.entry(region).or_default();
+        for values in &r.values {
+            for (c, v) in columns.iter().zip(values) {
+                row.metrics.entry(c.clone()).or_default().push(*v);
+            }
+        }
+        row.nan += r.nan;
+        for why in r.nan_reasons {
+            if row.nan_reasons.len() < 4 && !row.nan_reasons.contains(&why) {
+                row.nan_reasons.push(why);
+            }
+        }
+        row.combined = r.combined;
+    }
+    (metrics, rows)
+}
+
+/// "combined over N passes of M instances" (a metric set collected across instances).
+fn combined_note(combined: Option<(usize, u64)>) -> Option<String> {
+    combined.map(|(n, m)| format!("combined over {n} passes of {m} instances"))
 }
 
 /// `gpu_counters` for region mode: per region, each metric's count, total, mean, min, max.
@@ -91,10 +127,16 @@ fn region_counters_json(metrics: &[String], rows: &BTreeMap<String, RegionCounte
         "by_region": rows.iter().map(|(region, row)| {
             let instances = row.metrics.values().map(|s| s.count).max().unwrap_or(0);
             let stats: serde_json::Map<String, Value> = row.metrics.iter().map(|(m, s)| {
-                (m.clone(), json!({"count": s.count, "total": s.total, "mean": s.mean(), "min": s.min, "max": s.max}))
+                (m.clone(), json!({"count": s.count, "total": s.total, "mean": s.mean(), "min": s.min, "max": s.max, "stddev": s.stddev()}))
             }).collect();
+            let combined = row.combined.map(|(n, m)| json!({
+                "passes": n,
+                "instances": m,
+                "note": combined_note(row.combined),
+                "spread": "each metric's count/min/max/stddev are over the instances of the pass that collected it",
+            }));
             let sums: serde_json::Map<String, Value> = row.metrics.iter().map(|(m, s)| (m.clone(), json!(s.total))).collect();
-            json!({"region": region, "instances": instances, "sums": sums, "stats": stats, "nan": row.nan, "nan_reasons": row.nan_reasons})
+            json!({"region": region, "instances": instances, "sums": sums, "stats": stats, "nan": row.nan, "nan_reasons": row.nan_reasons, "combined": combined})
         }).collect::<Vec<_>>(),
     })
 }
@@ -116,7 +158,10 @@ fn write_region_counters(out: &mut String, rows: &BTreeMap<String, RegionCounter
         } else {
             String::new()
         };
-        let _ = writeln!(out, "  {region}{nan}");
+        let combined = combined_note(row.combined)
+            .map(|n| format!("  ({n}; min/max between instances of the same pass)"))
+            .unwrap_or_default();
+        let _ = writeln!(out, "  {region}{combined}{nan}");
         for (m, s) in &row.metrics {
             if s.count == 0 {
                 continue;
