@@ -187,7 +187,9 @@ fn start() -> Runtime {
         ))));
     }
     // `stacks.folded`, written only when the run has call-stack samples.
-    sinks.push(Box::new(crate::sinks::folded::FoldedSink::new()));
+    sinks.push(Box::new(crate::sinks::folded::FoldedSink::per_thread(
+        settings.sampling_per_thread,
+    )));
     if settings.trace {
         let config = PerfettoConfig {
             file_name: settings.trace_file.clone(),
@@ -348,6 +350,7 @@ fn summary_config(settings: &Settings) -> SummaryConfig {
         died: settings.crash.then_some(crate::crash::died as fn() -> _),
         gpu: crate::gpu::context(),
         refused: Some(crate::metadata::refusals),
+        sampling_per_thread: settings.sampling_per_thread,
     }
 }
 

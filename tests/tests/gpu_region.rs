@@ -26,9 +26,15 @@ fn mode_setting_and_decision() {
         ("region", None)
     );
     let (mode, note) = metron_gpu_nvidia::decide_gpu_counter_mode("region", 10);
-    assert_eq!(mode, "region", "several passes are collected across instances");
+    assert_eq!(
+        mode, "region",
+        "several passes are collected across instances"
+    );
     let note = note.unwrap();
-    assert!(note.contains("k-th instance") && note.contains("fewer than 10 times"), "{note}");
+    assert!(
+        note.contains("k-th instance") && note.contains("fewer than 10 times"),
+        "{note}"
+    );
     assert_eq!(
         metron_gpu_nvidia::decide_gpu_counter_mode("kernel", 10),
         ("kernel", None)
