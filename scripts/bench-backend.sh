@@ -9,7 +9,7 @@
 # Env:   BASE=DIR  also runs DIR/regions and DIR/quickstart (binaries of another build, e.g.
 #                  copied from main's target/release) in the same minutes, paired with this
 #                  build's (the base build's 2*10^5 names and instruction counts only with
-#                  BASE_ALL=1: before issue 30 they took minutes); ROUNDS (default 3);
+#                  BASE_ALL=1: an older base build may take minutes); ROUNDS (default 3);
 #                  CALLGRIND=0 skips the instruction counts.
 set -euo pipefail
 cd "$(dirname "$0")/.."

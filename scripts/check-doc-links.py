@@ -7,7 +7,7 @@ Usage: scripts/check-doc-links.py [BOOK_DIR]     (default: docs/book, built by `
   docs/src/*.md, as mdBook renders it) must name a file of the book, and its `#anchor` an `id`
   on that page. Links that leave the book (`../../sdk/...`) are broken there: name a source
   file as `code`, or link its repository page with a full URL.
-- README.md, docs/gpu-validation.md and docs/validation/*.md (not part of the book): every
+- README.md and docs/gpu-validation.md (not part of the book): every
   relative link must name a file of the repository; a link into docs/src/X.md#anchor must name
   an `id` of the built page X.html, a `#anchor` alone a heading of the same file.
 Each broken link is printed as `FILE: link (why)`. External links (http, https, mailto) are
@@ -129,7 +129,7 @@ def main():
                 continue
             check_target(os.path.dirname(html_path), link, book, html_path, errors,
                          label=f"docs/src/{md} (as {rel(html_path)})")
-    # README.md and the Markdown kept outside the book (docs/gpu-validation.md, docs/validation/):
+    # README.md and the Markdown kept outside the book (docs/gpu-validation.md):
     # repository paths relative to the file, anchors into the built chapters.
     def to_html(target):
         if target.startswith(SRC + os.sep) and os.path.relpath(target, SRC) in names:

@@ -55,6 +55,26 @@ if [ ! -f /usr/include/coz.h ] || ! command -v coz >/dev/null; then
     echo "scripts/install-deps.sh: missing coz-profiler (apt-get install coz-profiler); the coz.h compatibility test will skip" >&2
   fi
 fi
+# The second oracle of the functions-as-regions tests (tests/tests/functions_uftrace.rs,
+# skipped without it) and scripts/bench-functions.sh: Debian's uftrace.
+if ! command -v uftrace >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq uftrace >/dev/null; } ||
+      echo "scripts/install-deps.sh: could not install uftrace; the uftrace oracle test will skip" >&2
+  else
+    echo "scripts/install-deps.sh: missing uftrace (apt-get install uftrace); the uftrace oracle test will skip" >&2
+  fi
+fi
+# The Clang build of the functions-as-regions known-answer program (its exceptions call no exit
+# hook; tests/tests/functions_instrument.rs skips without it): Debian's clang-14.
+if ! command -v clang-14 >/dev/null && ! command -v clang >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang-14 >/dev/null; } ||
+      echo "scripts/install-deps.sh: could not install clang-14; the Clang functions test will skip" >&2
+  else
+    echo "scripts/install-deps.sh: missing clang-14 (apt-get install clang-14); the Clang functions test will skip" >&2
+  fi
+fi
 # The Perfetto trace tests decode trace.pftrace with the official protos of the `perfetto`
 # PyPI package (tests/perfetto/validate_trace.py). perfetto-sdk-sys builds with g++ (above).
 if ! python3 -c "import perfetto.protos.perfetto.trace.perfetto_trace_pb2" >/dev/null 2>&1; then
@@ -107,3 +127,8 @@ fi
 # ~/.cache/metron-cuda by scripts/cuda-toolchain.sh. No GPU is needed to compile.
 scripts_dir=$(cd "$(dirname "$0")" && pwd)
 "$scripts_dir/cuda-toolchain.sh" >/dev/null
+# The Python package (python/, tested by scripts/test-python.sh): maturin builds its wheel;
+# python/bench/compare.py measures it next to PyPI's nvtx and viztracer.
+if ! python3 -c "import maturin, nvtx, viztracer" >/dev/null 2>&1; then
+  python3 -m pip install -q --disable-pip-version-check maturin nvtx viztracer
+fi

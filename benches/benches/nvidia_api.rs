@@ -1,4 +1,4 @@
-//! Criterion bench of Metron's own work per traced CUDA runtime API call (issue 29: "per
+//! Criterion bench of Metron's own work per traced CUDA runtime API call (the target: "per
 //! traced API call ≤ 50 ns of Metron's own work"): one non-launch call (`cudaGetDevice`)
 //! through Metron's CUPTI subscriber callback as CUPTI invokes it, enter and exit — the
 //! thread's runtime-depth count, two TSC reads, the stash in the call's correlation slot and

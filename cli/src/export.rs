@@ -1,4 +1,4 @@
-//! `metron export --format atp|occupancy|apilog [-o OUT] DIR`: a run folder in the output
+//! `metron export --format atp|occupancy|apilog|all [-o OUT] DIR`: a run folder in the output
 //! formats of the GPU profilers Metron's design started from (`metron-export`), from the
 //! files already in it. Runs write them at their end too with `METRON_EXPORT`.
 
@@ -15,7 +15,8 @@ the files already in it (metadata.json, kernels.csv, the Perfetto trace):
   occupancy  session.occupancy: one row per kernel, the occupancy inputs and the occupancy
   apilog     api.log: one TID / START TIME / DURATION line per GPU API call
   all        the three
-The files go into DIR unless -o OUT names the file (one format only).
+The files go into DIR; with -o OUT, into OUT: the file, for one format, or the folder
+(created if need be), for several.
 Runs write them at their end too with METRON_EXPORT=atp,occupancy,apilog.
 ";
 
@@ -42,7 +43,7 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
             s if s.starts_with("--format=") => formats = Some(s["--format=".len()..].to_string()),
             s if s.starts_with('-') => {
                 return crate::usage_error(&format!(
-                    "export: unknown flag {s:?}; usage: metron export --format atp|occupancy|apilog [-o OUT] DIR"
+                    "export: unknown flag {s:?}; usage: metron export --format atp|occupancy|apilog|all [-o OUT] DIR"
                 ))
             }
             _ => dirs.push(a.clone()),
@@ -65,12 +66,22 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
     let [dir] = &dirs[..] else {
         return crate::usage_error("export: give one run folder: metron export --format atp DIR");
     };
-    if out.is_some() && formats.len() > 1 {
-        return crate::usage_error("export: -o names one file: give one format with it");
-    }
     let dir = Path::new(dir);
     let result = match &out {
-        Some(o) => metron_export::export(dir, formats[0], Some(o)).map(|p| vec![p]),
+        Some(o) if formats.len() == 1 => {
+            metron_export::export(dir, formats[0], Some(o)).map(|p| vec![p])
+        }
+        // Several formats: OUT is the folder their files go into, each under its own name.
+        Some(folder) => std::fs::create_dir_all(folder)
+            .map_err(|e| {
+                std::io::Error::new(e.kind(), format!("cannot create {}: {e}", folder.display()))
+            })
+            .and_then(|()| {
+                formats
+                    .iter()
+                    .map(|&f| metron_export::export(dir, f, Some(&folder.join(f.file_name()))))
+                    .collect()
+            }),
         None => metron_export::write_formats(dir, &formats),
     };
     match result {

@@ -52,6 +52,8 @@ Flags (each sets the METRON_* variable in brackets; `--flag value` or `--flag=va
                                   the runs into one summary.json plus passes.json
       --sample                    sample every thread's call stack (same as --sampling on;
                                   see also `metron sample --help`)
+      --exclude <regex>           same as --functions-exclude
+      --min-instructions <n|auto> same as --functions-min-instructions
 ",
     );
     for spec in flag_settings() {
@@ -70,6 +72,7 @@ Examples:
   metron run -- ./app input.txt
   metron run --output-path /tmp/runs/%exe%-%pid% --buffer-size 4M -- python3 -c 'print(1)'
   metron run --signals on -- ./server        # write the outputs on Ctrl-C too
+  metron run --functions '^(solve|fib)$' -- ./app   # each call of solve and fib a region
 ",
     );
     text
@@ -127,6 +130,20 @@ fn parse(args: &[String]) -> Result<Option<Plan>, String> {
             "--passes" => plan.passes = Some(value(&mut i)?),
             // Short for `--sampling on` (what `metron sample` does).
             "--sample" => plan.env.push(("METRON_SAMPLING", "on".into())),
+            // The short spellings of rocprof-sys-instrument and uftrace, beside `--functions`.
+            "--exclude" | "--min-instructions" => {
+                let name = if flag == "--exclude" {
+                    "METRON_FUNCTIONS_EXCLUDE"
+                } else {
+                    "METRON_FUNCTIONS_MIN_INSTRUCTIONS"
+                };
+                let spec = flag_settings()
+                    .find(|s| s.name == name)
+                    .expect("registered setting");
+                let v = value(&mut i)?;
+                check(spec, &flag, &v)?;
+                plan.env.push((spec.name, v));
+            }
             _ => {
                 let Some(spec) = flag_settings().find(|s| flag_of(s.name) == flag) else {
                     return Err(format!(
@@ -463,5 +480,42 @@ mod tests {
                 spec.name
             );
         }
+    }
+
+    #[test]
+    fn function_flags_become_the_functions_settings_and_a_bad_expression_is_refused() {
+        let plan = parse(&args(&[
+            "--functions",
+            "^(fib|leaf)$",
+            "--exclude=leaf",
+            "--min-instructions",
+            "10",
+            "--functions-in",
+            "libknown",
+            "--",
+            "./app",
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            plan.env,
+            vec![
+                ("METRON_FUNCTIONS", "^(fib|leaf)$".to_string()),
+                ("METRON_FUNCTIONS_EXCLUDE", "leaf".to_string()),
+                ("METRON_FUNCTIONS_MIN_INSTRUCTIONS", "10".to_string()),
+                ("METRON_FUNCTIONS_IN", "libknown".to_string()),
+            ]
+        );
+        let e = parse(&args(&["--functions", "fib(", "--", "./app"]))
+            .err()
+            .unwrap();
+        assert!(
+            e.contains("METRON_FUNCTIONS") && e.contains("regular expression"),
+            "{e}"
+        );
+        let e = parse(&args(&["--min-instructions", "many", "--", "./app"]))
+            .err()
+            .unwrap();
+        assert!(e.contains("auto, or a whole number"), "{e}");
     }
 }

@@ -53,6 +53,12 @@ pub fn realtime_ns() -> u64 {
     sys::clock_ns(libc::CLOCK_REALTIME)
 }
 
+/// `CLOCK_BOOTTIME` in nanoseconds (Perfetto's default trace clock).
+#[inline]
+pub fn boottime_ns() -> u64 {
+    sys::clock_ns(libc::CLOCK_BOOTTIME)
+}
+
 /// What the hot-path ticks are.
 pub const TICK_SOURCE: &str = if cfg!(target_arch = "x86_64") {
     "tsc"

@@ -13,7 +13,7 @@
 //! and frees the profile. When every profile is in use the dispatch runs uncounted (counted in
 //! `metadata.json`). Counting serializes the counted dispatches of a queue.
 
-use crate::intercept::Agent;
+use crate::agent::Agent;
 use crate::sys::{DispatchPacket, Handle, Runtime};
 use crate::sys_aqlprofile::{self as aql, AqlprofileTable, Descriptor, Event, PoolCalls, Profile};
 use crossbeam_queue::ArrayQueue;

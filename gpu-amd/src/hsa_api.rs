@@ -6,9 +6,11 @@
 //! their own hooks. Every other selected entry gets the pass-through wrapper of
 //! `sys_api_trace.rs`; entries not selected stay the runtime's own and cost nothing.
 
+use crate::api_calls;
+use crate::api_table::{CORE_ENTRIES, ENTRIES, NAMES};
 use crate::sys::{self, HsaApiTable};
-use crate::sys_api_trace::{self, CORE_ENTRIES, ENTRIES, NAMES, ORIGINAL};
-use std::sync::atomic::{AtomicBool, Ordering};
+use crate::sys_api_trace::{self, ORIGINAL};
+use std::sync::atomic::Ordering;
 
 /// The setting's name.
 pub const SETTING: &str = "METRON_GPU_AMD_HSA_API";
@@ -125,13 +127,6 @@ pub fn selected_in(selection: &Selection, table: Table) -> (Vec<&'static str>, b
     (names, whole)
 }
 
-static ENABLED: [AtomicBool; ENTRIES] = [const { AtomicBool::new(false) }; ENTRIES];
-
-/// Whether calls of entry `id` are recorded.
-pub fn enabled(id: usize) -> bool {
-    ENABLED.get(id).is_some_and(|e| e.load(Ordering::Relaxed))
-}
-
 /// Points every selected entry the runtime filled (other than Metron's own hooks) at its
 /// wrapper, after saving the runtime's entry for the wrapper to call. `async_copy_hooked`:
 /// Metron hooked `hsa_amd_memory_async_copy` (it does when the runtime times copies).
@@ -140,9 +135,7 @@ pub fn enabled(id: usize) -> bool {
 /// `table` passed [`sys::check_table`]; called from `OnLoad`, before the application uses the
 /// table and after Metron copied the entries it calls itself.
 pub unsafe fn install(table: *mut HsaApiTable, selection: &Selection, async_copy_hooked: bool) {
-    for (flag, &on) in ENABLED.iter().zip(&selection.enabled) {
-        flag.store(on, Ordering::Relaxed);
-    }
+    api_calls::select(&selection.enabled);
     let hooked: Vec<usize> = HOOKED
         .iter()
         .filter(|&&n| async_copy_hooked || n != "hsa_amd_memory_async_copy")
@@ -169,7 +162,7 @@ pub unsafe fn install(table: *mut HsaApiTable, selection: &Selection, async_copy
 
 /// How many calls are recorded (the hooked ones count when selected).
 pub fn traced_count() -> usize {
-    (0..ENTRIES).filter(|&i| enabled(i)).count()
+    (0..ENTRIES).filter(|&i| api_calls::enabled(i)).count()
 }
 
 /// Entries given a wrapper by [`install`] (those whose runtime entry it saved).

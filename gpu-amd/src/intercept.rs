@@ -15,28 +15,14 @@
 //! application's completion signal is decremented as the packet processor would have, and the
 //! slot is free again.
 
-use crate::clock::monotonic_ns;
-use crate::records::{self, ApiCall, CopyKind, RawKind, RawRecord};
-use crate::sys::{self, DispatchPacket, Handle, PacketWriter, Runtime};
+pub use crate::agent::Agent;
+use crate::records::{self, CopyKind, RawKind, RawRecord};
+use crate::sys::{
+    self, DispatchPacket, Handle, InterceptHandler, PacketWriter, Runtime, SignalHandler,
+};
 use crossbeam_queue::ArrayQueue;
-use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::OnceLock;
-
-/// An HSA agent.
-#[derive(Clone, Debug)]
-pub struct Agent {
-    /// `hsa_agent_t` handle.
-    pub handle: Handle,
-    /// A GPU (else a CPU or other device).
-    pub gpu: bool,
-    /// Index among the GPU agents (Metron's device index).
-    pub device: u32,
-    /// Architecture (`HSA_AGENT_INFO_NAME`, e.g. `gfx90a`).
-    pub arch: String,
-    /// Product name (`HSA_AMD_AGENT_INFO_PRODUCT_NAME`), else the architecture.
-    pub name: String,
-}
 
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
 static AGENTS: OnceLock<Vec<Agent>> = OnceLock::new();
@@ -66,8 +52,21 @@ pub static COUNTS: Counts = Counts {
     queues_not_intercepted: AtomicU64::new(0),
 };
 
-/// Keeps the runtime's entries (first call wins).
-pub fn set_runtime(rt: Runtime) -> &'static Runtime {
+/// The C entry points the runtime calls back into. The crate root hands them over with the
+/// runtime: this module never names `sys_hooks`, whose entry points call into it.
+#[derive(Clone, Copy)]
+pub struct Handlers {
+    /// Receives the packets written to every queue Metron intercepts.
+    pub on_packets: InterceptHandler,
+    /// Runs when one of Metron's completion signals drops below 1.
+    pub on_completion: SignalHandler,
+}
+
+static HANDLERS: OnceLock<Handlers> = OnceLock::new();
+
+/// Keeps the runtime's entries and Metron's callbacks (first call wins).
+pub fn set_runtime(rt: Runtime, handlers: Handlers) -> &'static Runtime {
+    let _ = HANDLERS.set(handlers);
     RUNTIME.get_or_init(|| rt)
 }
 
@@ -217,35 +216,6 @@ pub fn pool_usage() -> (usize, usize) {
         .map_or((0, 0), |p| (p.slots.len(), p.slots.len() - p.free.len()))
 }
 
-thread_local! {
-    static TID: Cell<u32> = const { Cell::new(0) };
-}
-
-/// The calling thread's kernel tid (one `gettid` per thread).
-fn tid() -> u32 {
-    TID.try_with(|t| {
-        if t.get() == 0 {
-            t.set(sys::gettid());
-        }
-        t.get()
-    })
-    .unwrap_or(0)
-}
-
-/// Records a finished HSA API call, when `METRON_GPU_AMD_HSA_API` selected it.
-pub fn api_call(call: ApiCall, start: u64, status: sys::Status, correlation: u32) {
-    if !crate::hsa_api::enabled(call.index()) {
-        return;
-    }
-    let mut r = RawRecord::new(RawKind::Api(call));
-    r.start = start;
-    r.end = monotonic_ns();
-    r.tid = tid();
-    r.status = status;
-    r.correlation = correlation;
-    records::push(r);
-}
-
 /// A queue the runtime created for the application: dispatch timestamps on, and its packets
 /// routed through [`packets_written`] (the intercept's `data` is the queue's slot here).
 pub fn queue_created(rt: &Runtime, agent_handle: Handle, queue: *mut sys::Queue, queue_id: u64) {
@@ -264,7 +234,11 @@ pub fn queue_created(rt: &Runtime, agent_handle: Handle, queue: *mut sys::Queue,
         Ordering::Release,
     );
     let profiled = rt.enable_queue_profiling(queue);
-    if profiled && rt.intercept(queue, crate::sys_hooks::on_packets, slot) {
+    if profiled
+        && HANDLERS
+            .get()
+            .is_some_and(|h| rt.intercept(queue, h.on_packets, slot))
+    {
         COUNTS.queues.fetch_add(1, Ordering::Relaxed);
     } else {
         COUNTS
@@ -371,7 +345,10 @@ fn take_slot_for_dispatch(
     slot.correlation.store(correlation, Ordering::Release);
     let signal = slot.signal.load(Ordering::Relaxed);
     let wait_on = counter.map_or(signal, |c| c.1);
-    if !rt.on_signal_below_one(wait_on, crate::sys_hooks::on_completion, index as usize) {
+    if !HANDLERS
+        .get()
+        .is_some_and(|h| rt.on_signal_below_one(wait_on, h.on_completion, index as usize))
+    {
         let _ = pool.free.push(index);
         COUNTS.untimed_no_signal.fetch_add(1, Ordering::Relaxed);
         return None;
@@ -423,7 +400,10 @@ pub fn copy_submitted(
     slot.sizes.store(bytes as u64, Ordering::Relaxed);
     slot.correlation.store(correlation, Ordering::Release);
     let signal = slot.signal.load(Ordering::Relaxed);
-    if !rt.on_signal_below_one(signal, crate::sys_hooks::on_completion, index as usize) {
+    if !HANDLERS
+        .get()
+        .is_some_and(|h| rt.on_signal_below_one(signal, h.on_completion, index as usize))
+    {
         let _ = pool.free.push(index);
         COUNTS.untimed_no_signal.fetch_add(1, Ordering::Relaxed);
         return None;

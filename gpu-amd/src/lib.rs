@@ -25,6 +25,9 @@
 //! - **ROCprofiler-SDK** (`rocprofiler_sdk.rs`): when the SDK is installed and loads Metron as
 //!   a tool (`rocprofiler_configure`), it does the tracing and HSA interception stays off.
 
+mod agent;
+mod api_calls;
+mod api_table;
 mod clock;
 mod counters;
 mod descriptor;
@@ -308,7 +311,13 @@ unsafe fn start(table: *mut sys::HsaApiTable, _runtime_version: u64) -> Result<S
         unsafe { sys::read_runtime(table) }
     });
     let rt = match checked {
-        Ok(rt) => intercept::set_runtime(rt),
+        Ok(rt) => intercept::set_runtime(
+            rt,
+            intercept::Handlers {
+                on_packets: sys_hooks::on_packets,
+                on_completion: sys_hooks::on_completion,
+            },
+        ),
         Err(why) => {
             unclaim(Path::HsaIntercept);
             return Err(why);
@@ -495,7 +504,7 @@ pub fn layouts() -> Vec<(&'static str, usize)> {
 /// Every HSA API function `METRON_GPU_AMD_HSA_API` can trace (`hsa.h` ones first, then
 /// `hsa_ext_amd.h`), for `metron avail`.
 pub fn hsa_api_functions() -> &'static [&'static str] {
-    &sys_api_trace::NAMES
+    &api_table::NAMES
 }
 
 /// The signature of each HSA API wrapper, `(function, "args->ret")` in the ABI classes it
@@ -504,7 +513,7 @@ pub fn hsa_api_functions() -> &'static [&'static str] {
 pub fn hsa_api_signatures() -> Vec<(&'static str, &'static str)> {
     sys_api_trace::SIGNATURES
         .iter()
-        .map(|&(i, sig)| (sys_api_trace::NAMES[i], sig))
+        .map(|&(i, sig)| (api_table::NAMES[i], sig))
         .collect()
 }
 

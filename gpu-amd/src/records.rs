@@ -4,9 +4,9 @@
 //! SDK's flush) pops them, pairs the clocks, resolves kernel names and devices, and hands
 //! [`GpuRecord`]s to [`metron::gpu::submit`]. A full queue drops the record and counts it.
 
+use crate::api_table::NAMES;
 use crate::clock::Calibration;
 use crate::kernels;
-use crate::sys_api_trace::NAMES;
 use crossbeam_queue::ArrayQueue;
 use metron::gpu::{GpuKind, GpuRecord};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 /// An HSA API call recorded as an `HSA API` slice: the entry's index in the API tables
-/// (`sys_api_trace::NAMES`).
+/// (`api_table::NAMES`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ApiCall(pub u16);
 

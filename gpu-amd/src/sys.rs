@@ -435,10 +435,10 @@ pub unsafe fn table_entries<'a>(table: *mut HsaApiTable) -> [&'a mut [RawFn]; 2]
     // bytes each, no padding); the runtime filled `minor_id` bytes of it, and the count is
     // also capped at the struct's own entries. The slices are the only access while they live.
     unsafe {
-        let n_core = entries(&(*core).version, crate::sys_api_trace::CORE_ENTRIES);
+        let n_core = entries(&(*core).version, crate::api_table::CORE_ENTRIES);
         let n_amd = entries(
             &(*amd).version,
-            crate::sys_api_trace::ENTRIES - crate::sys_api_trace::CORE_ENTRIES,
+            crate::api_table::ENTRIES - crate::api_table::CORE_ENTRIES,
         );
         [
             std::slice::from_raw_parts_mut(core.cast::<u8>().add(head).cast::<RawFn>(), n_core),

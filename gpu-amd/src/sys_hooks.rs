@@ -3,6 +3,7 @@
 //! own entry, and leaves the logic to `intercept.rs`. None unwinds: a panic would cross into
 //! C, so each body runs under `catch_unwind` where it can fail.
 
+use crate::api_calls;
 use crate::clock::monotonic_ns;
 use crate::intercept::{self, runtime};
 use crate::records::ApiCall;
@@ -65,7 +66,7 @@ pub unsafe extern "C" fn queue_create(
     }
     if traced {
         guarded((), || {
-            intercept::api_call(ApiCall::QUEUE_CREATE, start, status, 0)
+            api_calls::record(ApiCall::QUEUE_CREATE, start, status, 0)
         });
     }
     status
@@ -84,7 +85,7 @@ pub unsafe extern "C" fn queue_destroy(queue: *mut Queue) -> Status {
     let status = unsafe { (rt.queue_destroy)(queue) };
     if intercept::tracing() {
         guarded((), || {
-            intercept::api_call(ApiCall::QUEUE_DESTROY, start, status, 0)
+            api_calls::record(ApiCall::QUEUE_DESTROY, start, status, 0)
         });
     }
     status
@@ -107,7 +108,7 @@ pub unsafe extern "C" fn executable_freeze(executable: Handle, options: *const c
     }
     if intercept::tracing() {
         guarded((), || {
-            intercept::api_call(ApiCall::EXECUTABLE_FREEZE, start, status, 0)
+            api_calls::record(ApiCall::EXECUTABLE_FREEZE, start, status, 0)
         });
     }
     status
@@ -126,7 +127,7 @@ pub unsafe extern "C" fn memory_copy(dst: *mut c_void, src: *const c_void, size:
     let status = unsafe { (rt.memory_copy)(dst, src, size) };
     if intercept::tracing() {
         guarded((), || {
-            intercept::api_call(ApiCall::MEMORY_COPY, start, status, 0)
+            api_calls::record(ApiCall::MEMORY_COPY, start, status, 0)
         });
     }
     status
@@ -185,7 +186,7 @@ pub unsafe extern "C" fn async_copy(
     }
     let correlation = ours.map_or(0, |o| o.correlation);
     guarded((), || {
-        intercept::api_call(ApiCall::ASYNC_COPY, start, status, correlation)
+        api_calls::record(ApiCall::ASYNC_COPY, start, status, correlation)
     });
     status
 }

@@ -452,7 +452,7 @@ fn set_collecting(on: bool) {
 /// `no_cb`, `no_copy`): launches write no join annotation.
 static DIAG_NO_ANNOTATE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 /// `METRON_GPU_DIAG=api_empty`: callbacks of calls other than launches return at once (CUPTI's
-/// own cost per traced call, for the overhead measurements of issue 29).
+/// own cost per traced call, for the launch-cost measurements).
 static DIAG_API_EMPTY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// A context was created (the resource callback, on the application thread inside its

@@ -1,4 +1,4 @@
-//! Hostile input (issue 17, item 3): deep nesting, long operator chains, long metric chains
+//! Hostile input: deep nesting, long operator chains, long metric chains
 //! and huge names get a short error at a position, never a stack overflow or a 40 KB message.
 
 use metron_metrics::{

@@ -1,5 +1,4 @@
-//! Metric files in the layout of the reference (`rocprofiler-library-spec.txt`, issue 17
-//! item 6): top-level `<gfxN>` sections of `<metric name block event>` counters and a
+//! Metric files in the layout of the reference (`rocprofiler-library-spec.txt`): top-level `<gfxN>` sections of `<metric name block event>` counters and a
 //! `<global>` section of `<metric name expr>` derived metrics, with or without a wrapping
 //! root, attribute values quoted or not.
 

@@ -45,6 +45,7 @@ pub mod buffer;
 mod callsite;
 pub mod counters;
 mod crash;
+mod first_use;
 pub mod gpu;
 pub mod info;
 pub mod lifecycle;
@@ -55,6 +56,7 @@ pub mod ranks;
 pub use metron_core::record;
 mod region;
 use metron_core::run_state;
+mod run_report;
 mod runtime;
 pub mod sampling;
 pub mod settings;
@@ -77,7 +79,7 @@ pub use region::{
     annotate as annotate_with, async_begin, async_end, by_id, counter as counter_value,
     mark as mark_at, set_thread_name, AnnotationValue, BundleScope, NoBundle, Region, Scope,
 };
-pub use runtime::RunReport;
+pub use run_report::RunReport;
 pub use sampling::Backtrace;
 pub use shared_runtime::{process_runtime, ProcessRuntime};
 pub use sink::{
@@ -155,7 +157,7 @@ pub mod __private {
     /// For bindings linked from a static archive, whose linker may have left out the archive
     /// member that holds the constructor: they call it on a thread's first use.
     pub fn let_threads_record() {
-        crate::runtime::install_recording_hooks();
+        crate::lifecycle::let_threads_record();
     }
 }
 

@@ -45,16 +45,24 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 pub use crate::sys::process::disabled_in_child;
 
 /// Runs first of all this copy's constructors (priority 100 sorts before the default and before
-/// programs' `constructor(101)`): lets threads record, so that a record from a program's own
+/// programs' `constructor(101)`): lets threads record (see [`let_threads_record`]), so that a record from a program's own
 /// constructor that runs before [`START_BEFORE_MAIN`] still starts the runtime. It only stores
 /// a pointer: nothing it needs is initialised later.
 #[cfg(target_os = "linux")]
 #[used]
 #[link_section = ".init_array.00100"]
-static LET_THREADS_RECORD: extern "C" fn() = let_threads_record;
+static LET_THREADS_RECORD: extern "C" fn() = first_constructor;
 
 #[cfg(target_os = "linux")]
-extern "C" fn let_threads_record() {
+extern "C" fn first_constructor() {
+    let_threads_record();
+}
+
+/// What Metron's first constructor does (and the C API again on a thread's first call): lets
+/// threads record into this copy's runtime, and lends the table other copies call should this
+/// copy own the process. Allocation-free: it only stores pointers.
+pub(crate) fn let_threads_record() {
+    crate::shared_runtime::serve(&crate::shared_runtime::serving::API);
     crate::runtime::install_recording_hooks();
 }
 
@@ -72,7 +80,7 @@ extern "C" fn start_before_main() {
     // Must not unwind into the dynamic loader. A copy that joins another starts nothing.
     let _ = std::panic::catch_unwind(|| {
         // A copy that joins another forwards its call-site registrations from here on, before
-        // any call site of the program registers (`callsite::forward_to_owner`).
+        // any call site of the program registers (`shared_runtime::joined`).
         let _ = crate::shared_runtime::process_runtime();
         crate::runtime::on_start(install);
         #[cfg(feature = "enabled")]

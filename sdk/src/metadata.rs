@@ -1,8 +1,10 @@
 //! `metadata.json`: settings in force, versions, clock calibration, and per-thread record
 //! counts — everything needed to judge whether a run's data is complete.
 
+use crate::buffer::BacklogStats;
 use crate::pipeline::Pipeline;
-use crate::runtime::{Runtime, RECORD_SLOT_BYTES};
+use crate::record::SLOT_BYTES;
+use crate::settings::Settings;
 use crate::sink::RunInfo;
 use metron_components::clock;
 use serde_json::{json, Value};
@@ -19,8 +21,8 @@ static SECTIONS: Mutex<Vec<Section>> = Mutex::new(Vec::new());
 pub fn add_section(name: &'static str, section: fn() -> Value) {
     if let Some(owner) = crate::shared_runtime::owner() {
         match crate::shared_runtime::same_build_owner() {
-            Some(_) => crate::shared_runtime::add_section(owner, name, section),
-            None => crate::runtime::say(format!(
+            Some(_) => crate::shared_runtime::joined::add_section(owner, name, section),
+            None => crate::first_use::say(format!(
                 "metadata section {name}: this copy of Metron records into another copy of a different build, which cannot take it; left out"
             )),
         }
@@ -65,8 +67,17 @@ fn extra_sections() -> Vec<(&'static str, Value)> {
     sections.into_iter().map(|(name, f)| (name, f())).collect()
 }
 
+/// What the runtime hands `metadata.json` of itself.
+pub(crate) struct RuntimeFacts<'a> {
+    pub(crate) settings: &'a Settings,
+    /// Warnings about the output path's keys.
+    pub(crate) path_warnings: &'a [String],
+    pub(crate) segments_mapped: u64,
+    pub(crate) backlog: BacklogStats,
+}
+
 pub(crate) fn build(
-    rt: &Runtime,
+    rt: &RuntimeFacts<'_>,
     run: &RunInfo,
     pipeline: &mut Pipeline,
     errors: &[String],
@@ -95,14 +106,14 @@ pub(crate) fn build(
         "rank": crate::ranks::rank_json(&run.hostname),
         "clock_pairs": crate::ranks::clock_pairs_json(),
         "settings": rt.settings.resolved,
-        "setting_errors": rt.settings.errors.iter().map(|e| e.to_string()).chain(rt.path_warnings().iter().cloned()).collect::<Vec<_>>(),
+        "setting_errors": rt.settings.errors.iter().map(|e| e.to_string()).chain(rt.path_warnings.iter().cloned()).collect::<Vec<_>>(),
         "buffer": {
-            "slot_bytes": RECORD_SLOT_BYTES,
+            "slot_bytes": SLOT_BYTES,
             "segment_bytes": rt.settings.buffer_bytes,
             "policy": rt.settings.policy,
-            "segments_mapped": rt.segments_mapped(),
+            "segments_mapped": rt.segments_mapped,
             "backlog_policy": rt.settings.backlog_policy,
-            "backlog": rt.service.backlog_stats(),
+            "backlog": rt.backlog,
             "backend": pipeline.backend_metadata(),
         },
         "records": { "written": written, "dropped": dropped, "dropped_before_start": before_start },

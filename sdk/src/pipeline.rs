@@ -119,7 +119,7 @@ impl Pipeline {
                     .filter(|v| !v.is_empty())
                     .is_some_and(|tree| dir.starts_with(tree));
                 if !in_tree {
-                    crate::runtime::say(format!(
+                    crate::first_use::say(format!(
                         "the run folder {} is another run's; this run writes {}",
                         self.output_dir.display(),
                         dir.display()
@@ -132,7 +132,7 @@ impl Pipeline {
             }
             Ok(_) => {}
             // The writes that follow fail and are reported with their outputs.
-            Err(e) => crate::runtime::say(format!(
+            Err(e) => crate::first_use::say(format!(
                 "cannot create the run folder {}: {e}",
                 self.output_dir.display()
             )),

@@ -13,7 +13,7 @@
 use crate::buffer::{BufferConfig, BufferedService, CallbackThread};
 use crate::output_path::{self, PathKeys};
 use crate::pipeline::Pipeline;
-use crate::record::{Slot, SLOT_BYTES};
+use crate::record::Slot;
 use crate::settings::Settings;
 use crate::sink::{MetadataNeed, RunInfo, Sink};
 use crate::sinks::perfetto::{Categories, PerfettoConfig, PerfettoSink};
@@ -28,10 +28,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 // runtime writes it.
 pub(crate) use crate::run_state::collecting;
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
-/// Whether anything used the runtime (see the module documentation); decides whether the exit
-/// handler writes a run folder.
-static USED: AtomicBool = AtomicBool::new(false);
-
 /// What the lifecycle layer installs when an enabled runtime starts (the fork and signal
 /// handlers): registered by it with [`on_start`], so that the runtime does not reach up into it.
 static ON_START: OnceLock<fn(&Settings)> = OnceLock::new();
@@ -51,38 +47,15 @@ pub(crate) fn on_start(hook: fn(&Settings)) {
     }
 }
 
-/// Start-up messages (bad settings, output-path keys, counter plans) wait for the run's first
-/// use: a process that links Metron and never records (the `metron` launcher itself, which then
-/// `exec`s the program that prints them) says nothing.
-static HELD_MESSAGES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+pub(crate) use crate::first_use::say;
 
-/// Prints `message` (prefixed `metron: `) on stderr now if the run is used, else at its first use.
-pub(crate) fn say(message: String) {
-    if crate::shared_runtime::owner().is_some() {
-        eprintln!("metron: {message}");
-        return;
-    }
-    let mut held = HELD_MESSAGES.lock().unwrap_or_else(|e| e.into_inner());
-    if USED.load(Ordering::Acquire) {
-        drop(held);
-        eprintln!("metron: {message}");
-    } else {
-        held.push(message);
-    }
-}
-
-/// Notes that the run is used, so that the exit handler writes it (and held messages print). One
-/// relaxed load once used; called on cold paths only (a thread's first record, `init`,
-/// `add_sink`, `finish`).
+/// Notes that the run is used, so that the exit handler writes it (and held messages print).
+/// Called on cold paths only (a thread's first record, `init`, `add_sink`, `finish`).
 pub(crate) fn mark_used() {
     if let Some(owner) = crate::shared_runtime::owner() {
         return (owner.mark_used)();
     }
-    if !USED.load(Ordering::Relaxed) && !USED.swap(true, Ordering::AcqRel) {
-        for message in std::mem::take(&mut *HELD_MESSAGES.lock().unwrap_or_else(|e| e.into_inner()))
-        {
-            eprintln!("metron: {message}");
-        }
+    if crate::first_use::note_use() {
         // After `main` began, usually: the program's own handlers (and Rust's stack-overflow
         // handler) are in place by then, and Metron's chain to them.
         crate::crash::install_handlers(crash_site());
@@ -93,6 +66,12 @@ pub(crate) fn mark_used() {
 fn crash_site() -> u32 {
     crate::callsite::intern("crash", crate::callsite::CallsiteKind::Instant)
 }
+
+/// How long after the runtime's start the Perfetto session's set-up waits (see
+/// `PerfettoSink::session_set_up`): past a program's start-up burst, where its threads would
+/// share the CPU with the SDK's 1 to 3 ms of set-up, and past the whole of a short run, which
+/// then starts no session.
+const SESSION_SETTLE: std::time::Duration = std::time::Duration::from_millis(200);
 
 pub(crate) struct Runtime {
     pub(crate) settings: Settings,
@@ -226,9 +205,14 @@ fn start() -> Runtime {
         )
         .with_gpu_context(crate::gpu::context());
         if settings.enabled {
-            // The SDK's session started now, on a thread of Metron's own (its muxer thread
-            // inherits the blocked timer signals), not at the flusher's first batch.
-            let _ = crate::sys::spawn_own_thread("metron-trace-start", trace.session_set_up());
+            // The SDK's session starts on a thread of Metron's own (its muxer thread inherits
+            // the blocked timer signals), neither at the flusher's first batch nor during the
+            // program's start-up burst: after the trace's first batch, once SESSION_SETTLE has
+            // passed; a run that ends before then has none.
+            let _ = crate::sys::spawn_own_thread(
+                "metron-trace-start",
+                trace.session_set_up(SESSION_SETTLE),
+            );
         }
         sinks.push(Box::new(trace));
     }
@@ -342,7 +326,7 @@ fn start() -> Runtime {
                 },
             });
             // Used before the runtime existed (`init` from a constructor): install now.
-            if USED.load(Ordering::Relaxed) {
+            if crate::first_use::used() {
                 crate::crash::install_handlers(crash_site());
             }
         }
@@ -417,7 +401,8 @@ pub(crate) fn set_output_path_reporting(template: &str) -> Result<PathBuf, Strin
 pub(crate) fn set_output_path(template: &str) -> Result<(PathBuf, Vec<String>), String> {
     if let Some(owner) = crate::shared_runtime::owner() {
         // The owner prints its warnings itself.
-        return crate::shared_runtime::set_output_path(owner, template).map(|d| (d, Vec::new()));
+        return crate::shared_runtime::joined::set_output_path(owner, template)
+            .map(|d| (d, Vec::new()));
     }
     let rt = get().ok_or("Metron is not running")?;
     if rt.finished.load(Ordering::Acquire) {
@@ -443,7 +428,7 @@ pub(crate) fn set_output_path(template: &str) -> Result<(PathBuf, Vec<String>), 
 }
 
 extern "C" fn finish_at_exit() {
-    if !USED.load(Ordering::Relaxed) {
+    if !crate::first_use::used() {
         return;
     }
     // Another thread that crashed is writing the run with its death: exiting now would end
@@ -460,7 +445,7 @@ extern "C" fn finish_at_exit() {
 pub(crate) fn add_sink(sink: Box<dyn Sink>) {
     if let Some(owner) = crate::shared_runtime::owner() {
         match crate::shared_runtime::same_build_owner() {
-            Some(_) => crate::shared_runtime::add_sink(owner, sink),
+            Some(_) => crate::shared_runtime::joined::add_sink(owner, sink),
             None => eprintln!(
                 "metron: add_sink: this copy of Metron records into another copy of a different build, which cannot take a Rust sink; the sink gets no events"
             ),
@@ -515,24 +500,13 @@ pub(crate) fn deliver_gpu(records: &[crate::sink::GpuRecord]) {
     }
 }
 
-/// What a finished run wrote.
-#[derive(Clone, Debug)]
-pub struct RunReport {
-    /// The run folder.
-    pub output_dir: PathBuf,
-    /// Files written, `metadata.json` last.
-    pub files: Vec<PathBuf>,
-    /// Records decoded over all threads.
-    pub records_written: u64,
-    /// Records dropped over all threads.
-    pub records_dropped: u64,
-}
+pub use crate::run_report::RunReport;
 
 /// Ends the run once: stops recording, drains every buffer, lets the sinks write, writes
 /// `metadata.json` and prints where the output went. Later calls return `None`.
 pub(crate) fn finish() -> Option<RunReport> {
     if let Some(owner) = crate::shared_runtime::owner() {
-        return crate::shared_runtime::finish(owner);
+        return crate::shared_runtime::joined::finish(owner);
     }
     finish_with(None)
 }
@@ -593,7 +567,10 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
     // development VM: the file system frees its blocks) runs beside the outputs instead.
     let room_for_the_end = crate::sinks::space::room_for_the_end(&run.output_dir);
     // (Not after a crash: the crash path starts no thread.)
-    let releasing = if room_for_the_end && crash_ns.is_none() {
+    let releasing = if room_for_the_end
+        && crash_ns.is_none()
+        && crate::sinks::space::holds_reserve(&run.output_dir)
+    {
         let dir = run.output_dir.clone();
         crate::sys::spawn_own_thread("metron-release", move || crate::sinks::space::release(&dir))
             .ok()
@@ -623,7 +600,12 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
     let write_first = pipeline.late_sinks_need(MetadataNeed::File) || !room_for_the_end;
     let mut metadata_error = None;
     if write_first || pipeline.late_sinks_need(MetadataNeed::Given) {
-        let first = std::sync::Arc::new(crate::metadata::build(rt, &run, &mut pipeline, &errors));
+        let first = std::sync::Arc::new(crate::metadata::build(
+            &rt.facts(),
+            &run,
+            &mut pipeline,
+            &errors,
+        ));
         if write_first {
             metadata_error = write_metadata_value(&first, &metadata_path).err();
         }
@@ -636,7 +618,7 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
     if !write_first || late_changed {
         // With the late outputs' reports; where this fails after a first version, that one
         // stays in place.
-        let metadata = crate::metadata::build(rt, &run, &mut pipeline, &errors);
+        let metadata = crate::metadata::build(&rt.facts(), &run, &mut pipeline, &errors);
         if let Err(e) = write_metadata_value(&metadata, &metadata_path) {
             metadata_error.get_or_insert(e);
         }
@@ -744,14 +726,13 @@ fn write_metadata_value(
 }
 
 impl Runtime {
-    pub(crate) fn path_warnings(&self) -> &[String] {
-        &self.path_warnings
-    }
-
-    pub(crate) fn segments_mapped(&self) -> u64 {
-        self.service.segments_mapped()
+    /// What `metadata.json` reports of the runtime.
+    fn facts(&self) -> crate::metadata::RuntimeFacts<'_> {
+        crate::metadata::RuntimeFacts {
+            settings: &self.settings,
+            path_warnings: &self.path_warnings,
+            segments_mapped: self.service.segments_mapped(),
+            backlog: self.service.backlog_stats(),
+        }
     }
 }
-
-/// Slot size, for metadata.
-pub(crate) const RECORD_SLOT_BYTES: usize = SLOT_BYTES;

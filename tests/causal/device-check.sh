@@ -1,9 +1,9 @@
 #!/bin/bash
-# Issue 31 on a device host: how the sampler takes CPU-time samples there (perf task-clock or
+# Causal profiling on a device host: how the sampler takes CPU-time samples there (perf task-clock or
 # the POSIX timer fallback) and at what rate, under `metron causal` on the barrier program.
-# Run: run(command="bash tests/causal/device-check.sh", carry=["device-bin/r7"])
+# Run: run(command="bash tests/causal/device-check.sh", carry=["device-bin"])
 set -u
-B=$(realpath ${B:-device-bin/r7}); H=$PWD/tests/causal
+B=$(realpath ${B:-device-bin}); H=$PWD/tests/causal
 R=/tmp/cc; rm -rf $R; mkdir -p $R; cd $R
 { date -u; nproc; cat /proc/sys/kernel/perf_event_paranoid; id -u; } 2>&1
 gcc -O1 -g -pthread -DUSE_COZ -I$H -I$(realpath $B/../coz/include) $H/barrier.c -o barrier -ldl || exit 1

@@ -1,12 +1,12 @@
 #!/bin/bash
-# Issue 31 on a device host (16 idle cores): Metron against Coz 0.2.2 on the barrier, every
+# Causal profiling on a device host (16 idle cores): Metron against Coz 0.2.2 on the barrier, every
 # speedup fixed (compare-coz.sh MODE fixed, the default), both tools at once (PARALLEL=1, the
 # default) or one after the other (PARALLEL=0); MODE=random RUNS=3 COZ_AT_ONCE=1: Coz's own
 # random speedups, its 6 runs and Metron's at once; METRON_AT_ONCE=N also N of Metron's runs at
 # once (a 64-core host: nvidia-h100-x4).
-# Run: run(command="bash tests/causal/device-compare.sh SECONDS", carry=["device-bin/r14", "device-bin/coz"])
+# Run: run(command="bash tests/causal/device-compare.sh SECONDS", carry=["device-bin"])
 set -u
-B=$(realpath ${B:-device-bin/r14}); C=$(realpath device-bin/coz)
+B=$(realpath ${B:-device-bin}); C=$(realpath device-bin/coz)
 secs=${1:-45}
 { date -u; nproc; uptime; } 2>&1
 export PATH=$C/bin:$PATH LD_LIBRARY_PATH=$C/deps${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}

@@ -1,4 +1,4 @@
-// CUPTI's per-launch cost, measured IN ONE PROCESS (issue 14's API-tracing target): CUPTI
+// CUPTI's per-launch cost, measured IN ONE PROCESS (the floor Metron's API tracing is held to): CUPTI
 // kernel activity and an empty Callback API subscriber are switched on and off at run time
 // between many short rounds, each round timing every configuration once (in a rotated order),
 // so slow drift of the machine cancels in the per-round differences. The launching thread

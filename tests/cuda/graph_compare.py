@@ -1,4 +1,4 @@
-"""Issue 29, part 3: Metron's kernel-mode counters (kernels.csv) against ncu, graph launches
+"""Metron's kernel-mode counters (kernels.csv) against ncu, graph launches
 included. Kernels outside graphs are compared one by one with `ncu --graph-profiling node`
 (same kernel name, closest instance); each graph launch's sum (the row whose CounterNote says
 "sum over") with the results of `ncu --graph-profiling graph` (one per graph launch, in order).

@@ -1,4 +1,4 @@
-// Metron's whole per-launch cost, measured IN ONE PROCESS (issue 29, method (a)): under
+// Metron's whole per-launch cost, measured IN ONE PROCESS: under
 // `metron run`, collection is switched off and on between many short rounds with
 // metron_stop()/metron_start() (found with dlsym), which switch CUPTI's kernel, copy and API
 // records and Metron's launch and API callbacks off and on. Each round times a burst of

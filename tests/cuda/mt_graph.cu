@@ -1,4 +1,4 @@
-// Issue 14's GPU workload: several launching threads, several streams, three kernel shapes, and
+// The GPU workload of the counter and graph checks: several launching threads, several streams, three kernel shapes, and
 // a CUDA graph (kernels + memset + memcpy nodes) replayed N times, each phase inside a C-marker
 // region. Runs with or without Metron: the markers are looked up at run time (dlsym), so the
 // same binary runs under ncu for the reference counts.

@@ -1,4 +1,4 @@
-// Host side of tests/cuda/pc_inline.cu for the device plan (tests/cuda/issue15_annotations_plan.sh):
+// Host side of tests/cuda/pc_inline.cu for the PC-sampling annotation check (scripts/gpu-validate.sh):
 // launches `nested` (two levels of __forceinline__ functions, two call sites) and `plain`
 // REPS times on 2^24 elements, so PC sampling catches their inlined lines. The kernels come
 // from pc_inline.cu itself (included), so the cubin's lines are that file's.

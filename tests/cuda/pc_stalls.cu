@@ -1,4 +1,4 @@
-// Issue 15's GPU workload: three kernels whose dominant stall reason is known by construction,
+// PC sampling's GPU workload: three kernels whose dominant stall reason is known by construction,
 // each launched inside its own C-marker region, for Metron's PC sampling and ncu's
 // smsp__pcsamp_* metrics. Runs with or without Metron (the markers are looked up with dlsym).
 //

@@ -1,4 +1,4 @@
-// Issue 16's GPU workload: a memory-bound kernel (a large copy) and a compute-bound kernel (8
+// PM sampling's GPU workload: a memory-bound kernel (a large copy) and a compute-bound kernel (8
 // independent FMA chains per thread at full occupancy) back to back, each about 1-3 ms, with
 // idle gaps between them, for Metron's PM sampling (counter tracks) and ncu's PmSampling
 // section. Each kernel runs inside a C-marker region ("memory", "compute") when Metron is

@@ -1,4 +1,4 @@
-// Issue 16 probe: CUPTI PM sampling on its own, without Metron, to find why
+// A probe of CUPTI PM sampling on its own, without Metron, to find why
 // cuptiPmSamplingDecodeData did not return on the H100 once samples were pending.
 //
 // Variant "a" is the call sequence of NVIDIA's CUPTI sample `pm_sampling` (samples/pm_sampling/
@@ -41,7 +41,7 @@
 // CUPTI/CUDA for 5 s, and after abort_s (default 20) prints the summary so far and exits 3.
 //
 // Build (device): nvcc -O2 -std=c++17 -arch=sm_90 -I$CUPTI/include -o pm_probe pm_probe.cu
-//   -L$CUPTI/lib64 -lcupti -lcuda -lpthread   (tests/cuda/issue16_probe_plan.sh)
+//   -L$CUPTI/lib64 -lcupti -lcuda -lpthread
 //   pm_probe a | pm_probe d | pm_probe a hwbuf=268435456 maxsamples=4096 ...
 #include <cuda.h>
 #include <cuda_runtime.h>

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Issue 29, part 1: what a launch-bound PyTorch step pays, split by layer, ROUNDS interleaved
+# What a launch-bound PyTorch step pays, split by layer, ROUNDS interleaved
 # process rounds (medians of per-process medians of 200 steps):
 #   none      no tool
 #   default   metron run (kernels, copies, runtime API slices, region join)
@@ -8,9 +8,10 @@
 #   api_none  METRON_GPU_API=none (launch callbacks only)
 #   floor     api_none without Metron's launch annotation, timestamps callback, copies, tids
 #   kineto    torch.profiler with CUDA activities
-# Run: run(command="ROUNDS=5 bash tests/cuda/torch_api_cost.sh", carry=["device-bin/r7"])
+# A diagnosis, not a check (scripts/gpu-validate.sh runs the checks). Stage the build with
+# `scripts/gpu-validate.sh --stage device-bin`, then on the GPU machine: ROUNDS=5 bash tests/cuda/torch_api_cost.sh
 set -u
-T=$PWD/tests/cuda; B=$(realpath ${B:-device-bin/r7})
+T=$PWD/tests/cuda; B=$(realpath ${B:-device-bin})
 R=/tmp/ta; rm -rf $R; mkdir -p $R
 PY=/opt/torch/.venv/bin/python3
 { date -u; nvidia-smi -L; nproc; } 2>&1 | head -3

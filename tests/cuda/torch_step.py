@@ -1,4 +1,4 @@
-"""Issue 29: a launch-bound PyTorch training step (an 8-layer MLP of width 256, AdamW, batch
+"""A launch-bound PyTorch training step (an 8-layer MLP of width 256, AdamW, batch
 64: a few hundred small kernels per step), the median of STEPS timed steps after 30 untimed.
 
     python3 torch_step.py plain [STEPS]      # no profiler of its own (run it bare or under metron run)

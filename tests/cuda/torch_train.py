@@ -1,4 +1,4 @@
-"""Issue 14: a small PyTorch training loop (MLP, AdamW, 20 steps) for the kernel-count check.
+"""A small PyTorch training loop (MLP, AdamW, 20 steps) for the kernel-count check.
 
     python3 torch_train.py plain              # run it (under `metron run`)
     python3 torch_train.py nvtx               # the same inside torch.autograd.profiler.emit_nvtx()

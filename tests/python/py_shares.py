@@ -1,4 +1,4 @@
-"""Pure-Python 3:1 workload for the device check of Python frames (issue 32).
+"""Pure-Python 3:1 workload for the device check of Python frames.
 
 `hot` and `cold` run the same loop body; `hot` is asked for three times the iterations, so
 three quarters of the CPU time is spent in it. Run under `metron sample -- python3

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Device check of issue 32, Python frames: a pure-Python 3:1 workload under
+# Device check of Python frames: a pure-Python 3:1 workload under
 # `metron sample -- python3` (no flag), its py::hot / py::cold shares printed by
 # check_py_shares.py (75 % / 25 % within +-5 points expected). For the lead, on the device
-# host (Python 3.12); record the result in docs/gpu-validation.md. Not run in CI.
+# host (Python 3.12); scripts/gpu-validate.sh runs it and records the result in docs/gpu-validation.md. Not run in CI.
 #
 # Usage: tests/python/run_py_shares.sh        (from anywhere; results under $OUT or a temp dir)
 set -euo pipefail

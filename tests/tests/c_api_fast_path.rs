@@ -1,4 +1,4 @@
-//! The C API's fast paths (issue 18): by id, by a literal through the header's macros (a
+//! The C API's fast paths: by id, by a literal through the header's macros (a
 //! per-call-site id), by names computed at run time (the per-thread content cache), and NVTX.
 //!
 //! - 8 threads × 10⁶ pairs of each C path, nested under one region per thread: the summary

@@ -1,4 +1,4 @@
-//! `metron export` and `METRON_EXPORT` (issue 23): a run folder written as the reference
+//! `metron export` and `METRON_EXPORT`: a run folder written as the reference
 //! profilers' application trace (`session.atp`), kernel occupancy file (`session.occupancy`)
 //! and API log (`api.log`), read back with the documented readers of `export_support/` and
 //! compared with what the run wrote itself: `kernels.csv` and the trace as decoded by the
@@ -411,6 +411,18 @@ fn cuda_double_run_exports_and_reads_back() {
         };
         assert_eq!(read(&dir.join("again")), read(&dir.join(file)));
     }
+    // Several formats with -o: OUT is the folder, each file under its own name.
+    let folder = dir.join("all-formats");
+    let cli = Command::new(artifacts().metron())
+        .args(["export", "--format", "all", "-o"])
+        .arg(&folder)
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert_success(&cli, "metron export --format all -o OUT");
+    for file in ["session.atp", "session.occupancy", "api.log"] {
+        assert_eq!(read(&folder.join(file)), read(&dir.join(file)), "{file}");
+    }
     let bad = Command::new(artifacts().metron())
         .args(["export", "--format", "csv"])
         .arg(dir)
@@ -819,7 +831,7 @@ fn check_against_run(dir: &Path) -> (usize, usize) {
     (all.len(), kernels.len())
 }
 
-/// A real NVIDIA run (`tests/cuda/issue23_plan.sh` makes one with `METRON_EXPORT=all`), named
+/// A real NVIDIA run (`tests/cuda/export_device_run.sh` makes one with `METRON_EXPORT=all`), named
 /// by `METRON_EXPORT_DEVICE_RUN`, checked as the fake run is.
 #[test]
 fn a_device_run_exports_what_it_recorded() {

@@ -129,8 +129,9 @@ int main() {
     );
 }
 
-/// `gpu-amd/src/sys_api_trace.rs` is what `scripts/gen-hsa-api-trace.py` writes from these
-/// headers (regenerate it after changing the script).
+/// `gpu-amd/src/api_table.rs` and `gpu-amd/src/sys_api_trace.rs` are what
+/// `scripts/gen-hsa-api-trace.py` writes from these headers (regenerate them after changing the
+/// script).
 #[test]
 fn hsa_api_wrappers_are_generated_from_the_headers() {
     let Some(include) = hsa_include() else {
@@ -138,9 +139,12 @@ fn hsa_api_wrappers_are_generated_from_the_headers() {
         return;
     };
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let out_dir = std::env::temp_dir().join(format!("metron-hsa-api-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&out_dir).expect("temporary folder");
     let out = std::process::Command::new("python3")
         .arg(root.join("scripts/gen-hsa-api-trace.py"))
         .arg(&include)
+        .arg(&out_dir)
         .output()
         .expect("run python3");
     assert!(
@@ -148,10 +152,13 @@ fn hsa_api_wrappers_are_generated_from_the_headers() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let committed = std::fs::read_to_string(root.join("gpu-amd/src/sys_api_trace.rs")).unwrap();
-    assert!(
-        String::from_utf8_lossy(&out.stdout) == committed,
-        "gpu-amd/src/sys_api_trace.rs differs from scripts/gen-hsa-api-trace.py's output: \
-         regenerate it"
-    );
+    for name in ["api_table.rs", "sys_api_trace.rs"] {
+        let written = std::fs::read_to_string(out_dir.join(name)).unwrap();
+        let committed = std::fs::read_to_string(root.join("gpu-amd/src").join(name)).unwrap();
+        assert!(
+            written == committed,
+            "gpu-amd/src/{name} differs from scripts/gen-hsa-api-trace.py's output: regenerate it"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&out_dir);
 }

@@ -1,4 +1,4 @@
-//! Issue 14's bookkeeping without a GPU, with synthetic CUPTI-shaped records through a fake
+//! Graph and thread bookkeeping without a GPU, with synthetic CUPTI-shaped records through a fake
 //! backend: CUDA graph kernels (one correlation id, several nodes) join the region open on the
 //! launching thread at the graph launch and get their graph and node ids and their per-node
 //! counter ranges in order; launches on two threads and two devices keep their regions,

@@ -1,4 +1,4 @@
-//! GPU metrics over time (PM sampling, issue 16) in the Perfetto trace and the summary, without a
+//! GPU metrics over time (PM sampling) in the Perfetto trace and the summary, without a
 //! GPU: PM samples recorded on the H100 (`tests/data/pm_sampling_h100.json`: 318 samples of the
 //! five default metrics at 100 µs across three copy and three FMA kernels of `pm_mix`, with the
 //! run's kernels) go through `metron_gpu_nvidia::pm_sampling::replay`, the decode path of a real run

@@ -1,4 +1,4 @@
-//! Hostile input under `metron run` (issue 17, item 3): a metric file holding a 20,000-deep
+//! Hostile input under `metron run`: a metric file holding a 20,000-deep
 //! expression once killed the launched program with SIGSEGV (rc 139), and a bad setting
 //! echoed its whole value. Now the program runs on, its outputs are written, and stderr has
 //! one short line saying what was wrong and what is accepted.

@@ -1,4 +1,4 @@
-//! The `metron` crate's modules depend only downwards (issue 20): `scripts/check-layers.py`
+//! The `metron` crate's modules depend only downwards: `scripts/check-layers.py`
 //! passes on `sdk/src`, and fails, naming the import, on a tree with an upward one.
 
 use std::path::{Path, PathBuf};

@@ -1,4 +1,4 @@
-//! Many processes (issue 19): ranks from the launcher's environment, `%rank%` in the output
+//! Many processes: ranks from the launcher's environment, `%rank%` in the output
 //! path, and `metron merge` of the ranks' run folders into one trace and a summary across
 //! ranks.
 //!

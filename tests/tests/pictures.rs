@@ -1,4 +1,4 @@
-//! Pictures of a run (issue 21): `flamegraph.svg`, `regions.svg` and `report.html`, written at
+//! Pictures of a run: `flamegraph.svg`, `regions.svg` and `report.html`, written at
 //! the end of every run (`METRON_REPORT`, on by default) and by `metron report DIR`.
 //!
 //! - The SVGs parse as XML (roxmltree); on the 3:1 sampling workload (75 % of the CPU time in

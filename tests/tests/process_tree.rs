@@ -248,3 +248,38 @@ fn a_termination_signal_sent_to_metron_run_reaches_the_command_and_ends_both() {
     assert_eq!(summary["exe"], "sleep", "{summary}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A program that records nothing of its own but runs for over a second keeps its folder (its
+/// duration is what a user reads), while the shell that waited for it stays trivial.
+#[test]
+fn a_long_program_that_records_nothing_keeps_its_folder_and_its_shell_does_not() {
+    let dir = temp_dir("tree-long");
+    let out = metron_run(&dir, "sleep 1.2\n", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", last_line(&out));
+    let run = dir.join("run");
+    let processes = read_json(&run, "processes.json");
+    let list = processes["processes"]
+        .as_array()
+        .expect("processes.json lists the processes");
+    let sleep = list
+        .iter()
+        .find(|p| p["exe"] == "sleep")
+        .unwrap_or_else(|| panic!("sleep is listed: {processes}"));
+    assert_eq!(sleep["trivial"], false, "{sleep}");
+    let shell = list
+        .iter()
+        .find(|p| p["exe"] == "sh" || p["exe"] == "dash" || p["exe"] == "bash")
+        .unwrap_or_else(|| panic!("the shell is listed: {processes}"));
+    assert_eq!(shell["trivial"], true, "{shell}");
+    // The one process kept: its files are the run folder's own, with its duration.
+    let metadata = read_json(&run, "metadata.json");
+    assert_eq!(metadata["run"]["exe"], "sleep", "{}", metadata["run"]);
+    let ns =
+        metadata["run"]["end_ns"].as_u64().unwrap() - metadata["run"]["start_ns"].as_u64().unwrap();
+    assert!(ns >= 1_000_000_000, "sleep ran {ns} ns");
+    assert!(
+        last_line(&out).contains("1 trivial one listed"),
+        "{}",
+        last_line(&out)
+    );
+}

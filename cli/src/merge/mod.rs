@@ -48,6 +48,9 @@ struct Args {
     dirs: Vec<PathBuf>,
     out: Option<PathBuf>,
     archive: bool,
+    /// The folders are the processes of one `metron run` tree, not the ranks of a job: they are
+    /// numbered by start time, and the header speaks of processes.
+    tree: bool,
 }
 
 fn parse(args: &[String]) -> Result<Option<Args>, String> {
@@ -55,6 +58,7 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
         dirs: Vec::new(),
         out: None,
         archive: true,
+        tree: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -247,6 +251,7 @@ pub(crate) fn merge_folders(dirs: Vec<PathBuf>, out: PathBuf) -> Result<(), Stri
         dirs,
         out: Some(out),
         archive: false,
+        tree: true,
     })
 }
 
@@ -257,7 +262,9 @@ fn merge(args: &Args) -> Result<(), String> {
         .map(|d| inputs::read_run(d))
         .collect::<Result<Vec<_>, _>>()?;
     if let Some(note) = inputs::assign_ranks(&mut runs) {
-        eprintln!("metron merge: {note}");
+        if !args.tree {
+            eprintln!("metron merge: {note}");
+        }
     }
     let out_dir = args.out.clone().unwrap_or_else(|| {
         args.dirs[0]
@@ -309,12 +316,19 @@ fn merge(args: &Args) -> Result<(), String> {
             alignment["across_domains_error_ns_besides_wall_clock_sync"]
         )
     };
-    let header = format!(
-        "Metron merge of {} ranks on {} host(s), {} clock domain(s); timeline CLOCK_REALTIME: exact within a clock domain, {across}.",
-        runs.len(),
-        hosts.len(),
-        domains.len(),
-    );
+    let header = if args.tree {
+        format!(
+            "Metron merge of the {} processes of one process tree (numbered by start time); timeline CLOCK_REALTIME.",
+            runs.len()
+        )
+    } else {
+        format!(
+            "Metron merge of {} ranks on {} host(s), {} clock domain(s); timeline CLOCK_REALTIME: exact within a clock domain, {across}.",
+            runs.len(),
+            hosts.len(),
+            domains.len(),
+        )
+    };
     write_file(
         &out_dir.join("summary.json"),
         serde_json::to_string_pretty(&cross.to_json(&runs, &alignment))
@@ -375,8 +389,9 @@ fn merge(args: &Args) -> Result<(), String> {
         eprintln!("metron merge: ranks without a trace (left out of trace.pftrace): {no_trace:?}");
     }
     eprintln!(
-        "metron merge: {} ranks -> {}/{{{}}}; {header}",
+        "metron merge: {} {} -> {}/{{{}}}; {header}",
         runs.len(),
+        if args.tree { "processes" } else { "ranks" },
         out_dir.display(),
         outputs.join(",")
     );

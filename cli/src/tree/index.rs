@@ -11,6 +11,10 @@ const PROGRAM_REGION_RECORDS: u64 = 2;
 /// Fewer call-stack samples than this (10 ms of CPU at `metron sample`'s 1 kHz) do not make a
 /// process worth a folder: a shell or `env` step of a launcher script takes a few.
 const FEW_SAMPLES: u64 = 10;
+/// A process that ran this long without starting another traced process keeps its folder even
+/// when it recorded nothing: its duration is worth reading. A launcher's steps take
+/// milliseconds, and a shell that waits for the real program is that program's parent.
+const LONG_ENOUGH_NS: u64 = 1_000_000_000;
 
 /// One process's folder in the tree.
 struct Process {
@@ -27,6 +31,8 @@ struct Process {
     complete: bool,
     /// When the run started (`CLOCK_MONOTONIC` ns): orders the images of one pid (`exec`).
     start_ns: u64,
+    /// When it ended (`CLOCK_MONOTONIC` ns).
+    end_ns: u64,
     died_by: Option<String>,
 }
 
@@ -67,6 +73,7 @@ impl Process {
             gpu: !summary["gpu"].is_null(),
             complete: !meta.is_null(),
             start_ns: meta["run"]["start_ns"].as_u64().unwrap_or(0),
+            end_ns: meta["run"]["end_ns"].as_u64().unwrap_or(0),
             died_by: summary["died"]["signal"]
                 .as_str()
                 .map(str::to_string)
@@ -74,12 +81,16 @@ impl Process {
         }
     }
 
-    /// Recorded nothing beyond its program region: no region, sample or GPU activity.
-    fn trivial(&self) -> bool {
+    /// Recorded nothing beyond its program region (no region, sample or GPU activity), and
+    /// either ran briefly or started another traced process (`parents`: their pids).
+    fn trivial(&self, parents: &std::collections::BTreeSet<u32>) -> bool {
+        let brief = self.end_ns.saturating_sub(self.start_ns) < LONG_ENOUGH_NS;
+        let parent = self.pid.is_some_and(|p| parents.contains(&p));
         self.complete
             && self.records.saturating_sub(self.samples) <= PROGRAM_REGION_RECORDS
             && self.samples < FEW_SAMPLES
             && !self.gpu
+            && (brief || parent)
     }
 
     /// How much it recorded, to name the process that did the work.
@@ -124,11 +135,10 @@ impl Outcome {
                     self.kept_folders
                 ));
             }
-            if self.trivial > 0 {
-                line.push_str(&format!(
-                    ", {} trivial ones listed in processes.json",
-                    self.trivial
-                ));
+            match self.trivial {
+                0 => {}
+                1 => line.push_str(", 1 trivial one listed in processes.json"),
+                n => line.push_str(&format!(", {n} trivial ones listed in processes.json")),
             }
         }
         if !self.problems.is_empty() {
@@ -169,8 +179,10 @@ pub(super) fn sort_folders(
     let incomplete: Vec<usize> = (0..processes.len())
         .filter(|&i| !processes[i].complete)
         .collect();
+    let parents: std::collections::BTreeSet<u32> =
+        processes.iter().filter_map(|p| p.ppid).collect();
     let mut keep: Vec<usize> = (0..processes.len())
-        .filter(|&i| processes[i].complete && !processes[i].trivial())
+        .filter(|&i| processes[i].complete && !processes[i].trivial(&parents))
         .collect();
     // A run where nothing did work still shows the command's own process, as it always did.
     if keep.is_empty() {
@@ -251,7 +263,7 @@ pub(super) fn sort_folders(
     let index = json!({
         "schema": "metron.processes/1",
         "command_pid": program,
-        "note": "every program of the run's tree that started Metron (an exec gives the pid a new entry); trivial ones recorded nothing beyond their program region and fewer than 10 samples, no GPU activity, and have no folder; exit: from metron run's wait where it reaped the process (the command, and orphans), else the signal it died by, else null (reaped by its own parent)",
+        "note": "every program of the run's tree that started Metron (an exec gives the pid a new entry); trivial ones recorded nothing beyond their program region and fewer than 10 samples, no GPU activity, ran under 1 s or started another traced process, and have no folder; exit: from metron run's wait where it reaped the process (the command, and orphans), else the signal it died by, else null (reaped by its own parent)",
         "processes": listed,
         "still_running": running,
     });

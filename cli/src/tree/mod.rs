@@ -12,7 +12,8 @@
 //!    command and every descendant reparented to it have ended (a descendant still running
 //!    [`LINGER`] after the command ended is listed as running, not waited for);
 //! 3. sorts the folders: a process that recorded nothing beyond its automatic program region
-//!    (no other record, no sample, no GPU activity) is *trivial*: it is listed in
+//!    (no other record, no sample, no GPU activity) and ran under a second or started another
+//!    traced process (a shell waiting for the real program) is *trivial*: it is listed in
 //!    `processes.json` and its folder removed. If one process recorded something, its files
 //!    become the run folder's own (so a one-process command looks as it always did); if
 //!    several did, their folders stay and `metron merge` writes the tree's trace and

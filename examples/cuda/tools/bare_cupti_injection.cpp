@@ -6,7 +6,7 @@
 //   g++ -O2 -shared -fPIC -I$CUDA/include bare_cupti_injection.cpp -o libbare_cupti.so -L$CUDA/lib -lcupti
 //   CUDA_INJECTION64_PATH=$PWD/libbare_cupti.so ./launch_overhead 100000
 // BARE_CUPTI_MODE=kernel: CONCURRENT_KERNEL activity only, no subscriber (the baseline of
-// issue 14's API-tracing target: what CUPTI's kernel records alone cost). kernel_cb: the same
+// Metron's API-tracing target: what CUPTI's kernel records alone cost). kernel_cb: the same
 // plus an empty Callback API subscriber on the launch cbids (what the kernel<->region join needs).
 #include <cupti.h>
 

@@ -265,7 +265,7 @@ pub(super) fn setup(n_devices: usize, ctx: usize, push: Option<PushCtx>) {
     // time: an unknown one, or one that would need a second pass with those before it, is
     // dropped with the reason and the rest go on. The trial host objects are kept until the end
     // of the run: on the H100, destroying them before sampling went with DecodeData failing
-    // (CUPTI_ERROR_UNKNOWN) or crashing (docs/gpu-validation.md, issue 16).
+    // (CUPTI_ERROR_UNKNOWN) or crashing (tests/cuda/pm_probe.cu reproduces it).
     let mut spare_hosts: Vec<Handle> = Vec::new();
     let try_set =
         |set: &[String], spare: &mut Vec<Handle>| -> Result<(Handle, Vec<u8>, usize), String> {

@@ -3,7 +3,7 @@
 //! tensor-pipe use... sampled at a fixed interval across the whole run, as Perfetto counter
 //! tracks beside the kernel slices and as per-kernel / per-region mean and max.
 //!
-//! **Checked on the H100** (CUDA 13.0, docs/gpu-validation.md, issue 16): on `pm_mix` (copy and
+//! **Checked on the H100** (CUDA 13.0, docs/gpu-validation.md): on `pm_mix` (copy and
 //! FMA kernels with idle gaps) the DRAM tracks are high in the copies and near zero elsewhere,
 //! the SM track the reverse, samples fall inside their kernel slices, and the copies' mean DRAM
 //! bytes/s is within 1 % of bytes moved / kernel time, in every run. CUPTI keeps pointers to the
@@ -68,7 +68,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The metrics sampled by `METRON_GPU_PM_SAMPLING=on`, in order (names the H100's CUPTI
-/// accepts for PM sampling; docs/gpu-validation.md, issue 16): DRAM bytes read and written per
+/// accepts for PM sampling; docs/gpu-validation.md): DRAM bytes read and written per
 /// second, SM instruction throughput (% of peak), tensor pipe active (%), DRAM throughput (% of
 /// peak): one pass on GH100. (Achieved occupancy, `sm__warps_active.avg.pct_of_peak_sustained_elapsed`,
 /// would need a second pass with them there; `dramc__read_throughput`/`dramc__write_throughput`

@@ -12,7 +12,7 @@
 //! is that kernel; a graph launch's range is the sum over its nodes, as `ncu --graph-profiling
 //! graph` counts it (`kernels.csv` puts it on the launch's first kernel row).
 //!
-//! What did not work, measured on the H100 (CUDA 13.0; `docs/gpu-validation.md`, stop 37): switching a
+//! What did not work, measured on the H100 (CUDA 13.0): switching a
 //! kernel-replay session to user ranges for a graph launch (`SetConfig` again: `PushRange`
 //! fails with `CUPTI_ERROR_INVALID_PARAMETER`; to auto range with user replay: `Stop` fails with
 //! `CUPTI_ERROR_UNKNOWN`), disabling and enabling the profiler object inside the launch callback

@@ -8,7 +8,12 @@ use crate::buffer::Policy;
 use std::fmt;
 use std::time::Duration;
 
+mod functions;
 mod registry;
+pub use functions::{
+    matches_every_name, FunctionEngine, FunctionLibraries, FunctionSettings,
+    AUTO_MIN_INSTRUCTIONS_FOR_EVERYTHING,
+};
 pub use registry::REGISTRY;
 
 /// The type of a setting, which decides what values it accepts.
@@ -29,6 +34,10 @@ pub enum Kind {
     Choice(&'static [&'static str]),
     /// Free text (paths, templates).
     Text,
+    /// A regular expression (Rust `regex` syntax); empty: off.
+    Regex,
+    /// `auto`, or a count (a non-negative integer).
+    CountOrAuto,
     /// A value with a grammar of its own (sampling frequency, thread list, signal, periods).
     Grammar(crate::sampling::Grammar),
 }
@@ -49,6 +58,8 @@ impl Kind {
             }
             Kind::Choice(words) => format!("one of: {}", words.join(", ")),
             Kind::Text => "any text".into(),
+            Kind::Regex => "a regular expression in Rust regex syntax (https://docs.rs/regex/#syntax), unanchored (^name$ matches one name exactly); empty: off".into(),
+            Kind::CountOrAuto => "auto, or a whole number (0 or more)".into(),
             Kind::Grammar(g) => g.accepted(),
         }
     }
@@ -150,6 +161,8 @@ pub struct Settings {
     pub counters: crate::counters::CounterSettings,
     /// `METRON_SAMPLING*` and the time windows (`METRON_TRACE_PERIODS`, `_DELAY`, `_DURATION`).
     pub sampling: crate::sampling::SamplingConfig,
+    /// `METRON_FUNCTIONS*`: which functions' calls become regions.
+    pub functions: FunctionSettings,
     /// Every registry entry with the value in force and where it came from.
     pub resolved: Vec<ResolvedSetting>,
     /// Values that were rejected.
@@ -330,7 +343,15 @@ impl Settings {
             group_size: value_of("METRON_PERF_GROUP_SIZE").text(),
             pass: value_of("METRON_PERF_PASS").text(),
         };
+        let functions = FunctionSettings::from_values(
+            value_of("METRON_FUNCTIONS").text(),
+            value_of("METRON_FUNCTIONS_EXCLUDE").text(),
+            &value_of("METRON_FUNCTIONS_MIN_INSTRUCTIONS").text(),
+            &value_of("METRON_FUNCTIONS_IN").text(),
+            &value_of("METRON_FUNCTIONS_ENGINE").text(),
+        );
         Settings {
+            functions,
             enabled,
             output_path,
             buffer_bytes,
@@ -454,6 +475,11 @@ fn parse(kind: Kind, raw: &str) -> Option<Value> {
             .find(|w| w.eq_ignore_ascii_case(raw))
             .map(|w| Value::Text((*w).to_string())),
         Kind::Text => Some(Value::Text(raw.to_string())),
+        Kind::Regex => regex::Regex::new(raw)
+            .is_ok()
+            .then(|| Value::Text(raw.to_string())),
+        Kind::CountOrAuto if raw.eq_ignore_ascii_case("auto") => Some(Value::Text("auto".into())),
+        Kind::CountOrAuto => raw.parse::<u64>().ok().map(|n| Value::Text(n.to_string())),
         Kind::Grammar(g) => g.check(raw).then(|| Value::Text(raw.to_string())),
     }
 }

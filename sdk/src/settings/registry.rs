@@ -264,6 +264,36 @@ pub static REGISTRY: &[SettingSpec] = &[
         description: "causal profiling: the shortest experiment (lengthened while a progress point sees fewer than 5 visits in one)",
     },
     SettingSpec {
+        name: "METRON_FUNCTIONS",
+        kind: Kind::Regex,
+        default: "",
+        description: "functions whose every call becomes a region, without changing the source (`metron run --functions`): a regular expression (Rust regex syntax, unanchored: ^name$ for one function) matched against each function's demangled name without parameters (C++ ns::Class::method, Rust crate::module::function); empty: off. Engines: -finstrument-functions hooks in libmetron (see METRON_FUNCTIONS_ENGINE); the Python engine matches the same expression against module.qualname",
+    },
+    SettingSpec {
+        name: "METRON_FUNCTIONS_EXCLUDE",
+        kind: Kind::Regex,
+        default: "",
+        description: "functions never made regions even when METRON_FUNCTIONS matches them: a regular expression as METRON_FUNCTIONS (`metron run --exclude`); empty: none excluded",
+    },
+    SettingSpec {
+        name: "METRON_FUNCTIONS_MIN_INSTRUCTIONS",
+        kind: Kind::CountOrAuto,
+        default: "auto",
+        description: "functions with fewer machine instructions than this are left out (listed as skipped in metadata.json) (`metron run --min-instructions`); auto: 1024 (rocprof-sys-instrument's default) when METRON_FUNCTIONS matches every name (., .*, ^), 0 for any narrower expression",
+    },
+    SettingSpec {
+        name: "METRON_FUNCTIONS_IN",
+        kind: Kind::Text,
+        default: "",
+        description: "shared libraries whose functions METRON_FUNCTIONS may select too, a comma list matched against each library's file name (libfoo matches /usr/lib/libfoo.so.1), or all; the executable's functions are always candidates; empty: the executable's only",
+    },
+    SettingSpec {
+        name: "METRON_FUNCTIONS_ENGINE",
+        kind: Kind::Choice(&["auto", "instrument-functions"]),
+        default: "auto",
+        description: "how selected calls are caught: instrument-functions (libmetron's __cyg_profile_func_enter/exit, for code built with -finstrument-functions or -finstrument-functions-after-inlining); auto: the engines the program's build allows",
+    },
+    SettingSpec {
         name: "METRON_TRACE_PERIODS",
         kind: Kind::Grammar(crate::sampling::Grammar::Periods),
         default: "none",

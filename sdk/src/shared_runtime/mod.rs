@@ -21,10 +21,11 @@
 //! pointers into them.
 
 pub mod abi;
-mod owner;
+pub(crate) mod joined;
+pub(crate) mod serving;
 mod sys;
 
-use abi::{ClaimPage, OwnerApi, Str, ABI_VERSION, BUILD, CLAIM_ADDRESS, CLAIM_BYTES, MAGIC};
+use abi::{ClaimPage, OwnerApi, ABI_VERSION, BUILD, CLAIM_ADDRESS, CLAIM_BYTES, MAGIC};
 use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 
@@ -60,6 +61,17 @@ enum Role {
 }
 
 static ROLE: OnceLock<Role> = OnceLock::new();
+
+/// The table this copy publishes when it claims the process: its functions run this copy's
+/// runtime, above this module, so the lifecycle layer lends it ([`serve`]) from Metron's first
+/// constructor, before anything decides the role.
+static SERVED: OnceLock<&'static OwnerApi> = OnceLock::new();
+
+/// Lends the table other copies call when this copy owns the process (`serving::API`).
+/// Allocation-free; the first call counts.
+pub(crate) fn serve(api: &'static OwnerApi) {
+    let _ = SERVED.set(api);
+}
 
 fn role() -> &'static Role {
     ROLE.get_or_init(decide)
@@ -140,6 +152,17 @@ fn put_text(into: &mut [u8], text: &str) {
 const FILL_WAIT: std::time::Duration = std::time::Duration::from_millis(200);
 
 fn decide() -> Role {
+    let Some(served) = SERVED.get().copied() else {
+        // Asked before Metron's first constructor ran (a constructor of priority below 100):
+        // with no table to publish this copy can join, not own.
+        return if claim_page_present() {
+            join()
+        } else {
+            Role::Unclaimed(
+                "the process was asked for its runtime before Metron's first constructor ran: other copies of Metron cannot join this one".into(),
+            )
+        };
+    };
     let role = match sys::map_fixed_noreplace(CLAIM_ADDRESS, CLAIM_BYTES) {
         sys::Mapped::Ours(page) => {
             // SAFETY: `page` is a fresh, zero-filled, writable mapping of CLAIM_BYTES bytes,
@@ -150,7 +173,7 @@ fn decide() -> Role {
             page.pid = std::process::id();
             put_text(&mut page.build, BUILD);
             put_text(&mut page.tick_source, metron_components::clock::TICK_SOURCE);
-            page.api = &owner::API;
+            page.api = served;
             page.magic.store(MAGIC, Ordering::Release);
             Role::Owner(page)
         }
@@ -225,144 +248,6 @@ fn join() -> Role {
     }
     page.joined.fetch_add(1, Ordering::Relaxed);
     // From now on this copy's call sites are numbered by the owner.
-    crate::callsite::forward_to_owner(api);
+    joined::forward_call_sites(api);
     Role::Joined(page, api)
-}
-
-// The joined copy's side: thin wrappers over the owner's table.
-
-/// Registers `site`'s description with the owner; its header word there.
-pub(crate) fn register_site(api: &OwnerApi, site: &crate::callsite::Callsite) -> u64 {
-    let fields: Vec<Vec<abi::FieldDesc>> = site
-        .components
-        .iter()
-        .map(|c| {
-            c.named_fields()
-                .iter()
-                .map(|f| abi::FieldDesc {
-                    name: Str::of(f.name),
-                    unit: abi::unit_code(f.unit),
-                })
-                .collect()
-        })
-        .collect();
-    let components: Vec<abi::ComponentDesc> = site
-        .components
-        .iter()
-        .zip(&fields)
-        .map(|(c, f)| abi::ComponentDesc {
-            name: Str::of(c.name),
-            description: Str::of(c.description),
-            cost: Str::of(c.cost),
-            fields: f.as_ptr(),
-            n_fields: f.len(),
-        })
-        .collect();
-    let desc = abi::SiteDesc {
-        name: Str::of(site.name),
-        file: Str::of(site.file),
-        module: Str::of(site.module),
-        line: site.line,
-        kind: abi::kind_code(site.kind),
-        components: components.as_ptr(),
-        n_components: components.len(),
-    };
-    // SAFETY: `desc` and everything it points at live until the call returns.
-    unsafe { (api.register_site)(&desc) }
-}
-
-/// The owner's id of `name`.
-pub(crate) fn intern(api: &OwnerApi, name: &str, kind: crate::CallsiteKind) -> u32 {
-    // SAFETY: `name` lives for the call.
-    unsafe { (api.intern)(Str::of(name), abi::kind_code(kind)) }
-}
-
-/// What the owner knows of `id`: its name (in the owner's never-unloaded memory), kind and
-/// number of components.
-pub(crate) fn describe(
-    api: &OwnerApi,
-    id: u32,
-) -> Option<(&'static str, crate::CallsiteKind, usize)> {
-    let mut out = abi::SiteOut {
-        name: Str::of(""),
-        kind: 0,
-        n_components: 0,
-    };
-    // SAFETY: `out` is a valid out-value for the call.
-    if !unsafe { (api.describe)(id, &mut out) } {
-        return None;
-    }
-    let name: &'static str = if out.name.len == 0 {
-        ""
-    } else {
-        // SAFETY: the owner hands out a leaked UTF-8 string of its own, and owners are pinned
-        // in memory for the life of the process.
-        unsafe {
-            std::str::from_utf8_unchecked(std::slice::from_raw_parts(out.name.ptr, out.name.len))
-        }
-    };
-    Some((name, abi::kind_of(out.kind), out.n_components))
-}
-
-/// The owner's `finish`.
-pub(crate) fn finish(api: &OwnerApi) -> Option<crate::RunReport> {
-    let mut buf = vec![0u8; 1 << 16];
-    let mut out = abi::FinishOut {
-        written: 0,
-        dropped: 0,
-        text: abi::TextOut {
-            buf: buf.as_mut_ptr(),
-            cap: buf.len(),
-            len: 0,
-        },
-    };
-    // SAFETY: `out` and its buffer are valid for the call.
-    if !unsafe { (api.finish)(&mut out) } {
-        return None;
-    }
-    let text = String::from_utf8_lossy(&buf[..out.text.len]).into_owned();
-    let mut lines = text.lines().map(std::path::PathBuf::from);
-    Some(crate::RunReport {
-        output_dir: lines.next().unwrap_or_default(),
-        files: lines.collect(),
-        records_written: out.written,
-        records_dropped: out.dropped,
-    })
-}
-
-/// The owner's `set_output_path`.
-pub(crate) fn set_output_path(
-    api: &OwnerApi,
-    template: &str,
-) -> Result<std::path::PathBuf, String> {
-    let mut buf = vec![0u8; 1 << 14];
-    let mut out = abi::TextOut {
-        buf: buf.as_mut_ptr(),
-        cap: buf.len(),
-        len: 0,
-    };
-    // SAFETY: `template`, `out` and its buffer are valid for the call.
-    let ok = unsafe { (api.set_output_path)(Str::of(template), &mut out) };
-    let text = String::from_utf8_lossy(&buf[..out.len]).into_owned();
-    if ok {
-        Ok(text.into())
-    } else {
-        Err(text)
-    }
-}
-
-/// The owner's `add_sink` (same build only; the caller checked).
-pub(crate) fn add_sink(api: &OwnerApi, sink: Box<dyn crate::Sink>) {
-    let raw = Box::into_raw(Box::new(sink));
-    // SAFETY: same build: the owner takes back the `Box<Box<dyn Sink>>` made here, of the same
-    // layout.
-    unsafe { (api.add_sink)(raw.cast()) }
-}
-
-/// The owner's `add_metadata_section` (same build only; the caller checked).
-pub(crate) fn add_section(api: &OwnerApi, name: &'static str, section: fn() -> serde_json::Value) {
-    let pair: (&'static str, fn() -> serde_json::Value) = (name, section);
-    // SAFETY: same build: the owner reads the pair, of the same layout, during the call; the
-    // name and the function live in this copy, which is pinned in memory.
-    unsafe { (api.add_section)((&pair as *const (&str, fn() -> serde_json::Value)).cast()) }
 }

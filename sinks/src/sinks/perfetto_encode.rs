@@ -40,6 +40,12 @@ pub(crate) const GPU_SEQUENCE_OVERFLOW: u64 = 1 << 40;
 /// `BuiltinClock.MONOTONIC`.
 pub(crate) const CLOCK_MONOTONIC: u64 = 3;
 
+/// `BuiltinClock.REALTIME`.
+const CLOCK_REALTIME: u64 = 1;
+
+/// `BuiltinClock.BOOTTIME`, the trace clock of Perfetto's traces.
+const CLOCK_BOOTTIME: u64 = 6;
+
 /// True for the sequence ids Metron writes (the service must use none of them): its main
 /// sequence, the GPU tracks' and the threads'.
 pub(crate) fn is_metron_sequence(id: u64) -> bool {
@@ -77,6 +83,8 @@ pub(crate) mod clock {
     pub(crate) const CLOCK_ID: u32 = 1;
     pub(crate) const TIMESTAMP: u32 = 2;
     pub(crate) const IS_INCREMENTAL: u32 = 3;
+    /// `ClockSnapshot.primary_trace_clock`.
+    pub(crate) const PRIMARY_TRACE_CLOCK: u32 = 2;
 }
 
 /// `InternedData`, and its `EventName` / `DebugAnnotationName` entries.
@@ -398,6 +406,34 @@ impl Encoder {
         b[1] = (n - 2) as u8;
         self.buf.extend_from_slice(&b[..n]);
         *clock = ts;
+    }
+
+    /// A clock snapshot of the builtin clocks on sequence `seq` (`CLOCK_BOOTTIME`, Perfetto's
+    /// trace clock, with `CLOCK_MONOTONIC` and `CLOCK_REALTIME`), read now: what the service's
+    /// first packet would say, so that a trace whose session started late (or never) still
+    /// places `CLOCK_MONOTONIC` timestamps on the trace's timeline. It leads the sink's packets.
+    pub(crate) fn clock_snapshot(&mut self, seq: u64) {
+        let mono = metron_components::clock::monotonic_ns();
+        let boot = metron_components::clock::boottime_ns();
+        let real = metron_components::clock::realtime_ns();
+        let p = self.open(TRACE_PACKET);
+        self.uint(packet::TIMESTAMP, boot);
+        self.uint(packet::TIMESTAMP_CLOCK_ID, CLOCK_BOOTTIME);
+        self.uint(packet::TRUSTED_PACKET_SEQUENCE_ID, seq);
+        let s = self.open(packet::CLOCK_SNAPSHOT);
+        for (id, ts) in [
+            (CLOCK_BOOTTIME, boot),
+            (CLOCK_MONOTONIC, mono),
+            (CLOCK_REALTIME, real),
+        ] {
+            let c = self.open(clock::CLOCKS);
+            self.uint(clock::CLOCK_ID, id);
+            self.uint(clock::TIMESTAMP, ts);
+            self.close(c);
+        }
+        self.uint(clock::PRIMARY_TRACE_CLOCK, CLOCK_BOOTTIME);
+        self.close(s);
+        self.end_packet(p);
     }
 
     /// The first packet of a thread's sequence `seq` (track `track`) at `ts`: clears the

@@ -492,12 +492,206 @@ struct SendSession(TracingSession);
 // handle is never used concurrently; only moving it between threads is needed.
 unsafe impl Send for SendSession {}
 
-/// The in-process tracing session of this run, writing into one file.
+/// The trace file of this run, and the in-process tracing session that feeds it the
+/// service's packets once it is there (see [`SetUpAhead`]: it may join later, or never).
 pub(crate) struct Session {
-    session: SendSession,
+    session: Option<SendSession>,
     out: Arc<Mutex<Output>>,
     pub(crate) path: PathBuf,
     stopped: bool,
+}
+
+/// Where the file's session comes from ([`Session::start`]).
+pub(crate) enum SessionFrom {
+    /// Started now, on this thread (no set-up ahead was offered).
+    Now,
+    /// Started ahead on another thread, ready.
+    Ahead(PreparedSession),
+    /// Not yet: a set-up ahead is under way or waits, and joins with [`Session::attach`].
+    Later,
+}
+
+/// The Perfetto session's start on a thread of Metron's own, after the program's start-up.
+///
+/// Starting the SDK's producer and session costs 1 to 3 ms, mostly on its muxer thread; when
+/// the program starts several threads at once on a small machine, that CPU time is taken from
+/// them. So the set-up waits: until the trace has had its first batch (a process that records
+/// nothing starts no session), and until `after` has passed since the set-up was offered (the
+/// program's start-up burst is over). The trace file never waits for it: Metron's own clock
+/// snapshot leads the file (`Encoder::clock_snapshot`), the sink's packets follow at once, and
+/// the service's packets join when the session is ready. A run that ends before the set-up
+/// began has no session at all: [`SetUpAhead::finish`] cancels it.
+pub(crate) struct SetUpAhead {
+    state: Mutex<AheadState>,
+    changed: std::sync::Condvar,
+    /// When the set-up was offered (the run's start).
+    offered: std::time::Instant,
+    /// The first batch asked for the session ([`SetUpAhead::want`]).
+    wanted: std::sync::atomic::AtomicBool,
+}
+
+enum AheadState {
+    Waiting,
+    Running,
+    /// Answered, this long after the offer.
+    Done(Option<Result<PreparedSession, String>>, Duration),
+    /// Taken by the trace, with how long after the offer it was ready.
+    Taken(Option<Duration>),
+    Cancelled,
+}
+
+/// What a set-up ahead has for the trace.
+pub(crate) enum Ahead {
+    /// The session, or why it could not start.
+    Ready(Result<PreparedSession, String>),
+    /// Not yet ready.
+    Pending,
+    /// The set-up thread ended without running the set-up (it could not start).
+    Unrun,
+    /// Cancelled before it began, or already taken.
+    Gone,
+}
+
+impl SetUpAhead {
+    pub(crate) fn new() -> Arc<SetUpAhead> {
+        Arc::new(SetUpAhead {
+            state: Mutex::new(AheadState::Waiting),
+            changed: std::sync::Condvar::new(),
+            offered: std::time::Instant::now(),
+            wanted: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, AheadState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The set-up, for the thread that runs it: waits for [`SetUpAhead::want`] and `after`,
+    /// then starts the session, unless the run ended first.
+    pub(crate) fn runner(
+        self: &Arc<Self>,
+        config: SessionConfig,
+        after: Duration,
+    ) -> impl FnOnce() + Send + 'static {
+        let answer = AnswerOnDrop(Arc::clone(self), None);
+        move || {
+            let mut answer = answer;
+            let ahead = Arc::clone(&answer.0);
+            {
+                let mut state = ahead.lock();
+                loop {
+                    if !matches!(*state, AheadState::Waiting) {
+                        return;
+                    }
+                    let wanted = ahead.wanted.load(std::sync::atomic::Ordering::Acquire);
+                    let waited = ahead.offered.elapsed();
+                    if wanted && waited >= after {
+                        break;
+                    }
+                    state = if wanted {
+                        ahead
+                            .changed
+                            .wait_timeout(state, after - waited)
+                            .unwrap_or_else(|e| e.into_inner())
+                            .0
+                    } else {
+                        ahead.changed.wait(state).unwrap_or_else(|e| e.into_inner())
+                    };
+                }
+                *state = AheadState::Running;
+            }
+            answer.1 = Some(Session::prepare(&config));
+        }
+    }
+
+    /// Says that the trace has its first batch: the set-up may begin once its delay is over.
+    pub(crate) fn want(&self) {
+        if !self.wanted.swap(true, std::sync::atomic::Ordering::AcqRel) {
+            let _state = self.lock();
+            self.changed.notify_all();
+        }
+    }
+
+    /// The session if it is ready now (never waits).
+    pub(crate) fn poll(&self) -> Ahead {
+        let mut state = self.lock();
+        match &*state {
+            AheadState::Waiting | AheadState::Running => Ahead::Pending,
+            AheadState::Done(..) => self.take(&mut state),
+            AheadState::Taken(_) | AheadState::Cancelled => Ahead::Gone,
+        }
+    }
+
+    /// At the end of the run: cancels a set-up that has not begun (the run needs no session
+    /// any more), waits for one under way.
+    pub(crate) fn finish(&self) -> Ahead {
+        let mut state = self.lock();
+        loop {
+            match &*state {
+                AheadState::Waiting => {
+                    *state = AheadState::Cancelled;
+                    self.changed.notify_all();
+                    return Ahead::Gone;
+                }
+                AheadState::Running => {
+                    state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+                }
+                AheadState::Done(..) => return self.take(&mut state),
+                AheadState::Taken(_) | AheadState::Cancelled => return Ahead::Gone,
+            }
+        }
+    }
+
+    fn take(&self, state: &mut AheadState) -> Ahead {
+        match std::mem::replace(state, AheadState::Taken(None)) {
+            AheadState::Done(Some(result), ready) => {
+                *state = AheadState::Taken(result.is_ok().then_some(ready));
+                Ahead::Ready(result)
+            }
+            AheadState::Done(None, _) => Ahead::Unrun,
+            other => {
+                *state = other;
+                Ahead::Gone
+            }
+        }
+    }
+
+    /// How long after the offer the session the trace took was ready (`None`: no session
+    /// from here).
+    pub(crate) fn ready_after(&self) -> Option<Duration> {
+        match &*self.lock() {
+            AheadState::Taken(ready) => *ready,
+            _ => None,
+        }
+    }
+
+    /// Waits until the set-up has answered (tests).
+    #[cfg(test)]
+    pub(crate) fn wait_until_answered(&self) {
+        let mut state = self.lock();
+        while matches!(*state, AheadState::Waiting | AheadState::Running) {
+            state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// How long after the offer `at` was.
+    pub(crate) fn since_offer(&self, at: std::time::Instant) -> Duration {
+        at.saturating_duration_since(self.offered)
+    }
+}
+
+/// Gives the set-up's answer when dropped: the session after it ran, or none when the closure
+/// was dropped unrun (its thread could not start) or the set-up panicked.
+struct AnswerOnDrop(Arc<SetUpAhead>, Option<Result<PreparedSession, String>>);
+
+impl Drop for AnswerOnDrop {
+    fn drop(&mut self) {
+        let mut state = self.0.lock();
+        if matches!(*state, AheadState::Waiting | AheadState::Running) {
+            *state = AheadState::Done(self.1.take(), self.0.offered.elapsed());
+            self.0.changed.notify_all();
+        }
+    }
 }
 
 fn encode_config(config: &SessionConfig) -> Vec<u8> {
@@ -547,12 +741,11 @@ impl Session {
         Ok(PreparedSession(SendSession(session)))
     }
 
-    /// Creates `path` and starts an in-process session that feeds it (or gives it to the one
-    /// `prepared`).
+    /// Creates `path` and the output into it, with its session from `from`.
     pub(crate) fn start(
         path: &Path,
         config: &SessionConfig,
-        prepared: Option<PreparedSession>,
+        from: SessionFrom,
     ) -> Result<Session, String> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)
@@ -560,12 +753,13 @@ impl Session {
         }
         let file =
             File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-        let PreparedSession(session) = match prepared {
-            Some(prepared) => prepared,
-            None => Session::prepare(config)?,
+        let session = match from {
+            SessionFrom::Now => Some(Session::prepare(config)?),
+            SessionFrom::Ahead(prepared) => Some(prepared),
+            SessionFrom::Later => None,
         };
         let mut session = Session {
-            session,
+            session: session.map(|PreparedSession(s)| s),
             out: Arc::new(Mutex::new(Output {
                 file: BufWriter::with_capacity(1 << 20, file),
                 bytes: 0,
@@ -579,10 +773,24 @@ impl Session {
             path: path.to_path_buf(),
             stopped: false,
         };
-        // The service's first packets (clock snapshot, trace config) lead the file, before
-        // any of Metron's timestamps that need the snapshot to be placed.
+        // The service's first packets (clock snapshot, trace config) lead the file when the
+        // session is there; otherwise Metron's own clock snapshot does.
         session.read();
         Ok(session)
+    }
+
+    /// Gives the file the session started ahead, which was not ready when the file was made:
+    /// its packets (clock snapshot, trace config, stats) go to the file from now on.
+    pub(crate) fn attach(&mut self, prepared: PreparedSession) {
+        if self.session.is_none() {
+            self.session = Some(prepared.0);
+            self.read();
+        }
+    }
+
+    /// Whether the session feeds the file.
+    pub(crate) fn has_service(&self) -> bool {
+        self.session.is_some()
     }
 
     /// Appends packets the sink encoded (whole `Trace.packet` fields) to the file and hands
@@ -608,8 +816,11 @@ impl Session {
     }
 
     fn read(&mut self) {
+        let Some(session) = self.session.as_mut() else {
+            return;
+        };
         let out = Arc::clone(&self.out);
-        self.session.0.read_trace_blocking(move |data, _more| {
+        session.0.read_trace_blocking(move |data, _more| {
             out.lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .write(data, false);
@@ -625,7 +836,9 @@ impl Session {
     /// Stops the session (the service flushes every writer) and writes the rest.
     pub(crate) fn stop(&mut self) {
         if !self.stopped {
-            self.session.0.stop_blocking();
+            if let Some(session) = self.session.as_mut() {
+                session.0.stop_blocking();
+            }
             self.stopped = true;
         }
         self.read();

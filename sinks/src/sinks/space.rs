@@ -48,6 +48,30 @@ pub fn reserve(dir: &Path) {
     // start of every run on a busy VM.
 }
 
+/// Trace bytes past which a run on a disk with room to spare makes its reserve.
+pub(crate) const RESERVE_PAST: u64 = 8 << 20;
+
+/// Makes the reserve now where the disk is short of room for the end of the run (or its free
+/// space is unknown); otherwise it waits for [`reserve_if_large`]. Creates `dir`.
+pub fn reserve_if_short(dir: &Path) {
+    if std::fs::create_dir_all(dir).is_ok() && !room_for_the_end(dir) {
+        reserve(dir);
+    }
+}
+
+/// Makes the reserve once the trace has written `trace_bytes` >= [`RESERVE_PAST`] (where
+/// [`reserve_if_short`] found room and made none).
+pub fn reserve_if_large(dir: &Path, trace_bytes: u64) {
+    if trace_bytes >= RESERVE_PAST && !holds_reserve(dir) {
+        reserve(dir);
+    }
+}
+
+/// True when `dir` holds the reserve.
+pub fn holds_reserve(dir: &Path) -> bool {
+    dir.join(FILE).exists()
+}
+
 /// Free space past which the end of a run writes `metadata.json` once, after the late
 /// outputs, instead of a first version before them into the reserve's room (see
 /// [`room_for_the_end`]).

@@ -12,10 +12,10 @@ use std::num::ParseIntError;
 use std::pin::{pin, Pin};
 use std::task::{Context, Poll, Waker};
 
-// Bodies written on one line (as in issue 17) are where nesting the user's block inside the
+// Bodies written on one line are where nesting the user's block inside the
 // expansion made rustc report `unused_braces`; rustfmt would spread them over several lines.
 
-/// The function of issue 17: its tail is an `if`/`else` whose branches are blocks.
+/// A function whose tail is an `if`/`else` whose branches are blocks.
 #[metron::profile]
 #[rustfmt::skip]
 fn fib(n: u64) -> u64 { if n < 2 { n } else { fib(n - 1) + fib(n - 2) } }

@@ -73,6 +73,7 @@ impl PerfettoSink {
         self.sample_process(true);
         self.run_end(run);
         self.write_out();
+        self.join_session(true);
         let started = Instant::now();
         let session = self.session.as_mut().expect("started above");
         session.stop();
@@ -145,6 +146,7 @@ impl PerfettoSink {
                 .load(std::sync::atomic::Ordering::Relaxed),
             "session_buffer_bytes": self.buffer_bytes(),
             "session_started_ahead": self.started_ahead,
+            "session": self.session_report(),
             "fill_policy": self.config.fill_policy,
             "categories": self.config.categories,
             "category_error": self.category_error,

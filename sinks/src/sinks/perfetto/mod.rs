@@ -53,13 +53,13 @@ use super::perfetto_encode::{
     METRON_SEQUENCE_ID, THREAD_SEQUENCE_BASE,
 };
 use super::perfetto_session::{
-    FillPolicy, PreparedSession, SeqState, Session, SessionConfig, FIXED_IID_BASE,
+    Ahead, FillPolicy, SeqState, Session, SessionConfig, SessionFrom, SetUpAhead, FIXED_IID_BASE,
 };
 use crate::annotation::AnnotationValue;
 use crate::callsite::Callsite;
 use crate::sink::{EmptyRegion, Event, Present, RunInfo, Sink, ThreadInfo};
 use metron_components::{clock, Component, PageRss};
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -200,9 +200,13 @@ pub struct PerfettoSink {
     cmdline: String,
     session: Option<Session>,
     /// The session being started ahead on another thread ([`PerfettoSink::session_set_up`]).
-    prepared: Option<Arc<SetUpAnswer>>,
+    ahead: Option<Arc<SetUpAhead>>,
     /// The session the trace used was started ahead (`metadata.json`).
     started_ahead: bool,
+    /// Why the session started ahead could not start (the trace is written without it).
+    session_error: Option<String>,
+    /// When the file got its first batch.
+    file_started: Option<Instant>,
     failed: Option<String>,
     threads: FastMap<u64, ThreadTrack>,
     counter_tracks: FastMap<(u64, u32), u64>,
@@ -245,41 +249,6 @@ struct Tally {
     track_events_lost: u64,
 }
 
-/// What the session's set-up thread answers ([`PerfettoSink::session_set_up`]): the started
-/// session, why it could not start, or nothing (the thread ended without running the set-up).
-/// A mutex and a condition variable rather than a channel: `std`'s channels add thread-locals
-/// to `libmetron.so` (`tests/tests/tls_block.rs`).
-#[derive(Default)]
-pub(crate) struct SetUpAnswer {
-    answer: std::sync::Mutex<Option<Option<Result<PreparedSession, String>>>>,
-    given: std::sync::Condvar,
-}
-
-impl SetUpAnswer {
-    /// Waits for the answer.
-    fn wait(&self) -> Option<Result<PreparedSession, String>> {
-        let mut answer = self.answer.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            if let Some(given) = answer.take() {
-                return given;
-            }
-            answer = self.given.wait(answer).unwrap_or_else(|e| e.into_inner());
-        }
-    }
-}
-
-/// Gives its answer (or, dropped before one was set, none) when dropped: with the closure that
-/// ran, or with the one a thread that could not start never ran.
-struct AnswerOnDrop(Arc<SetUpAnswer>, Option<Result<PreparedSession, String>>);
-
-impl Drop for AnswerOnDrop {
-    fn drop(&mut self) {
-        let mut answer = self.0.answer.lock().unwrap_or_else(|e| e.into_inner());
-        *answer = Some(self.1.take());
-        self.0.given.notify_all();
-    }
-}
-
 impl PerfettoSink {
     /// A sink that writes `config.file_name` into `output_dir` (the run folder). Nothing
     /// Perfetto happens until the first batch arrives on the flusher thread, unless the
@@ -300,8 +269,10 @@ impl PerfettoSink {
             exe,
             cmdline: std::env::args().collect::<Vec<_>>().join(" "),
             session: None,
-            prepared: None,
+            ahead: None,
             started_ahead: false,
+            session_error: None,
+            file_started: None,
             failed: None,
             threads: FastMap::default(),
             counter_tracks: FastMap::default(),
@@ -386,24 +357,20 @@ impl PerfettoSink {
     }
 
     /// The Perfetto session's start, to run on a thread the caller makes (Metron's runtime
-    /// does at its start): the SDK's set-up is then done, usually while the program is still
-    /// setting up, instead of stalling the flusher at the first batch (1 to 3 ms on the
-    /// development VM, while the program's threads fill their buffers). It touches no file:
-    /// the run folder is still made only when the first batch arrives. Without a call, or if
-    /// the thread never runs it, the first batch starts the session as before.
-    pub fn session_set_up(&mut self) -> impl FnOnce() + Send + 'static {
-        let answer = Arc::new(SetUpAnswer::default());
-        self.prepared = Some(Arc::clone(&answer));
-        let config = self.session_config();
-        let giver = AnswerOnDrop(answer, None);
-        move || {
-            let mut giver = giver;
-            giver.1 = Some(Session::prepare(&config));
-        }
+    /// does at its start): the SDK's set-up (1 to 3 ms on the development VM) is then done off
+    /// the flusher, once the trace has its first batch and `after` has passed, when the
+    /// program's start-up burst is over (see `SetUpAhead`). Neither the flusher nor the file
+    /// waits for it; a run that ends before it began has no session (its trace leads with
+    /// Metron's own clock snapshot). Without a call, or if the thread never runs it, the first
+    /// batch starts the session as before.
+    pub fn session_set_up(&mut self, after: Duration) -> impl FnOnce() + Send + 'static {
+        let ahead = SetUpAhead::new();
+        self.ahead = Some(Arc::clone(&ahead));
+        ahead.runner(self.session_config(), after)
     }
 
-    /// Starts the session on first use (or takes the one started ahead); false if it cannot
-    /// run (reported once, at finish).
+    /// Makes the file on first use, with the session when it is there; false if it cannot
+    /// be made (reported once, at finish).
     fn ensure_session(&mut self, output_dir: Option<&Path>) -> bool {
         if self.session.is_some() {
             return true;
@@ -413,22 +380,27 @@ impl PerfettoSink {
         }
         let dir = output_dir.unwrap_or(&self.output_dir).to_path_buf();
         let config = self.session_config();
-        // A set-up thread that ended without an answer (it could not start) leaves the start
-        // to `Session::start`; one that failed has said why.
-        let prepared = match self.prepared.take().and_then(|p| p.wait()) {
-            Some(Ok(prepared)) => Some(prepared),
-            Some(Err(e)) => {
-                self.failed = Some(e);
-                return false;
+        let from = match self.ahead.as_ref().map(|a| {
+            a.want();
+            a.poll()
+        }) {
+            None | Some(Ahead::Unrun) => SessionFrom::Now,
+            Some(Ahead::Ready(Ok(prepared))) => SessionFrom::Ahead(prepared),
+            Some(Ahead::Ready(Err(e))) => {
+                self.session_error = Some(e);
+                SessionFrom::Later
             }
-            None => None,
+            Some(Ahead::Pending | Ahead::Gone) => SessionFrom::Later,
         };
-        self.started_ahead = prepared.is_some();
-        crate::sinks::space::reserve(&dir);
-        match Session::start(&dir.join(&self.config.file_name), &config, prepared) {
+        self.started_ahead = matches!(from, SessionFrom::Ahead(_));
+        crate::sinks::space::reserve_if_short(&dir);
+        match Session::start(&dir.join(&self.config.file_name), &config, from) {
             Ok(s) => {
                 self.session = Some(s);
+                self.file_started = Some(Instant::now());
                 self.last_drain = Instant::now();
+                // Leads the sink's packets: the service's may come later, or never.
+                self.enc.clock_snapshot(METRON_SEQUENCE_ID);
                 true
             }
             Err(e) => {
@@ -436,6 +408,48 @@ impl PerfettoSink {
                 false
             }
         }
+    }
+
+    /// Gives the file the session started ahead once it is ready; at the end of the run
+    /// (`last`), waits for a set-up under way and cancels one that has not begun.
+    fn join_session(&mut self, last: bool) {
+        let Some(ahead) = self.ahead.as_ref() else {
+            return;
+        };
+        let config = self.session_config();
+        let Some(session) = self.session.as_mut() else {
+            return;
+        };
+        if session.has_service() {
+            return;
+        }
+        let answer = if last { ahead.finish() } else { ahead.poll() };
+        match answer {
+            Ahead::Ready(Ok(prepared)) => {
+                session.attach(prepared);
+                self.started_ahead = true;
+            }
+            Ahead::Ready(Err(e)) => self.session_error = Some(e),
+            // The set-up thread could not run: started here, as without one.
+            Ahead::Unrun => match Session::prepare(&config) {
+                Ok(prepared) => session.attach(prepared),
+                Err(e) => self.session_error = Some(e),
+            },
+            Ahead::Pending | Ahead::Gone => {}
+        }
+    }
+
+    /// `metadata.json`'s account of the session: when it was ready and when the file got its
+    /// first batch, in ms after the session was offered (the run's start).
+    fn session_report(&self) -> Value {
+        let ms = |d: Duration| (d.as_secs_f64() * 1e6).round() / 1e3;
+        let ahead = self.ahead.as_ref();
+        json!({
+            "ready_ms": ahead.and_then(|a| a.ready_after()).map(ms),
+            "file_started_ms": ahead.zip(self.file_started).map(|(a, at)| ms(a.since_offer(at))),
+            "service": self.session.as_ref().is_some_and(Session::has_service),
+            "error": self.session_error,
+        })
     }
 
     fn thread_track(&mut self, thread: &ThreadInfo) -> &mut ThreadTrack {
@@ -756,6 +770,10 @@ impl PerfettoSink {
     /// file's bytes to the kernel.
     fn drain(&mut self) {
         self.write_out();
+        self.join_session(false);
+        if let Some(dir) = self.session.as_ref().and_then(|s| s.path.parent()) {
+            crate::sinks::space::reserve_if_large(dir, self.tally.bytes);
+        }
         let Some(session) = self.session.as_mut() else {
             return;
         };

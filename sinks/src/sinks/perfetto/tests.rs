@@ -83,10 +83,20 @@ fn assert_complete(report: &Value, ahead: bool) {
 #[test]
 fn a_session_started_ahead_on_its_own_thread_is_the_one_the_trace_uses() {
     let (mut sink, dir) = sink_in("session-ahead");
-    std::thread::spawn(sink.session_set_up()).join().unwrap();
+    let set_up = std::thread::spawn(sink.session_set_up(Duration::ZERO));
+    let ahead = Arc::clone(sink.ahead.as_ref().unwrap());
+    // Waits for a first batch; this one comes after the session is ready.
+    ahead.want();
+    ahead.wait_until_answered();
+    set_up.join().unwrap();
     // Started, but nothing in the run folder until the first batch.
     assert!(!dir.exists());
-    assert_complete(&ten_regions_and_finish(&mut sink, &dir), true);
+    let report = ten_regions_and_finish(&mut sink, &dir);
+    assert_complete(&report, true);
+    assert!(
+        report["session"]["ready_ms"].as_f64().is_some(),
+        "{report:#}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -94,8 +104,39 @@ fn a_session_started_ahead_on_its_own_thread_is_the_one_the_trace_uses() {
 fn a_session_set_up_that_never_ran_leaves_the_start_to_the_first_batch() {
     let (mut sink, dir) = sink_in("session-never-ran");
     // As when the set-up thread could not be started: the closure is dropped unrun.
-    drop(sink.session_set_up());
+    drop(sink.session_set_up(Duration::ZERO));
     assert_complete(&ten_regions_and_finish(&mut sink, &dir), false);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_run_that_ends_before_the_set_up_began_has_no_session_and_leads_with_its_own_clocks() {
+    let (mut sink, dir) = sink_in("session-never-began");
+    let set_up = std::thread::spawn(sink.session_set_up(Duration::from_secs(3600)));
+    let report = ten_regions_and_finish(&mut sink, &dir);
+    // The end cancelled the set-up that was still waiting: its thread returns.
+    set_up.join().unwrap();
+    assert_eq!(report["session_started_ahead"], false, "{report:#}");
+    assert_eq!(report["session"]["service"], false, "{report:#}");
+    assert!(report["session"]["ready_ms"].is_null(), "{report:#}");
+    assert!(
+        report["session"]["file_started_ms"].as_f64().is_some(),
+        "{report:#}"
+    );
+    assert_eq!(report["service_packets"], 0, "{report:#}");
+    assert_eq!(report["complete"], true, "{report:#}");
+    assert_eq!(report["counts"]["slices_ended"], 10, "{report:#}");
+    assert_eq!(report["track_events_lost"], 0, "{report:#}");
+    // The file's first packet is Metron's clock snapshot: on Metron's sequence (field 10
+    // = 8), a `clock_snapshot` (field 6) whose first clock (field 1) has id (field 1) 6,
+    // BOOTTIME.
+    let bytes = std::fs::read(dir.join("trace.pftrace")).unwrap();
+    assert_eq!(bytes[0], 0x0a, "a Trace.packet first");
+    let at = (0..32)
+        .find(|&i| bytes[i..i + 3] == [0x50, 0x08, 0x32])
+        .expect("a clock snapshot on Metron's sequence in the first packet");
+    assert_eq!(bytes[at + 4], 0x0a, "a clock");
+    assert_eq!(&bytes[at + 6..at + 8], &[0x08, 6], "BOOTTIME first");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
