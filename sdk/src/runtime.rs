@@ -493,6 +493,9 @@ pub(crate) fn flush() {
 /// Hands GPU records to the sinks (see [`crate::gpu::submit`]).
 pub(crate) fn deliver_gpu(records: &[crate::sink::GpuRecord]) {
     if let Some(rt) = RUNTIME.get() {
+        // The launch annotations of these records were published before the work ran: drained
+        // first, so the sinks, which write the records now, find their regions.
+        rt.service.flush();
         rt.pipeline
             .lock()
             .unwrap_or_else(|e| e.into_inner())
