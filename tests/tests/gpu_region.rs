@@ -26,9 +26,15 @@ fn mode_setting_and_decision() {
         ("region", None)
     );
     let (mode, note) = metron_gpu_nvidia::decide_gpu_counter_mode("region", 10);
-    assert_eq!(mode, "region", "several passes are collected across instances");
+    assert_eq!(
+        mode, "region",
+        "several passes are collected across instances"
+    );
     let note = note.unwrap();
-    assert!(note.contains("k-th instance") && note.contains("fewer than 10 times"), "{note}");
+    assert!(
+        note.contains("k-th instance") && note.contains("fewer than 10 times"),
+        "{note}"
+    );
     assert_eq!(
         metron_gpu_nvidia::decide_gpu_counter_mode("kernel", 10),
         ("kernel", None)
@@ -82,7 +88,7 @@ fn without_a_gpu_the_component_reads_nan_with_a_reason() {
         let _r = metron::scope!("step", WithGpu);
     }
     // The C hooks are no-ops when region mode is off.
-    metron_gpu_nvidia::c_region_begin(1);
+    metron_gpu_nvidia::c_region_begin(1, 0);
     metron_gpu_nvidia::c_region_end(1);
     let report = metron::finish().expect("the run finishes");
     assert!(report.output_dir.join("summary.json").exists());
