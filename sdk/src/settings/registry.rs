@@ -192,6 +192,12 @@ pub static REGISTRY: &[SettingSpec] = &[
         description: "Python frames in call-stack samples: `metron sample` sets PYTHONPERFSUPPORT=1 for the program (CPython >= 3.12 then gives each Python function a native frame, named from /tmp/perf-<pid>.map as `py::function (file.py:line)`); auto: when the command is Python >= 3.12; on: always; off: never. `metron sample` records the choice here (on or off)",
     },
     SettingSpec {
+        name: "METRON_SAMPLING_PER_THREAD",
+        kind: Kind::Bool,
+        default: "false",
+        description: "per-thread stacks: stacks.folded and flamegraph.svg rooted at each thread (`name-tid`) and a call tree per thread in summary.json; off: threads merged, rooted at the program's name (as stackcollapse-perf and py-spy do)",
+    },
+    SettingSpec {
         name: "METRON_SAMPLING_DELAY",
         kind: Kind::Duration,
         default: "0",

@@ -1,6 +1,7 @@
 //! GPU totals in `summary.txt` / `summary.json` (key `gpu`): per kernel name, per Metron
 //! region (the region open on the launching thread, see `crate::gpu`), per copy kind and
-//! per API function. Resolved at the end of the run, when every launch has been joined.
+//! per API function, each a running aggregate updated as the records come (memory per
+//! distinct name, none per record); a kernel's region is the join's when its record comes.
 //!
 //! With GPU counters (`METRON_GPU_METRICS`), `summary.json` also has `gpu.gpu_counters`: each
 //! metric summed over the profiled kernels of each launching region and of each kernel name
@@ -18,9 +19,9 @@
 use super::stats::Stats;
 use crate::sink::{GpuKind, GpuRecord};
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Region-mode counter values of one region.
 #[derive(Clone, Debug, Default)]
@@ -179,72 +180,101 @@ fn write_region_counters(out: &mut String, rows: &BTreeMap<String, RegionCounter
     }
 }
 
-/// The GPU records of the run, summarized at its end.
+/// The GPU records of the run, summarized as they come: per kernel name, launching region,
+/// copy kind and API name one running [`Stats`] (memory grows with the distinct names, not
+/// with the records). Kernel records are kept only while GPU counters are declared (their
+/// values are resolved per launch at the end: `kernels_csv::KernelCounters::resolve`).
 #[derive(Default)]
 pub(crate) struct GpuSummary {
-    records: Vec<GpuRecord>,
+    totals: Totals,
+    /// Records seen (metric samples excluded).
+    seen: u64,
+    /// Kernel records, kept for the counters' resolution (only with counters declared).
+    counted: Vec<GpuRecord>,
     /// The launch → region join (filled by the GPU glue), handed over by the summary's config.
     context: crate::sink::gpu::GpuContext,
 }
 
 #[derive(Default)]
 struct Totals {
-    kernels: BTreeMap<String, Stats>,
-    regions: BTreeMap<String, (Stats, u64)>,
-    copies: BTreeMap<String, (Stats, u64)>,
-    apis: BTreeMap<String, Stats>,
+    kernels: HashMap<Arc<str>, Stats>,
+    regions: HashMap<&'static str, Stats>,
+    copies: HashMap<(bool, Arc<str>), (Stats, u64)>,
+    apis: HashMap<Arc<str>, Stats>,
 }
 
 impl GpuSummary {
     /// An empty summary that finds launch regions in `context`.
     pub(crate) fn with_context(context: crate::sink::gpu::GpuContext) -> GpuSummary {
         GpuSummary {
-            records: Vec::new(),
             context,
+            ..GpuSummary::default()
         }
     }
 
     pub(crate) fn add(&mut self, records: &[GpuRecord]) {
-        // Metric samples (PM sampling) are summarized by the backend, not here.
-        self.records.extend(
-            records
-                .iter()
-                .filter(|r| r.kind != GpuKind::Counter)
-                .cloned(),
-        );
-    }
-
-    fn totals(&self) -> Totals {
-        let mut t = Totals::default();
-        for r in &self.records {
+        let keep = super::kernels_csv::counters_declared();
+        let t = &mut self.totals;
+        for r in records {
             let ns = r.duration_ns() as f64;
             match r.kind {
                 GpuKind::Kernel => {
-                    t.kernels.entry(r.name.to_string()).or_default().push(ns);
+                    t.kernels.entry(Arc::clone(&r.name)).or_default().push(ns);
                     let region = self
                         .context
                         .region_of(r.correlation)
                         .map_or("(unknown)", |(name, _)| name);
-                    let e = t.regions.entry(region.to_string()).or_default();
-                    e.0.push(ns);
+                    t.regions.entry(region).or_default().push(ns);
+                    if keep {
+                        self.counted.push(r.clone());
+                    }
                 }
                 GpuKind::Memcpy | GpuKind::Memset => {
-                    let name = if r.kind == GpuKind::Memset {
-                        "Memset".to_string()
-                    } else {
-                        format!("Memcpy {}", r.name)
-                    };
-                    let e = t.copies.entry(name).or_default();
+                    let e = t
+                        .copies
+                        .entry((r.kind == GpuKind::Memset, Arc::clone(&r.name)))
+                        .or_default();
                     e.0.push(ns);
                     e.1 += r.bytes;
                 }
                 GpuKind::RuntimeApi | GpuKind::DriverApi | GpuKind::HsaApi | GpuKind::HipApi => {
-                    t.apis.entry(r.name.to_string()).or_default().push(ns);
+                    t.apis.entry(Arc::clone(&r.name)).or_default().push(ns);
                 }
-                GpuKind::Counter => {}
+                // Metric samples (PM sampling) are summarized by the backend, not here.
+                GpuKind::Counter => continue,
             }
+            self.seen += 1;
         }
-        t
+    }
+
+    /// The tables, by name: (kernels, kernels by region, copies and sets with bytes, API calls).
+    #[allow(clippy::type_complexity)]
+    fn tables(
+        &self,
+    ) -> (
+        BTreeMap<String, Stats>,
+        BTreeMap<String, Stats>,
+        BTreeMap<String, (Stats, u64)>,
+        BTreeMap<String, Stats>,
+    ) {
+        let t = &self.totals;
+        let mut copies: BTreeMap<String, (Stats, u64)> = BTreeMap::new();
+        for ((set, name), (s, b)) in &t.copies {
+            let key = if *set {
+                "Memset".to_string()
+            } else {
+                format!("Memcpy {name}")
+            };
+            let e = copies.entry(key).or_insert((Stats::default(), 0));
+            e.0.merge(s);
+            e.1 += b;
+        }
+        (
+            t.kernels.iter().map(|(n, s)| (n.to_string(), *s)).collect(),
+            t.regions.iter().map(|(n, s)| (n.to_string(), *s)).collect(),
+            copies,
+            t.apis.iter().map(|(n, s)| (n.to_string(), *s)).collect(),
+        )
     }
 
     /// `gpu_counters`: per region and per kernel name, each metric's sum over its profiled
@@ -257,30 +287,30 @@ impl GpuSummary {
         let Some(c) = super::kernels_csv::kernel_counters() else {
             return Value::Null;
         };
-        counters_json(&self.context, &self.records, &c)
+        counters_json(&self.context, &self.counted, &c)
     }
 
     pub(crate) fn to_json(&self) -> Value {
-        if self.records.is_empty() {
+        if self.seen == 0 {
             return Value::Null;
         }
-        let t = self.totals();
+        let (kernels, regions, copies, apis) = self.tables();
         let stats = |s: &Stats| json!({"count": s.count, "total_ns": s.total, "min_ns": s.min, "max_ns": s.max, "mean_ns": s.mean()});
         json!({
-            "kernels": t.kernels.iter().map(|(n, s)| { let mut v = stats(s); v["name"] = json!(n); v }).collect::<Vec<_>>(),
-            "kernels_by_region": t.regions.iter().map(|(n, (s, _))| { let mut v = stats(s); v["region"] = json!(n); v }).collect::<Vec<_>>(),
-            "copies": t.copies.iter().map(|(n, (s, b))| { let mut v = stats(s); v["name"] = json!(n); v["bytes"] = json!(b); v }).collect::<Vec<_>>(),
-            "api": t.apis.iter().map(|(n, s)| { let mut v = stats(s); v["name"] = json!(n); v }).collect::<Vec<_>>(),
+            "kernels": kernels.iter().map(|(n, s)| { let mut v = stats(s); v["name"] = json!(n); v }).collect::<Vec<_>>(),
+            "kernels_by_region": regions.iter().map(|(n, s)| { let mut v = stats(s); v["region"] = json!(n); v }).collect::<Vec<_>>(),
+            "copies": copies.iter().map(|(n, (s, b))| { let mut v = stats(s); v["name"] = json!(n); v["bytes"] = json!(b); v }).collect::<Vec<_>>(),
+            "api": apis.iter().map(|(n, s)| { let mut v = stats(s); v["name"] = json!(n); v }).collect::<Vec<_>>(),
             "gpu_counters": self.counters_json(),
         })
     }
 
     pub(crate) fn write_text(&self, out: &mut String) {
         write_region_counters(out, &region_counters().1);
-        if self.records.is_empty() {
+        if self.seen == 0 {
             return;
         }
-        let t = self.totals();
+        let (kernels, regions, copies, apis) = self.tables();
         let mut table = |title: &str, rows: Vec<(String, &Stats, Option<u64>)>| {
             if rows.is_empty() {
                 return;
@@ -308,28 +338,22 @@ impl GpuSummary {
         };
         table(
             "GPU kernels",
-            t.kernels
-                .iter()
-                .map(|(n, s)| (n.clone(), s, None))
-                .collect(),
+            kernels.iter().map(|(n, s)| (n.clone(), s, None)).collect(),
         );
         table(
             "GPU kernels by launching region",
-            t.regions
-                .iter()
-                .map(|(n, (s, _))| (n.clone(), s, None))
-                .collect(),
+            regions.iter().map(|(n, s)| (n.clone(), s, None)).collect(),
         );
         table(
             "GPU copies and sets",
-            t.copies
+            copies
                 .iter()
                 .map(|(n, (s, b))| (n.clone(), s, Some(*b)))
                 .collect(),
         );
         table(
             "CUDA API calls (host)",
-            t.apis.iter().map(|(n, s)| (n.clone(), s, None)).collect(),
+            apis.iter().map(|(n, s)| (n.clone(), s, None)).collect(),
         );
     }
 }
