@@ -88,7 +88,7 @@ fn without_a_gpu_the_component_reads_nan_with_a_reason() {
         let _r = metron::scope!("step", WithGpu);
     }
     // The C hooks are no-ops when region mode is off.
-    metron_gpu_nvidia::c_region_begin(1);
+    metron_gpu_nvidia::c_region_begin(1, 0);
     metron_gpu_nvidia::c_region_end(1);
     let report = metron::finish().expect("the run finishes");
     assert!(report.output_dir.join("summary.json").exists());
