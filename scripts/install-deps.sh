@@ -75,6 +75,12 @@ if ! command -v clang-14 >/dev/null && ! command -v clang >/dev/null; then
     echo "scripts/install-deps.sh: missing clang-14 (apt-get install clang-14); the Clang functions test will skip" >&2
   fi
 fi
+# GNU time measures a program's peak RSS in tests/tests/outputs_at_scale.rs (a child of the test
+# would inherit the test's own high-water mark).
+if [ ! -x /usr/bin/time ]; then
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null; } ||
+    echo "scripts/install-deps.sh: could not install time; the peak RSS check will skip" >&2
+fi
 # The Perfetto trace tests decode trace.pftrace with the official protos of the `perfetto`
 # PyPI package (tests/perfetto/validate_trace.py). perfetto-sdk-sys builds with g++ (above).
 if ! python3 -c "import perfetto.protos.perfetto.trace.perfetto_trace_pb2" >/dev/null 2>&1; then

@@ -335,7 +335,7 @@ pub enum MetadataNeed {
 }
 
 /// What a [`GpuRecord`] is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GpuKind {
     /// A kernel execution.

@@ -12,10 +12,15 @@ use std::sync::Mutex;
 /// The value of a function that is not made a region.
 pub const SKIP: u32 = u32::MAX;
 
+/// One function's address and verdict, side by side so that a hit reads one cache line.
+struct Slot {
+    key: AtomicUsize,
+    value: AtomicU32,
+}
+
 /// An address → verdict table of `N` slots (a power of two), filled to three quarters at most.
 pub struct DecisionTable<const N: usize> {
-    keys: [AtomicUsize; N],
-    values: [AtomicU32; N],
+    slots: [Slot; N],
     len: AtomicUsize,
     writer: Mutex<()>,
 }
@@ -35,8 +40,12 @@ impl<const N: usize> DecisionTable<N> {
     /// An empty table (all zero: it lives in `.bss`, and untouched pages cost nothing).
     pub const fn new() -> Self {
         DecisionTable {
-            keys: [const { AtomicUsize::new(0) }; N],
-            values: [const { AtomicU32::new(0) }; N],
+            slots: [const {
+                Slot {
+                    key: AtomicUsize::new(0),
+                    value: AtomicU32::new(0),
+                }
+            }; N],
             len: AtomicUsize::new(0),
             writer: Mutex::new(()),
         }
@@ -54,9 +63,10 @@ impl<const N: usize> DecisionTable<N> {
     pub fn get(&self, address: usize) -> Option<u32> {
         let mut i = Self::home(address);
         loop {
-            let key = self.keys[i & Self::MASK].load(Ordering::Acquire);
+            let slot = &self.slots[i & Self::MASK];
+            let key = slot.key.load(Ordering::Acquire);
             if key == address {
-                return Some(self.values[i & Self::MASK].load(Ordering::Relaxed));
+                return Some(slot.value.load(Ordering::Relaxed));
             }
             if key == 0 {
                 return None;
@@ -76,11 +86,12 @@ impl<const N: usize> DecisionTable<N> {
             return false;
         }
         let mut i = Self::home(address);
-        while self.keys[i & Self::MASK].load(Ordering::Relaxed) != 0 {
+        while self.slots[i & Self::MASK].key.load(Ordering::Relaxed) != 0 {
             i = i.wrapping_add(1);
         }
-        self.values[i & Self::MASK].store(value, Ordering::Relaxed);
-        self.keys[i & Self::MASK].store(address, Ordering::Release);
+        let slot = &self.slots[i & Self::MASK];
+        slot.value.store(value, Ordering::Relaxed);
+        slot.key.store(address, Ordering::Release);
         self.len.fetch_add(1, Ordering::Relaxed);
         true
     }

@@ -209,6 +209,11 @@ fn on_resource_callback(cbid: u32, data: *const c_void) {
     pm_sampling::on_resource(cbid);
     // SAFETY: resource-domain data is a CUpti_ResourceData (checked non-null inside).
     unsafe { pc_sampling::on_resource(cbid, data) };
+    if cbid == sys_pcsampling::CBID_CONTEXT_DESTROY_STARTING && !data.is_null() {
+        // SAFETY: resource-domain data is a CUpti_ResourceData (checked non-null).
+        let ctx = unsafe { (*data.cast::<sys_pcsampling::ResourceData>()).context };
+        crate::range_profiler::on_context_destroying(ctx);
+    }
     if cbid == sys_pcsampling::CBID_CONTEXT_CREATED && !data.is_null() {
         // After PC sampling's own set-up on the context, so the warm-up launch is sampled.
         // SAFETY: resource-domain data is a CUpti_ResourceData (checked non-null).

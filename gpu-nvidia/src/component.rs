@@ -60,17 +60,22 @@ fn active() -> &'static [Field] {
 #[derive(Clone, Copy, Debug)]
 pub struct GpuCounters {
     values: [f64; MAX_GPU_FIELDS],
-    opened: bool,
+    /// The open instance's range number.
+    range: Option<u64>,
 }
 
 impl Default for GpuCounters {
     fn default() -> Self {
         GpuCounters {
             values: [f64::NAN; MAX_GPU_FIELDS],
-            opened: false,
+            range: None,
         }
     }
 }
+
+/// The call site number all `GpuCounters` instances share for a metric set of several passes
+/// (a component does not know its region's site): their instances take turns as one region.
+const COMPONENT_SITE: u32 = u32::MAX - 1;
 
 /// Why the last GPU-counted region read NaN (`None` when none did).
 pub fn region_reason() -> Option<String> {
@@ -96,25 +101,24 @@ impl Component for GpuCounters {
     const DESCRIPTION: &'static str =
         "CUPTI Range Profiler counters (METRON_GPU_METRICS) of the region's GPU work, as a user range (METRON_GPU_COUNTER_MODE=region, single-pass metric sets)";
     const COST: &'static str =
-        "CUPTI Start/PushRange and PopRange/Stop/Decode/Evaluate per region, synchronizing with the GPU (tens to hundreds of us)";
+        "CUPTI PushRange at start; PopRange, Stop, DecodeData and evaluation at stop (the fields need the values at the region's end: synchronizes with the GPU, about 3 ms per region); C API regions batch their ranges instead";
     const FIELDS: &'static [Field] = &STATIC_FIELDS;
     type Value = [f64; MAX_GPU_FIELDS];
 
     fn start(&mut self) {
         self.values = [f64::NAN; MAX_GPU_FIELDS];
-        match range_profiler::region_begin() {
-            Ok(()) => self.opened = true,
+        match range_profiler::region_begin(COMPONENT_SITE) {
+            Ok(range) => self.range = Some(range),
             Err(e) => {
-                self.opened = false;
+                self.range = None;
                 range_profiler::refuse(e);
             }
         }
     }
 
     fn stop(&mut self) {
-        if self.opened {
-            self.opened = false;
-            fill(&mut self.values, range_profiler::region_end());
+        if let Some(range) = self.range.take() {
+            fill(&mut self.values, range_profiler::region_end_values(range));
         }
     }
 

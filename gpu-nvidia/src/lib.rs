@@ -346,6 +346,17 @@ fn start_inner() -> Result<Status, Status> {
     if !ids.contains(&created) {
         ids.push(created);
     }
+    let destroying = (
+        sys_pcsampling::DOMAIN_RESOURCE,
+        sys_pcsampling::CBID_CONTEXT_DESTROY_STARTING,
+    );
+    let region_mode =
+        range_profiler::parse_mode(std::env::var("METRON_GPU_COUNTER_MODE").ok().as_deref())
+            == range_profiler::Mode::Region;
+    if counters_on && region_mode && !ids.contains(&destroying) {
+        // Region mode closes a context's batch of ranges while the context is alive.
+        ids.push(destroying);
+    }
     if pm_on && !pc_sampling::on() {
         // Context destruction stops sampling while the context is alive.
         ids.extend(pc_sampling::resource_cbids());

@@ -324,6 +324,7 @@ pub(crate) fn flush(at_end: bool) {
         pc_sampling::finish_collection();
         pm_sampling::finish();
     }
+    crate::range_profiler::flush_regions(at_end);
     region_kernels::resolve(at_end);
     let _ = loaded.cupti.flush(at_end);
     drain_api(loaded);

@@ -625,6 +625,21 @@ impl Driver {
         Some(unsafe { c_str(buf.as_ptr()) })
     }
 
+    /// Runs `f` with `ctx` current on this thread (pushed, then popped).
+    pub fn with_context<T>(&self, ctx: *mut c_void, f: impl FnOnce() -> T) -> Result<T, String> {
+        // SAFETY: `ctx` is a context the caller got from the driver; a destroyed one makes the
+        // push fail with an error code, nothing worse.
+        let r = unsafe { (self.ctx_push_current)(ctx) };
+        if r != 0 {
+            return Err(format!("cuCtxPushCurrent failed with CUDA error {r}"));
+        }
+        let out = f();
+        let mut popped: *mut c_void = std::ptr::null_mut();
+        // SAFETY: a valid out-pointer; pops the context pushed above.
+        unsafe { (self.ctx_pop_current)(&mut popped) };
+        Ok(out)
+    }
+
     /// Runs `f` with device `ordinal`'s primary context current on this thread (retained,
     /// pushed, then popped and released).
     pub fn with_primary_context<T>(

@@ -16,14 +16,14 @@ import tempfile
 
 SETUP = {
     "empty loop": ("", "pass"),
-    "with metron.region(name)": ("import metron", "with metron.region('s'):\n        pass"),
-    "with <a kept metron.region>": ("import metron\nr = metron.region('s')", "with r:\n        pass"),
+    "with metron.region(name)": ("import metron", "with metron.region('s'):\n            pass"),
+    "with <a kept metron.region>": ("import metron\nr = metron.region('s')", "with r:\n            pass"),
     "@metron.profile call": (
         "import metron\n@metron.profile\ndef f():\n    return None",
         "f()",
     ),
     "plain call": ("def f():\n    return None", "f()"),
-    "with nvtx.annotate(name)": ("import nvtx", "with nvtx.annotate('s'):\n        pass"),
+    "with nvtx.annotate(name)": ("import nvtx", "with nvtx.annotate('s'):\n            pass"),
     "traced call (Metron)": (
         "from metron import _functions\ndef f():\n    return None\n_functions.start(r'^__main__\\.f$')",
         "f()",

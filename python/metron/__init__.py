@@ -125,14 +125,8 @@ def profile(fn=None, *, name=None):
         resumed = _region_id(label + " (resumed)")
         wrapper = _generator_wrapper(fn, first, resumed)
     else:
-
-        def wrapper(*args, **kwargs):
-            _begin(first)
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                _end(first)
-
+        # A native callable: no Python frame of its own between the caller and `fn`.
+        wrapper = _metron.Profiled(fn, first)
     return _functools.wraps(fn)(wrapper)
 
 

@@ -13,6 +13,7 @@
 
 mod binding;
 mod names;
+mod profiled;
 mod sys;
 mod tracer;
 mod tracer_monitoring;
@@ -211,6 +212,7 @@ fn which_binding() -> (&'static str, String) {
 fn _metron(m: &Bound<'_, PyModule>) -> PyResult<()> {
     binding::get();
     m.add_class::<Region>()?;
+    m.add_class::<profiled::Profiled>()?;
     m.add_function(wrap_pyfunction!(region, m)?)?;
     m.add_function(wrap_pyfunction!(region_id, m)?)?;
     m.add_function(wrap_pyfunction!(begin, m)?)?;

@@ -7,7 +7,7 @@ import sys
 import textwrap
 import unittest
 
-from support import PROGRAMS, run_python
+from support import PROGRAMS, libmetron, run_python
 
 KNOWN_ANSWER = os.path.join(PROGRAMS, "known_answer.py")
 ENGINES = ["setprofile"] + (["monitoring"] if sys.version_info >= (3, 12) else [])
@@ -22,9 +22,12 @@ WITH_ENGINE = textwrap.dedent("""
 
 
 class KnownAnswers(unittest.TestCase):
-    def check(self, run):
+    def check(self, run, preloaded=False):
         printed = json.loads(run.stdout)
         counts = run.region_counts()
+        if preloaded:
+            # The preloaded runtime's region of the whole program, named after the executable.
+            self.assertEqual(counts.pop(os.path.basename(os.path.realpath(sys.executable))), 1)
         for name, expected in printed["answers"].items():
             if expected is None:
                 continue
@@ -41,6 +44,15 @@ class KnownAnswers(unittest.TestCase):
     def test_the_default_engine_counts_every_call_exactly(self):
         run = run_python(KNOWN_ANSWER, env={"METRON_FUNCTIONS": r"^known_answer\."})
         self.check(run)
+
+    def test_under_the_preloaded_runtime_the_calls_land_in_its_run(self):
+        # What `metron run --functions REGEX -- python3 app.py` does: libmetron preloaded,
+        # METRON_FUNCTIONS set; the package's .pth starts the tracer, bound to that runtime.
+        if libmetron() is None:
+            self.skipTest("target/release/libmetron.so is not built (cargo build --release -p metron-user)")
+        run = run_python(KNOWN_ANSWER, env={"METRON_FUNCTIONS": r"^known_answer\."}, preload=True)
+        self.check(run, preloaded=True)
+        self.assertEqual(os.listdir(os.path.dirname(run.folder)), ["run"], "one run folder")
 
     def test_each_engine_counts_every_call_exactly(self):
         for engine in ENGINES:

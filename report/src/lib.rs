@@ -13,7 +13,10 @@
 //!   drop statistics, and how to open `trace.pftrace` in the Perfetto UI.
 //!
 //! The flame graphs are made by [`inferno`] (the Rust port of `flamegraph.pl`); they keep its
-//! search and click-to-zoom when opened on their own or in the report.
+//! search and click-to-zoom when opened on their own or in the report. Frames narrower than a
+//! pixel are folded first ([`fold`]): a picture of 10⁵ distinct stacks stays small and quick,
+//! and says in its subtitle how many stacks and samples it folded. `summary.json` is read
+//! without the parts the pictures do not show ([`read_summary`]), so no summary is too large.
 
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -23,7 +26,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub mod causal;
+pub mod fold;
 mod html;
+mod read_summary;
 
 /// The files [`write_pictures`] writes.
 pub const FLAMEGRAPH: &str = "flamegraph.svg";
@@ -78,8 +83,20 @@ pub fn flamegraph_svg(
     count_name: &str,
     icicle: bool,
 ) -> io::Result<String> {
+    flamegraph_svg_with(folded, title, None, count_name, icicle)
+}
+
+/// [`flamegraph_svg`] with a subtitle (what was folded).
+fn flamegraph_svg_with(
+    folded: &str,
+    title: &str,
+    subtitle: Option<String>,
+    count_name: &str,
+    icicle: bool,
+) -> io::Result<String> {
     let mut options = inferno::flamegraph::Options::default();
     options.title = title.to_string();
+    options.subtitle = subtitle;
     options.count_name = count_name.to_string();
     // Equal inputs give equal files (colours from the names, not random).
     options.hash = true;
@@ -205,18 +222,26 @@ pub fn write_pictures(dir: &Path) -> io::Result<Vec<PathBuf>> {
 
 /// [`write_pictures`], leaving out `report.html` when `html` is false.
 pub fn write_pictures_with(dir: &Path, html: bool) -> io::Result<Vec<PathBuf>> {
-    pictures(dir, read_json(dir, "metadata.json").map(Arc::new), html)
+    Ok(pictures(dir, read_json(dir, "metadata.json").map(Arc::new), html)?.files)
+}
+
+/// What [`write_pictures_given`] wrote, and what its flame graphs folded.
+pub struct Pictures {
+    /// The files written.
+    pub files: Vec<PathBuf>,
+    /// What each flame graph folded, by file name (only those that folded something).
+    pub folded: Vec<(&'static str, fold::Folding)>,
 }
 
 /// [`write_pictures`] at the end of a run: the run's metadata from memory (`None`: read from
 /// `metadata.json`), so that the run writes its `metadata.json` once, after the pictures.
-pub fn write_pictures_given(dir: &Path, metadata: Option<Arc<Value>>) -> io::Result<Vec<PathBuf>> {
+pub fn write_pictures_given(dir: &Path, metadata: Option<Arc<Value>>) -> io::Result<Pictures> {
     let metadata = metadata.or_else(|| read_json(dir, "metadata.json").map(Arc::new));
     pictures(dir, metadata, true)
 }
 
-fn pictures(dir: &Path, metadata: Option<Arc<Value>>, html: bool) -> io::Result<Vec<PathBuf>> {
-    let summary = read_json(dir, "summary.json");
+fn pictures(dir: &Path, metadata: Option<Arc<Value>>, html: bool) -> io::Result<Pictures> {
+    let summary = read_summary::read(dir);
     if metadata.is_none() && summary.is_none() {
         return Err(io::Error::new(
             io::ErrorKind::NotFound,
@@ -229,6 +254,7 @@ fn pictures(dir: &Path, metadata: Option<Arc<Value>>, html: bool) -> io::Result<
     let metadata = metadata.unwrap_or_else(|| Arc::new(Value::Null));
     let summary = summary.unwrap_or(Value::Null);
     let mut files = Vec::new();
+    let mut folded_by = Vec::new();
     let exe = summary["exe"]
         .as_str()
         .or(metadata["run"]["exe"].as_str())
@@ -240,6 +266,7 @@ fn pictures(dir: &Path, metadata: Option<Arc<Value>>, html: bool) -> io::Result<
         FLAMEGRAPH,
         &format!("{exe}: call-stack samples (stacks.folded)"),
         &mut files,
+        &mut folded_by,
     )?;
     let gpu_stalls = draw_folded(
         dir,
@@ -247,13 +274,24 @@ fn pictures(dir: &Path, metadata: Option<Arc<Value>>, html: bool) -> io::Result<
         GPU_STALLS,
         &format!("{exe}: GPU PC samples by region, kernel, line and stall reason"),
         &mut files,
+        &mut folded_by,
     )?;
     let causal = write_causal(dir, &mut files)?;
     let folded = region_folded(&summary);
     let regions = if folded.is_empty() {
         None
     } else {
-        let svg = flamegraph_svg(&folded, &format!("{exe}: regions by self time"), "ns", true)?;
+        let (folded, folding) = fold::fold_narrow(&folded, fold::MIN_SHARE);
+        let svg = flamegraph_svg_with(
+            &folded,
+            &format!("{exe}: regions by self time"),
+            folding.subtitle(),
+            "ns",
+            true,
+        )?;
+        if folding.stacks_folded > 0 {
+            folded_by.push((REGIONS, folding));
+        }
         let path = dir.join(REGIONS);
         std::fs::write(&path, &svg)?;
         files.push(path);
@@ -273,7 +311,10 @@ fn pictures(dir: &Path, metadata: Option<Arc<Value>>, html: bool) -> io::Result<
         std::fs::write(&path, html::page(&folder))?;
         files.push(path);
     }
-    Ok(files)
+    Ok(Pictures {
+        files,
+        folded: folded_by,
+    })
 }
 
 /// The flame graph of the folded stacks in `dir/input` (samples), written to `dir/output`;
@@ -281,13 +322,18 @@ fn pictures(dir: &Path, metadata: Option<Arc<Value>>, html: bool) -> io::Result<
 fn draw_folded(
     dir: &Path,
     input: &str,
-    output: &str,
+    output: &'static str,
     title: &str,
     files: &mut Vec<PathBuf>,
+    folded_by: &mut Vec<(&'static str, fold::Folding)>,
 ) -> io::Result<Option<String>> {
     match std::fs::read_to_string(dir.join(input)) {
         Ok(folded) if !folded.trim().is_empty() => {
-            let svg = flamegraph_svg(&folded, title, "samples", false)?;
+            let (folded, folding) = fold::fold_narrow(&folded, fold::MIN_SHARE);
+            let svg = flamegraph_svg_with(&folded, title, folding.subtitle(), "samples", false)?;
+            if folding.stacks_folded > 0 {
+                folded_by.push((output, folding));
+            }
             let path = dir.join(output);
             std::fs::write(&path, &svg)?;
             files.push(path);

@@ -171,8 +171,9 @@ pub fn region_of(correlation: u32) -> Option<(&'static str, u32)> {
 /// hot path reads one flag of this crate ([`region_counters_on`]) and depends on no backend.
 #[derive(Clone, Copy)]
 pub struct RegionCounters {
-    /// The C API opened region number `depth` (1 = outermost) on this thread.
-    pub begin: fn(depth: usize),
+    /// The C API opened region number `depth` (1 = outermost) on this thread, of call site
+    /// `site` (instances of one site share the passes of a metric set that needs several).
+    pub begin: fn(depth: usize, site: u32),
     /// The C API is about to close region number `depth` (still open, so annotations go to it).
     pub end: fn(depth: usize),
 }
@@ -196,9 +197,9 @@ pub fn region_counters_on() -> bool {
 }
 
 /// Calls the backend's [`RegionCounters::begin`] (nothing without a backend's hooks).
-pub fn region_counters_begin(depth: usize) {
+pub fn region_counters_begin(depth: usize, site: u32) {
     if let Some(h) = REGION_COUNTERS.get() {
-        (h.begin)(depth);
+        (h.begin)(depth, site);
     }
 }
 

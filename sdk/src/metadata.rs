@@ -67,6 +67,66 @@ fn extra_sections() -> Vec<(&'static str, Value)> {
     sections.into_iter().map(|(name, f)| (name, f())).collect()
 }
 
+/// Threads listed one by one in `metadata.json` while they are this many or fewer.
+const THREADS_MANY: usize = 64;
+/// Threads listed one by one when there are more (those that wrote the most records).
+const THREADS_APART: usize = 16;
+
+/// `metadata.json`'s `threads`: each thread's counts while they are few; past
+/// [`THREADS_MANY`], the [`THREADS_APART`] that wrote the most apart and the others summed,
+/// one entry per thread name (`"threads"`: how many, `"thread"`: null), so that a thread per
+/// task makes the file grow with the names, not with the threads. Every count is kept.
+fn threads_json(threads: &[&crate::pipeline::ThreadStats]) -> Value {
+    if threads.len() <= THREADS_MANY {
+        return json!(threads);
+    }
+    let mut order: Vec<&crate::pipeline::ThreadStats> = threads.to_vec();
+    order.sort_by(|a, b| {
+        let index = |s: &crate::pipeline::ThreadStats| s.thread.as_ref().map_or(0, |t| t.index);
+        b.records_written
+            .cmp(&a.records_written)
+            .then(index(a).cmp(&index(b)))
+    });
+    let (apart, rest) = order.split_at(THREADS_APART);
+    let mut out: Vec<Value> = apart.iter().map(|s| json!(s)).collect();
+    let mut groups: std::collections::BTreeMap<(String, bool), [u64; 8]> = Default::default();
+    for s in rest {
+        let key = s
+            .thread
+            .as_ref()
+            .map_or((String::new(), false), |t| (t.name.clone(), t.is_metron));
+        let g = groups.entry(key).or_default();
+        for (sum, n) in g.iter_mut().zip([
+            1,
+            s.records_written,
+            s.records_dropped,
+            s.unbalanced_ends,
+            s.open_at_exit,
+            s.open_at_crash,
+            s.malformed,
+            s.samples,
+        ]) {
+            *sum += n;
+        }
+    }
+    for ((name, is_metron), g) in groups {
+        out.push(json!({
+            "thread": null,
+            "name": name,
+            "is_metron": is_metron,
+            "threads": g[0],
+            "records_written": g[1],
+            "records_dropped": g[2],
+            "unbalanced_ends": g[3],
+            "open_at_exit": g[4],
+            "open_at_crash": g[5],
+            "malformed": g[6],
+            "samples": g[7],
+        }));
+    }
+    Value::Array(out)
+}
+
 /// What the runtime hands `metadata.json` of itself.
 pub(crate) struct RuntimeFacts<'a> {
     pub(crate) settings: &'a Settings,
@@ -118,7 +178,7 @@ pub(crate) fn build(
         },
         "records": { "written": written, "dropped": dropped, "dropped_before_start": before_start },
         "refused": refusals().into_iter().map(|(what, n)| (what, json!(n))).collect::<serde_json::Map<String, Value>>(),
-        "threads": threads,
+        "threads": threads_json(&threads),
         "output_errors": errors,
         "outputs": pipeline.sink_metadata(),
     });

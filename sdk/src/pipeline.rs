@@ -140,7 +140,9 @@ impl Pipeline {
         self.output_dir.clone()
     }
 
-    pub(crate) fn add_sink(&mut self, sink: Box<dyn Sink>) {
+    pub(crate) fn add_sink(&mut self, mut sink: Box<dyn Sink>) {
+        // A sink added while the run goes on (a GPU backend's) learns the run folder now.
+        sink.output_dir_changed(&self.output_dir);
         self.sinks.push(sink);
     }
 

@@ -187,7 +187,9 @@ fn start() -> Runtime {
         ))));
     }
     // `stacks.folded`, written only when the run has call-stack samples.
-    sinks.push(Box::new(crate::sinks::folded::FoldedSink::new()));
+    sinks.push(Box::new(crate::sinks::folded::FoldedSink::per_thread(
+        settings.sampling_per_thread,
+    )));
     if settings.trace {
         let config = PerfettoConfig {
             file_name: settings.trace_file.clone(),
@@ -348,6 +350,7 @@ fn summary_config(settings: &Settings) -> SummaryConfig {
         died: settings.crash.then_some(crate::crash::died as fn() -> _),
         gpu: crate::gpu::context(),
         refused: Some(crate::metadata::refusals),
+        sampling_per_thread: settings.sampling_per_thread,
     }
 }
 
@@ -490,6 +493,9 @@ pub(crate) fn flush() {
 /// Hands GPU records to the sinks (see [`crate::gpu::submit`]).
 pub(crate) fn deliver_gpu(records: &[crate::sink::GpuRecord]) {
     if let Some(rt) = RUNTIME.get() {
+        // The launch annotations of these records were published before the work ran: drained
+        // first, so the sinks, which write the records now, find their regions.
+        rt.service.flush();
         rt.pipeline
             .lock()
             .unwrap_or_else(|e| e.into_inner())

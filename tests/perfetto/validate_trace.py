@@ -92,10 +92,12 @@ def iter_packets(data, tail):
         pos += length
 
 
-def annotation_value(a):
+def annotation_value(a, seq=None):
     which = a.WhichOneof("value")
     if which is None:
         return None
+    if which == "string_value_iid" and seq is not None:
+        return seq.string_values.get(a.string_value_iid, "#%d" % a.string_value_iid)
     return getattr(a, which)
 
 
@@ -103,6 +105,7 @@ class Sequence:
     def __init__(self):
         self.event_names = {}
         self.annotation_names = {}
+        self.string_values = {}
         self.clock_id = None
         self.track_uuid = None
         # Sequence-scoped clocks (ids 64-127) declared by a clock snapshot on the sequence:
@@ -277,6 +280,8 @@ def validate(path, args):
                 seq.event_names[n.iid] = n.name
             for n in packet.interned_data.debug_annotation_names:
                 seq.annotation_names[n.iid] = n.name
+            for n in packet.interned_data.debug_annotation_string_values:
+                seq.string_values[n.iid] = n.str.decode("utf-8", "replace")
         if packet.HasField("trace_stats"):
             trace_stats = packet.trace_stats
         if packet.HasField("trace_config"):
@@ -357,7 +362,7 @@ def validate(path, args):
                     key = "#%d" % a.name_iid
             else:
                 key = a.name
-            ann[key] = annotation_value(a)
+            ann[key] = annotation_value(a, seq)
         value = None
         if e.type == TYPE_COUNTER:
             value = e.double_counter_value if e.HasField("double_counter_value") else e.counter_value

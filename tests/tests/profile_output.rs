@@ -9,7 +9,7 @@
 
 use metron::sinks::folded::FoldedSink;
 use metron::sinks::perfetto::{Categories, PerfettoConfig, PerfettoSink, TraceFillPolicy};
-use metron::sinks::summary::SummarySink;
+use metron::sinks::summary::{SummaryConfig, SummarySink};
 use metron::{Callsite, CallsiteKind, Event, RunInfo, SampleTrigger, Sink, ThreadInfo};
 use serde_json::Value;
 use std::ffi::{c_int, c_void};
@@ -206,9 +206,13 @@ fn samples_become_a_profile_folded_stacks_and_trace_callstacks() {
         segment_bytes: 64 << 10,
         max_file_bytes: None,
     };
+    // Per-thread stacks (`METRON_SAMPLING_PER_THREAD`); the default, merged, is below.
     let mut sinks: Vec<Box<dyn Sink>> = vec![
-        Box::new(SummarySink::new()),
-        Box::new(FoldedSink::new()),
+        Box::new(SummarySink::with_config(SummaryConfig {
+            sampling_per_thread: true,
+            ..SummaryConfig::default()
+        })),
+        Box::new(FoldedSink::per_thread(true)),
         Box::new(PerfettoSink::new(config, dir.clone())),
     ];
     let (main_tid, worker_tid) = feed(&mut sinks, &dir);
@@ -384,6 +388,40 @@ fn samples_become_a_profile_folded_stacks_and_trace_callstacks() {
     // The structural validator still passes with the samples in the trace.
     let (v, ok, stderr) = python("validate_trace.py", &trace);
     assert!(ok, "validate_trace.py: {stderr}\n{:#}", v["checks"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn threads_are_merged_by_default_rooted_at_the_program() {
+    let dir = run_dir();
+    let mut sinks: Vec<Box<dyn Sink>> =
+        vec![Box::new(SummarySink::new()), Box::new(FoldedSink::new())];
+    feed(&mut sinks, &dir);
+    let folded = std::fs::read_to_string(dir.join("stacks.folded")).unwrap();
+    let count = |root: &str, leaf: &str| -> u64 {
+        folded
+            .lines()
+            .filter(|l| l.starts_with(&format!("{root};")) && l.contains(leaf))
+            .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+            .sum()
+    };
+    // The main thread's 300 and the worker's 100 under one root; the flusher's 50 apart.
+    assert_eq!(count("profile_output", "leaf_a"), 300, "{folded}");
+    assert_eq!(count("profile_output", "leaf_b"), 100, "{folded}");
+    assert_eq!(count("metron:metron-flusher", "leaf_a"), 50, "{folded}");
+    assert!(
+        folded
+            .lines()
+            .all(|l| l.starts_with("profile_output;") || l.starts_with("metron:metron-flusher;")),
+        "{folded}"
+    );
+    // summary.json: one call tree, merged; no tree per thread unless asked.
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let p = &summary["sampling"]["profiles"][0];
+    assert!(p.get("call_tree_by_thread").is_none(), "{p:#}");
+    assert_eq!(p["threads"].as_array().unwrap().len(), 3);
+    assert!(p["call_tree_nodes"]["shown"].as_u64().unwrap() > 0);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -63,10 +63,9 @@ fn skip_reason() -> Option<String> {
     }
 }
 
-/// (hot, cold) samples by leaf frame, and the distinct threads that have samples.
-fn shares(folded: &str) -> (u64, u64, Vec<String>) {
+/// (hot, cold) samples by leaf frame.
+fn shares(folded: &str) -> (u64, u64) {
     let (mut hot, mut cold) = (0, 0);
-    let mut threads = Vec::new();
     for line in folded.lines() {
         let (stack, n) = line.rsplit_once(' ').unwrap();
         let n: u64 = n.parse().unwrap();
@@ -76,11 +75,8 @@ fn shares(folded: &str) -> (u64, u64, Vec<String>) {
             "spin_cold" => cold += n,
             _ => {}
         }
-        if !threads.iter().any(|t| t == frames[0]) {
-            threads.push(frames[0].to_string());
-        }
     }
-    (hot, cold, threads)
+    (hot, cold)
 }
 
 #[test]
@@ -182,7 +178,16 @@ fn attaching_samples_a_running_process_and_the_threads_it_creates_without_distur
         );
     }
     let folded = std::fs::read_to_string(run.join("stacks.folded")).unwrap();
-    let (hot, cold, threads) = shares(&folded);
+    let (hot, cold) = shares(&folded);
+    // Threads are merged in stacks.folded: the sampled threads are the profile's.
+    let summary = read_json(run, "summary.json");
+    let threads: Vec<String> = summary["sampling"]["profiles"][0]["threads"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t["samples"].as_u64().unwrap_or(0) > 0)
+        .map(|t| format!("{}-{}", t["name"], t["tid"]))
+        .collect();
     let share = 100.0 * hot as f64 / (hot + cold) as f64;
     println!("spin_hot {hot}, spin_cold {cold} samples: {share:.1} % hot; threads {threads:?}");
     assert!(hot + cold >= 300, "too few samples: {folded}");

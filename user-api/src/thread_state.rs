@@ -579,7 +579,7 @@ impl ThreadState {
                 // METRON_GPU_COUNTER_MODE=region: the outermost GPU-counted region opens a
                 // CUPTI user range (one relaxed load when off).
                 if gpu {
-                    metron::gpu::region_counters_begin(self.fast.depth);
+                    metron::gpu::region_counters_begin(self.fast.depth, word as u32);
                 }
                 true
             }

@@ -5,7 +5,6 @@
 //! only read it (and take the notes), so no sink reaches into a source's state.
 
 use crate::callsite::Callsite;
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Name of the annotation a backend records at each kernel launch (value: correlation id).
@@ -70,12 +69,26 @@ pub struct GpuNote {
     pub args: Vec<(String, NoteValue)>,
 }
 
+/// Launches the join remembers: slot `correlation % JOIN_SLOTS` holds the latest launch with
+/// that remainder, so the join takes constant memory (6 MiB once a launch is joined) however
+/// long the run. A kernel whose record comes more than this many launches after its own loses
+/// its region (`(unknown)`); CUPTI's buffers hold far fewer records than that.
+pub const JOIN_SLOTS: usize = 1 << 18;
+
+/// One launch of the join: its correlation id (0: empty), region and launching thread.
+#[derive(Clone, Copy, Default)]
+struct JoinSlot {
+    correlation: u32,
+    tid: u32,
+    region: &'static str,
+}
+
 #[derive(Default)]
 struct Shared {
     devices: Mutex<Vec<GpuDevice>>,
     stream_word: OnceLock<&'static str>,
-    /// correlation id → (region name, thread tid).
-    join: Mutex<HashMap<u32, (&'static str, u32)>>,
+    /// correlation id → (region name, thread tid), the latest [`JOIN_SLOTS`] launches.
+    join: Mutex<Vec<JoinSlot>>,
     notes: Mutex<Vec<GpuNote>>,
 }
 
@@ -128,20 +141,29 @@ impl GpuContext {
             return;
         }
         let mut join = self.0.join.lock().unwrap_or_else(|e| e.into_inner());
-        for (corr, region, tid) in launches {
-            join.insert(corr, (region, tid));
+        if join.is_empty() {
+            join.resize(JOIN_SLOTS, JoinSlot::default());
+        }
+        for (correlation, region, tid) in launches {
+            join[correlation as usize % JOIN_SLOTS] = JoinSlot {
+                correlation,
+                tid,
+                region,
+            };
         }
     }
 
     /// The region open on the launching thread when the work with this correlation id was
-    /// launched, and that thread's tid (known once the flusher saw the launch annotation).
+    /// launched, and that thread's tid (known once the flusher saw the launch annotation, for
+    /// the latest [`JOIN_SLOTS`] launches).
     pub fn region_of(&self, correlation: u32) -> Option<(&'static str, u32)> {
-        self.0
-            .join
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&correlation)
-            .copied()
+        if correlation == 0 {
+            return None;
+        }
+        let join = self.0.join.lock().unwrap_or_else(|e| e.into_inner());
+        join.get(correlation as usize % JOIN_SLOTS)
+            .filter(|s| s.correlation == correlation)
+            .map(|s| (s.region, s.tid))
     }
 
     /// Adds notes for the trace.

@@ -1,18 +1,20 @@
 //! Region mode for the C API's regions: the outermost region begun while region mode is on
-//! opens a user range and its end annotates the region with `gpu.<metric>` values (or
-//! `gpu.counters_error`). Lent to the C API through the SDK's hook
+//! opens a user range and its end annotates the region with its range number (the values
+//! join it in the summary once its image is evaluated: `gpu.<metric>` per region there), or
+//! `gpu.counters_error` with the reason. Lent to the C API through the SDK's hook
 //! (`metron::gpu::RegionCounters`), so that its hot path reads one flag of the SDK.
 
 use super::*;
 use std::sync::atomic::AtomicU32;
-use std::sync::OnceLock;
 
 thread_local! {
     /// The C API depth (this thread's open regions) at which a user range was opened; 0: none.
     static C_OPEN_DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// The range number of the open range.
+    static C_RANGE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
-static C_KEYS: OnceLock<Vec<u32>> = OnceLock::new();
+static C_RANGE_KEY: AtomicU32 = AtomicU32::new(0);
 static C_REASON_KEY: AtomicU32 = AtomicU32::new(0);
 
 /// Region mode is on for the C API's regions: the backend started with metrics and
@@ -33,14 +35,17 @@ pub(super) fn set_c_hooks(on: bool) {
     metron::gpu::set_region_counters(hooks, on);
 }
 
-/// The C API opened region number `depth` (1 = outermost) on this thread: opens a user range
-/// when region mode is on and none is open.
-pub fn c_region_begin(depth: usize) {
+/// The C API opened region number `depth` (1 = outermost) of call site `site` on this thread:
+/// opens a user range when region mode is on and none is open.
+pub fn c_region_begin(depth: usize, site: u32) {
     if !c_region_mode() || C_OPEN_DEPTH.with(|d| d.get()) != 0 {
         return;
     }
-    match region_begin() {
-        Ok(()) => C_OPEN_DEPTH.with(|d| d.set(depth)),
+    match region_begin(site) {
+        Ok(range) => {
+            C_OPEN_DEPTH.with(|d| d.set(depth));
+            C_RANGE.with(|r| r.set(range));
+        }
         Err(e) => {
             let reason = refuse(e);
             annotate_reason(&reason);
@@ -49,26 +54,26 @@ pub fn c_region_begin(depth: usize) {
 }
 
 /// The C API is about to close region number `depth` (still open, so annotations go to it):
-/// when it opened the user range, closes it and annotates the region with `gpu.<metric>`
-/// values (or `gpu.counters_error`).
+/// when it opened the user range, closes it and annotates the region with its range number
+/// (`gpu.counters_range`), by which the values join it once evaluated; or with
+/// `gpu.counters_error` and the reason.
 pub fn c_region_end(depth: usize) {
     if C_OPEN_DEPTH.with(|d| d.get()) != depth || depth == 0 {
         return;
     }
     C_OPEN_DEPTH.with(|d| d.set(0));
     match region_end() {
-        Ok(values) => {
-            let keys = C_KEYS.get_or_init(|| {
-                region_columns()
-                    .iter()
-                    .map(|c| {
-                        metron::intern(&format!("gpu.{c}"), metron::CallsiteKind::AnnotationKey)
-                    })
-                    .collect()
-            });
-            for (&k, v) in keys.iter().zip(values) {
-                metron::by_id::annotate(k, metron::AnnotationValue::F64(v));
+        Ok(()) => {
+            let mut key = C_RANGE_KEY.load(Ordering::Relaxed);
+            if key == 0 {
+                key = metron::intern(
+                    metron::sinks::gpu_region_ranges::RANGE_KEY,
+                    metron::CallsiteKind::AnnotationKey,
+                );
+                C_RANGE_KEY.store(key, Ordering::Relaxed);
             }
+            let range = C_RANGE.with(|r| r.get());
+            metron::by_id::annotate(key, metron::AnnotationValue::U64(range));
         }
         Err(e) => {
             let reason = refuse(e);

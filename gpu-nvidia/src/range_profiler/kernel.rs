@@ -45,12 +45,7 @@ pub fn warm_up(ctx: *mut c_void, launch: &dyn Fn() -> Result<(), String>) -> Res
             .len(),
     );
     let result = if region {
-        let open = region_begin().is_ok();
-        let r = launch();
-        if open {
-            let _ = region_end();
-        }
-        r
+        region_warm_up(launch)
     } else {
         before_launch(ctx, WARM_UP_CORRELATION, 0, false);
         let r = launch();
@@ -96,12 +91,7 @@ pub fn before_launch(ctx: *mut c_void, correlation: u32, now: u64, graph: bool) 
         }
         match session_of(state, ctx) {
             Ok(s) if s.mode == Mode::Region => {
-                let me = crate::tid();
-                if let Some(open) = s.open.as_mut() {
-                    if open.owner != me && open.foreign.is_none() {
-                        open.foreign = Some(me);
-                    }
-                }
+                s.batch.launched(crate::tid());
                 return;
             }
             Ok(s) if graph && !s.user_ranges => {

@@ -60,7 +60,9 @@ use std::ffi::{c_void, CString};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
+mod batch;
 mod c_api;
+mod evaluate;
 mod kernel;
 mod launch_range;
 mod region;
@@ -72,6 +74,29 @@ pub use region::*;
 const MAX_RANGES: usize = 128;
 /// The image is initialized again once fewer than this many ranges are free.
 const RANGES_FREE: usize = 64;
+/// Region mode: ranges per counter-data image (`METRON_GPU_REGION_RANGES`): one region
+/// instance in this many pays the image's close (`Stop`, `DecodeData`, a fresh image).
+const REGION_RANGES: usize = 256;
+
+/// `METRON_GPU_REGION_RANGES` (1 to 4096; anything else is said on stderr once and the
+/// default used).
+fn region_ranges() -> usize {
+    static RANGES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *RANGES.get_or_init(|| match std::env::var("METRON_GPU_REGION_RANGES") {
+        Err(_) => REGION_RANGES,
+        Ok(v) if v.trim().is_empty() => REGION_RANGES,
+        Ok(v) => match v.trim().parse::<usize>() {
+            Ok(n) if (1..=4096).contains(&n) => n,
+            _ => {
+                eprintln!(
+                    "metron: METRON_GPU_REGION_RANGES={v:?} is not a number from 1 to 4096 \
+                     (ranges per counter-data image); using {REGION_RANGES}"
+                );
+                REGION_RANGES
+            }
+        },
+    })
+}
 
 /// How counters are scoped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,20 +138,19 @@ pub fn parse_mode(raw: Option<&str>) -> Mode {
     }
 }
 
-/// The mode that runs for the `requested` one and `passes`, and why it differs.
+/// The mode that runs for the `requested` one and `passes`, and what it means.
 ///
-/// Region mode runs only for single-pass metric sets: with N > 1 passes each region would have
-/// to repeat N times (user replay), which Metron does not drive; it counts per kernel instead
-/// and a `GpuCounters` component reports NaN with that reason (never partial numbers).
+/// Region mode runs for any metric set: with N > 1 passes pass k is collected from the k-th
+/// instance of a region name (`batch.rs`), so each value combines N instances.
 pub fn decide(requested: Mode, passes: usize) -> (Mode, Option<String>) {
     match requested {
         Mode::Kernel => (Mode::Kernel, None),
         Mode::Region if passes > 1 => (
-            Mode::Kernel,
+            Mode::Region,
             Some(format!(
-                "region mode needs {passes} passes: each region would have to repeat {passes} \
-                 times (user replay, not driven by Metron); counting per kernel with kernel \
-                 replay instead, GpuCounters regions read NaN"
+                "the metric set needs {passes} passes: pass k is collected from the k-th \
+                 instance of a region, so each value combines {passes} instances of one region \
+                 name (a region that repeats fewer than {passes} times reads NaN)"
             )),
         ),
         Mode::Region => (Mode::Region, None),
@@ -153,13 +177,13 @@ struct Session {
     /// Kernel mode with one user range per launch (a single-pass metric set), rather than
     /// auto range with kernel replay (`launch_range.rs`).
     user_ranges: bool,
-    /// The CUDA device of the context.
-    device: i32,
     /// Held from a launch's enter to its exit (kernel mode): one profiled launch at a time
     /// on this context, whichever thread launches.
     gate: Arc<Gate>,
-    /// The user range open on this context (region mode).
-    open: Option<OpenRange>,
+    /// Region mode's user ranges on this context.
+    batch: batch::Batch,
+    /// Region mode: the name of each range number of an image (`"0"`, `"1"`, ...).
+    range_names: Vec<CString>,
 }
 
 impl Session {
@@ -180,15 +204,6 @@ impl Session {
             MAX_RANGES,
         )
     }
-}
-
-/// A region's user range, open on a context.
-struct OpenRange {
-    /// The thread that opened it.
-    owner: u32,
-    /// Another thread that launched work on the context while it was open (its values would
-    /// include that work).
-    foreign: Option<u32>,
 }
 
 /// A lock that can be taken in one callback and released in another (launch enter, exit).
@@ -238,7 +253,7 @@ struct State {
     /// context → session.
     sessions: HashMap<usize, Session>,
     initialized: bool,
-    spec: Spec,
+    spec: Arc<Spec>,
 }
 
 /// correlation id → host span of the launch (enter, exit). A lock of its own: CUPTI's
@@ -338,11 +353,14 @@ pub fn configure(cupti: &Cupti, cupti_path: &str) {
             );
         }
     }
+    if requested == Mode::Region {
+        metron::sinks::gpu_region_ranges::set_columns(spec.columns());
+    }
     *STATE.lock().unwrap_or_else(|e| e.into_inner()) = Some(State {
         info,
         sessions: HashMap::new(),
         initialized: false,
-        spec,
+        spec: Arc::new(spec),
     });
 }
 
@@ -427,13 +445,15 @@ fn set_up(state: &mut State, ctx: *mut c_void) -> Result<(), String> {
     state.info.note = note;
     state.info.config_bytes = config.len();
     let object = p.enable_on(&cupti, ctx)?;
-    let size = p.counter_data_size(&cupti, object, &names, MAX_RANGES)?;
+    let ranges = match mode {
+        Mode::Region => region_ranges(),
+        Mode::Kernel => MAX_RANGES,
+    };
+    let size = p.counter_data_size(&cupti, object, &names, ranges)?;
     let mut image = vec![0u8; size];
     p.counter_data_init(&cupti, object, &mut image)?;
     let (range, replay) = range_and_replay(mode, passes);
-    p.set_config_on(
-        &cupti, object, &config, &mut image, range, replay, MAX_RANGES,
-    )?;
+    p.set_config_on(&cupti, object, &config, &mut image, range, replay, ranges)?;
     state.info.counter_data_bytes = size;
     state.info.devices.push(device);
     state.sessions.insert(
@@ -450,11 +470,19 @@ fn set_up(state: &mut State, ctx: *mut c_void) -> Result<(), String> {
             mode,
             passes,
             user_ranges: mode == Mode::Kernel && launch_range::per_launch_user_ranges(passes),
-            device,
             gate: Arc::new(Gate::default()),
-            open: None,
+            batch: batch::Batch::new(ranges, passes),
+            range_names: match mode {
+                Mode::Region => (0..ranges)
+                    .map(|i| CString::new(i.to_string()).expect("digits"))
+                    .collect(),
+                Mode::Kernel => Vec::new(),
+            },
         },
     );
+    if mode == Mode::Region {
+        close_at_exit();
+    }
     if mode == Mode::Kernel && launch_range::per_launch_user_ranges(passes) {
         launch_range::serialized_kernel_records(&cupti);
     }
@@ -532,6 +560,15 @@ pub fn metadata() -> Value {
         "regions_counted": REGIONS_COUNTED.load(Ordering::Relaxed),
         "regions_refused": REGIONS_REFUSED.load(Ordering::Relaxed),
         "regions_nested": REGIONS_NESTED.load(Ordering::Relaxed),
+        "region_steps": region_steps_json(),
+        "region_images_evaluated": evaluate::IMAGES_EVALUATED.load(Ordering::Relaxed),
+        "region_evaluate_ns": evaluate::EVALUATE_NS.load(Ordering::Relaxed),
+        "region_ranges_per_image": (i.mode == Some(Mode::Region)).then(region_ranges),
+        "region_batching": match (i.mode, i.passes) {
+            (Some(Mode::Region), Some(1)) => Some("one Start, a PushRange/PopRange per region instance; Stop, DecodeData and a fresh image when the image is full and at the end; ranges evaluated on metron-gpu-eval; values joined to their instances by range number (gpu.counters_range)".to_string()),
+            (Some(Mode::Region), Some(n)) => Some(format!("{n} passes across instances: pass k from the k-th instance of one region name (Start..Stop each), decoded after the {n}th; values combined over the {n} instances")),
+            _ => None,
+        },
         "region_reason": region_reason(),
         "region_first_values": *REGION_SAMPLES.lock().unwrap_or_else(|e| e.into_inner()),
         "region_kernel_activity": match region_kernels() {
@@ -622,11 +659,11 @@ mod tests {
     }
 
     #[test]
-    fn region_mode_never_gives_wrong_numbers() {
+    fn region_mode_collects_several_passes_across_instances() {
         assert_eq!(decide(Mode::Kernel, 10), (Mode::Kernel, None));
         let (m, note) = decide(Mode::Region, 10);
-        assert_eq!(m, Mode::Kernel);
-        assert!(note.unwrap().contains("repeat 10 times"));
+        assert_eq!(m, Mode::Region);
+        assert!(note.unwrap().contains("k-th instance"));
         assert_eq!(decide(Mode::Region, 1), (Mode::Region, None));
         assert_eq!(range_and_replay(Mode::Region, 1), (USER_RANGE, USER_REPLAY));
         assert_eq!(range_and_replay(Mode::Kernel, 1), (USER_RANGE, USER_REPLAY));

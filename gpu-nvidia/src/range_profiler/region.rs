@@ -1,6 +1,8 @@
 //! Region mode (`METRON_GPU_COUNTER_MODE=region`): a user range with user replay per region
-//! instance (the `GpuCounters` component's and the C API's regions), single-pass metric
-//! sets; the region's values, NaN with a reason when a range cannot be counted.
+//! instance (the `GpuCounters` component's and the C API's regions), batched per counter-data
+//! image (`batch.rs`) and evaluated off the region's thread (`evaluate.rs`); a metric set of
+//! N passes is collected across a region's instances, pass k from its k-th. An instance's
+//! values reach the summary by its range number; NaN with a reason when it cannot be counted.
 
 use super::*;
 
@@ -122,11 +124,147 @@ pub(super) fn kernel_activity(cupti: &Cupti, on: bool) {
     }
 }
 
-/// Opens a user range for a region on the calling thread's current context: sets the
-/// profiler up there if no launch did yet, `Start`, `PushRange`. `Err(reason)`: the region
-/// reads NaN (counters off, kernel mode, several passes, a region already open on this
-/// context, on this thread or another, or a CUPTI error).
-pub fn region_begin() -> Result<(), String> {
+/// The range number of the next region instance (0 is Metron's warm-up).
+static NEXT_RANGE: AtomicU64 = AtomicU64::new(1);
+
+/// Host time of region mode's steps over all instances, ns, and how often each ran
+/// (`metadata.json` `gpu.counters.region_steps`): the whole begin and end as the region's
+/// thread sees them, the activity switches, push, pop, and the image closes (`Stop`,
+/// `DecodeData`, a fresh image).
+pub(super) static REGION_STEP_NS: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
+pub(super) static REGION_STEP_COUNT: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
+pub(super) const REGION_STEP_NAMES: [&str; 7] = [
+    "begin",
+    "end",
+    "activity_off",
+    "activity_on",
+    "start_and_push",
+    "pop",
+    "close_image",
+];
+
+/// Runs `f` and adds its host time to region step `i`.
+pub(super) fn step<T>(i: usize, f: impl FnOnce() -> T) -> T {
+    let t0 = crate::timestamp();
+    let r = f();
+    REGION_STEP_NS[i].fetch_add(crate::timestamp().saturating_sub(t0), Ordering::Relaxed);
+    REGION_STEP_COUNT[i].fetch_add(1, Ordering::Relaxed);
+    r
+}
+
+/// The steps for `metadata.json`: `{name: {"ns": total, "count": n}}`.
+pub(super) fn region_steps_json() -> Value {
+    REGION_STEP_NAMES
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            (
+                n.to_string(),
+                json!({"ns": REGION_STEP_NS[i].load(Ordering::Relaxed), "count": REGION_STEP_COUNT[i].load(Ordering::Relaxed)}),
+            )
+        })
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
+/// The Range Profiler calls of one session, for its batch.
+pub(super) struct SessionCalls<'a> {
+    pub(super) cupti: &'a Cupti,
+    pub(super) p: Profiler,
+    pub(super) object: Object,
+    pub(super) image: &'a mut Vec<u8>,
+    pub(super) config: &'a [u8],
+    pub(super) capacity: usize,
+    /// The ranges' names, by number in the image (made once per session).
+    pub(super) names: &'a [std::ffi::CString],
+}
+
+impl batch::RangeCalls for SessionCalls<'_> {
+    type Image = Vec<u8>;
+    fn start(&mut self) -> Result<(), String> {
+        self.p.start_on(self.cupti, self.object)
+    }
+    fn push(&mut self, slot: usize) -> Result<(), String> {
+        let name = self
+            .names
+            .get(slot)
+            .map_or(USER_RANGE_NAME, |n| n.as_c_str());
+        self.p.push_on(self.cupti, self.object, name)
+    }
+    fn pop(&mut self) -> Result<(), String> {
+        self.p.pop_on(self.cupti, self.object)
+    }
+    fn stop(&mut self) -> Result<bool, String> {
+        self.p.stop_on(self.cupti, self.object)
+    }
+    fn decode(&mut self) -> Result<usize, String> {
+        let dropped = self.p.decode_on(self.cupti, self.object)?;
+        RANGES_DROPPED.fetch_add(dropped as u64, Ordering::Relaxed);
+        Ok(dropped)
+    }
+    fn rotate(&mut self) -> Result<Vec<u8>, String> {
+        // Zeroed pages come from the allocator lazily; CUPTI initializes the header.
+        let mut fresh = vec![0u8; self.image.len()];
+        self.p
+            .counter_data_init(self.cupti, self.object, &mut fresh)?;
+        self.p.set_config_on(
+            self.cupti,
+            self.object,
+            self.config,
+            &mut fresh,
+            USER_RANGE,
+            USER_REPLAY,
+            self.capacity,
+        )?;
+        Ok(std::mem::replace(self.image, fresh))
+    }
+}
+
+/// Runs `f` on the session of `ctx` with its batch and calls; hands a closed image to the
+/// evaluator.
+fn with_batch<T>(
+    state: &mut State,
+    ctx: usize,
+    cupti: &Cupti,
+    f: impl FnOnce(&mut batch::Batch, &mut SessionCalls<'_>) -> (T, Option<batch::Closed<Vec<u8>>>),
+) -> Option<T> {
+    let s = state.sessions.get_mut(&ctx)?;
+    let mut calls = SessionCalls {
+        cupti,
+        p: s.profiler,
+        object: s.object,
+        image: &mut s.image,
+        config: &s.config,
+        capacity: s.batch.capacity(),
+        names: &s.range_names,
+    };
+    let (out, closed) = f(&mut s.batch, &mut calls);
+    if let Some(closed) = closed {
+        let job = evaluate::Job {
+            closed,
+            cupti: *cupti,
+            profiler: s.profiler,
+            host: s.host.0 as usize,
+            metrics: state.info.metrics.clone(),
+            spec: state.spec.clone(),
+        };
+        evaluate::submit(job);
+    }
+    Some(out)
+}
+
+/// Opens a user range for an instance of region `site` (its call site id: instances of one
+/// name share the passes of a metric set that needs several) on the calling thread's current
+/// context: sets the profiler up there if no launch did yet, `Start` when the batch is not
+/// started, `PushRange`. `Ok(range number)`; `Err(reason)`: the instance reads NaN (counters
+/// off, kernel mode, a region already open on this context, on this thread or another,
+/// another region's pass set in progress, or a CUPTI error).
+pub fn region_begin(site: u32) -> Result<u64, String> {
+    step(0, || open_range(site, None))
+}
+
+/// Opens the range of an instance numbered `id` (`None`: the next number).
+fn open_range(site: u32, id: Option<u64>) -> Result<u64, String> {
     let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
     let Some(state) = guard.as_mut() else {
         return Err(
@@ -166,32 +304,17 @@ pub fn region_begin() -> Result<(), String> {
         );
     }
     let me = crate::tid();
-    let s = match session_of(state, ctx) {
-        Ok(s) => s,
+    match session_of(state, ctx) {
+        Ok(s) if s.mode != Mode::Region => {
+            return Err(state.info.note.clone().unwrap_or_default());
+        }
+        Ok(_) => {}
         Err((e, permanent)) => {
             if permanent {
                 fail(state, e.clone());
             }
             return Err(e);
         }
-    };
-    if s.mode != Mode::Region {
-        let note = state.info.note.clone().unwrap_or_default();
-        return Err(note);
-    }
-    if let Some(open) = &s.open {
-        REGIONS_OVERLAPPED.fetch_add(1, Ordering::Relaxed);
-        let owner = open.owner;
-        if let Some(open) = s.open.as_mut() {
-            // The open range would count this region's kernels too.
-            open.foreign.get_or_insert(me);
-        }
-        return Err(format!(
-            "a region of thread {owner} is counted on this GPU (device {}) at the same time: \
-             the GPU's counters cannot tell overlapping regions apart (both read NaN; kernel \
-             mode gives per-kernel values summed per region)",
-            s.device
-        ));
     }
     let Some((cupti, _)) = *CUPTI.lock().unwrap_or_else(|e| e.into_inner()) else {
         return Err("CUPTI not loaded".into());
@@ -205,35 +328,48 @@ pub fn region_begin() -> Result<(), String> {
     }
     let rk = region_kernels();
     if rk == RegionKernels::Events {
-        // Before the range opens: the anchor's wait is not counted.
+        // Before the range opens: the anchor's wait is not counted (once a second at most).
         crate::region_kernels::anchor(ctx);
     }
-    if rk != RegionKernels::On {
-        kernel_activity(&cupti, false);
+    let id = id.unwrap_or_else(|| NEXT_RANGE.fetch_add(1, Ordering::Relaxed));
+    let busy = state
+        .sessions
+        .get(&(ctx as usize))
+        .and_then(|s| s.batch.open_owner())
+        .is_some();
+    if rk != RegionKernels::On && !busy {
+        step(2, || kernel_activity(&cupti, false));
     }
-    let opened = s
-        .profiler
-        .start_on(&cupti, s.object)
-        .and_then(|_| s.profiler.push_on(&cupti, s.object, USER_RANGE_NAME));
-    if rk == RegionKernels::Edges || opened.is_err() {
-        kernel_activity(&cupti, true);
+    let opened = with_batch(state, ctx as usize, &cupti, |b, calls| {
+        let opened = step(4, || b.begin(calls, id, site, me));
+        (opened, b.take_abandoned())
+    })
+    .unwrap_or_else(|| Err(batch::Refused("the profiler is not set up".into())));
+    if rk == RegionKernels::Edges || (opened.is_err() && !busy && rk != RegionKernels::On) {
+        step(3, || kernel_activity(&cupti, true));
     }
-    if let Err(e) = opened {
-        let _ = s.profiler.stop_on(&cupti, s.object);
-        return Err(e);
+    match opened {
+        Ok(()) => {
+            REGION_CTX.with(|c| c.set(ctx as usize));
+            Ok(id)
+        }
+        Err(batch::Refused(e)) => {
+            if busy {
+                REGIONS_OVERLAPPED.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e)
+        }
     }
-    s.open = Some(OpenRange {
-        owner: me,
-        foreign: None,
-    });
-    REGION_CTX.with(|c| c.set(ctx as usize));
-    Ok(())
 }
 
-/// Closes the range [`region_begin`] opened on this thread: `PopRange`, `Stop`,
-/// `DecodeData`, evaluation of the range. The values: hardware metrics then derived ones;
-/// NaN (`Err`) when another thread launched work on the context while it was open.
-pub fn region_end() -> Result<Vec<f64>, String> {
+/// Closes the range [`region_begin`] opened on this thread (`PopRange`; when the image is
+/// full, `Stop`, `DecodeData` and a fresh image, the full one evaluated off this thread).
+/// The instance's values arrive later, by its range number.
+pub fn region_end() -> Result<(), String> {
+    step(1, region_end_inner)
+}
+
+fn region_end_inner() -> Result<(), String> {
     let ctx = REGION_CTX.with(|c| c.replace(0));
     if ctx == 0 {
         return Err("no GPU-counted region is open on this thread".into());
@@ -245,64 +381,164 @@ pub fn region_end() -> Result<Vec<f64>, String> {
     let Some((cupti, _)) = *CUPTI.lock().unwrap_or_else(|e| e.into_inner()) else {
         return Err("CUPTI not loaded".into());
     };
-    let Some(s) = state.sessions.get_mut(&ctx) else {
-        return Err("the profiler is not set up".into());
-    };
-    let open = s.open.take();
     let rk = region_kernels();
     if rk == RegionKernels::Edges {
         kernel_activity(&cupti, false);
     }
-    let result = (|| -> Result<Vec<f64>, String> {
-        let p = s.profiler;
-        p.pop_on(&cupti, s.object)?;
-        let all_passes = p.stop_on(&cupti, s.object)?;
-        let dropped = p.decode_on(&cupti, s.object)?;
-        RANGES_DROPPED.fetch_add(dropped as u64, Ordering::Relaxed);
-        let n = p.ranges_in(&cupti, &s.image)?;
-        let last = match n {
-            0 => None,
-            n => Some(p.evaluate(&cupti, s.host, &s.image, n - 1, &s.names)?),
-        };
-        // Under user replay a new Start after a complete pass set writes range 0 again (seen
-        // on the H100: the second region decoded no new range): a fresh image per region.
-        s.reconfigure(&cupti, USER_RANGE, USER_REPLAY)?;
-        if !all_passes {
-            return Err("CUPTI wants more passes of this region (user replay)".into());
-        }
-        last.ok_or_else(|| format!("no range decoded (dropped {dropped})"))
-    })();
-    if rk != RegionKernels::On {
-        kernel_activity(&cupti, true);
-    }
-    let device = s.device;
-    let result = match (result, open.and_then(|o| o.foreign)) {
-        (Ok(_), Some(other)) => {
-            REGIONS_OVERLAPPED.fetch_add(1, Ordering::Relaxed);
-            Err(format!(
-                "thread {other} launched GPU work on this GPU (device {device}) while this \
-                 region was counted: its values would include that work (kernel mode gives \
-                 per-kernel values summed per region)"
-            ))
-        }
-        (r, _) => r,
-    };
-    let out = match result {
-        Ok(mut values) => {
-            REGIONS_COUNTED.fetch_add(1, Ordering::Relaxed);
-            let derived = state.spec.derive(&values);
-            values.extend(derived);
-            let mut samples = REGION_SAMPLES.lock().unwrap_or_else(|e| e.into_inner());
-            if samples.len() < SAMPLES {
-                samples.push(values.clone());
+    let me = crate::tid();
+    let ended = with_batch(state, ctx, &cupti, |b, calls| {
+        match step(5, || b.end(calls, me)) {
+            Ok(Some(closed)) => {
+                // The pop filled the image (or completed a pass set): its close is timed apart.
+                (Ok(()), Some(closed))
             }
-            Ok(values)
+            Ok(None) => (Ok(()), None),
+            Err(batch::Refused(e)) => (Err(e), None),
         }
-        Err(e) => Err(e),
-    };
+    })
+    .unwrap_or_else(|| Err("the profiler is not set up".into()));
+    if rk != RegionKernels::On {
+        step(3, || kernel_activity(&cupti, true));
+    }
+    if ended.is_ok() {
+        REGIONS_COUNTED.fetch_add(1, Ordering::Relaxed);
+    }
     // The range's kernels (recorded from launch callbacks) go to the sinks outside the
     // profiler's lock (delivery takes the pipeline's).
     drop(guard);
     crate::region_kernels::resolve(false);
-    out
+    ended
+}
+
+/// Closes the range [`region_begin`] opened on this thread and waits for its values (the
+/// `GpuCounters` component, whose fields are written at the region's end): the image is closed
+/// now and evaluated on this thread. A metric set of several passes gives values only to the
+/// instance that completes a pass set; the others read NaN with the reason.
+pub fn region_end_values(id: u64) -> Result<Vec<f64>, String> {
+    evaluate::want(id);
+    if let Err(e) = region_end() {
+        let _ = evaluate::take_values(id);
+        return Err(e);
+    }
+    let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
+    let state = guard.as_mut().ok_or("GPU counters are off")?;
+    let Some((cupti, _)) = *CUPTI.lock().unwrap_or_else(|e| e.into_inner()) else {
+        return Err("CUPTI not loaded".into());
+    };
+    let ctx = crate::LOADED
+        .get()
+        .and_then(|l| l.driver.current_context())
+        .map_or(0, |c| c as usize);
+    with_batch(state, ctx, &cupti, |b, calls| {
+        ((), step(6, || b.flush(calls)))
+    });
+    drop(guard);
+    evaluate::drain();
+    evaluate::take_values(id)
+}
+
+/// A context is about to be destroyed (its resource callback; at the latest cudart's exit
+/// handler, which runs before the run's end): its batch is closed while the context lives.
+pub(crate) fn on_context_destroying(ctx: *mut c_void) {
+    if !REGION_REQUESTED.load(Ordering::Relaxed) || ctx.is_null() {
+        return;
+    }
+    finish_context(ctx as usize);
+    evaluate::drain();
+}
+
+/// Closes the batch of `ctx` (its image decoded, or an incomplete pass set reported), with
+/// the context made current around the calls.
+fn finish_context(ctx: usize) {
+    let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
+    let (Some(state), Some((cupti, _))) = (
+        guard.as_mut(),
+        *CUPTI.lock().unwrap_or_else(|e| e.into_inner()),
+    ) else {
+        return;
+    };
+    let Some(driver) = crate::LOADED.get().map(|l| &l.driver) else {
+        return;
+    };
+    // A context already destroyed cannot be pushed: its open image is lost and its instances
+    // read NaN ("never decoded") in the summary.
+    let _ = driver.with_context(ctx as *mut c_void, || {
+        with_batch(state, ctx, &cupti, |b, calls| {
+            ((), step(6, || b.finish(calls)))
+        });
+    });
+}
+
+/// Registers [`at_exit`] once, when region mode's first session is set up: the CUDA
+/// runtime's exit handlers were registered before (the context exists), so this one runs
+/// before them, while the context can still be pushed and its image decoded (Metron's own end
+/// of the run comes after them).
+pub(super) fn close_at_exit() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: a plain extern "C" function with no arguments.
+        if unsafe { libc::atexit(at_exit) } != 0 {
+            eprintln!(
+                "metron: GPU counters: atexit failed; open ranges are closed at Metron's own end"
+            );
+        }
+    });
+}
+
+extern "C" fn at_exit() {
+    // A panic must not unwind into libc's exit path.
+    let _ = std::panic::catch_unwind(|| flush_regions(true));
+}
+
+/// Closes every session's image so its ranges are evaluated: at the end of the run (each
+/// session's context made current around its calls) and when nothing is open. Waits for
+/// the evaluations.
+pub(crate) fn flush_regions(at_end: bool) {
+    if !REGION_REQUESTED.load(Ordering::Relaxed) {
+        return;
+    }
+    if at_end {
+        let contexts: Vec<usize> = STATE
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map(|s| s.sessions.keys().copied().collect())
+            .unwrap_or_default();
+        for ctx in contexts {
+            finish_context(ctx);
+        }
+    }
+    evaluate::drain();
+}
+
+/// The call site number of Metron's warm-up range.
+const WARM_UP_SITE: u32 = u32::MAX;
+
+/// Runs Metron's warm-up `launch` inside a counted range of its own (number 0, never
+/// delivered), then closes its image at once (one pass) or drops its pass (several), so
+/// CUPTI's lazy first `Start`, `Stop` and `DecodeData` happen in the set-up.
+pub(super) fn region_warm_up(launch: &dyn Fn() -> Result<(), String>) -> Result<(), String> {
+    let open = open_range(WARM_UP_SITE, Some(0)).is_ok();
+    let r = launch();
+    if open {
+        let _ = region_end_inner();
+        let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
+        let cupti = CUPTI.lock().unwrap_or_else(|e| e.into_inner()).map(|c| c.0);
+        let ctx = crate::LOADED
+            .get()
+            .and_then(|l| l.driver.current_context())
+            .map_or(0, |c| c as usize);
+        if let (Some(state), Some(cupti)) = (guard.as_mut(), cupti) {
+            with_batch(state, ctx, &cupti, |b, calls| match b.passes() {
+                1 => ((), b.flush(calls)),
+                _ => {
+                    b.discard(calls);
+                    ((), None)
+                }
+            });
+        }
+        drop(guard);
+        evaluate::drain();
+    }
+    r
 }

@@ -161,6 +161,8 @@ pub struct Settings {
     pub counters: crate::counters::CounterSettings,
     /// `METRON_SAMPLING*` and the time windows (`METRON_TRACE_PERIODS`, `_DELAY`, `_DURATION`).
     pub sampling: crate::sampling::SamplingConfig,
+    /// `METRON_SAMPLING_PER_THREAD`: sampled stacks per thread rather than merged.
+    pub sampling_per_thread: bool,
     /// `METRON_FUNCTIONS*`: which functions' calls become regions.
     pub functions: FunctionSettings,
     /// Every registry entry with the value in force and where it came from.
@@ -265,6 +267,7 @@ impl Settings {
         let _ = value_of("METRON_FORK");
         // Read by `metron sample` (it sets PYTHONPERFSUPPORT); reported in metadata.json.
         let _ = value_of("METRON_SAMPLING_PYTHON");
+        let sampling_per_thread = value_of("METRON_SAMPLING_PER_THREAD").bool();
         // Read by the GPU backend (`metron-gpu-nvidia`); checked and reported here like the rest.
         for gpu in [
             "METRON_GPU",
@@ -375,6 +378,7 @@ impl Settings {
             crash,
             counters,
             sampling,
+            sampling_per_thread,
             resolved,
             errors,
         }

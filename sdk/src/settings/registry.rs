@@ -192,6 +192,12 @@ pub static REGISTRY: &[SettingSpec] = &[
         description: "Python frames in call-stack samples: `metron sample` sets PYTHONPERFSUPPORT=1 for the program (CPython >= 3.12 then gives each Python function a native frame, named from /tmp/perf-<pid>.map as `py::function (file.py:line)`); auto: when the command is Python >= 3.12; on: always; off: never. `metron sample` records the choice here (on or off)",
     },
     SettingSpec {
+        name: "METRON_SAMPLING_PER_THREAD",
+        kind: Kind::Bool,
+        default: "false",
+        description: "per-thread stacks: stacks.folded and flamegraph.svg rooted at each thread (`name-tid`) and a call tree per thread in summary.json; off: threads merged, rooted at the program's name (as stackcollapse-perf and py-spy do)",
+    },
+    SettingSpec {
         name: "METRON_SAMPLING_DELAY",
         kind: Kind::Duration,
         default: "0",
@@ -417,7 +423,13 @@ pub static REGISTRY: &[SettingSpec] = &[
         name: "METRON_GPU_COUNTER_MODE",
         kind: Kind::Choice(&["kernel", "region"]),
         default: "kernel",
-        description: "NVIDIA: how GPU counters are scoped: kernel (one range per launch: a metric set of one pass counts each kernel launch, and each CUDA graph launch as the sum over its nodes, as a CUPTI user range; several passes use kernel replay per kernel, and graph launches then read NaN) or region (each outermost GpuCounters or C API region is one CUPTI user range; single-pass metric sets only: with more passes the run counts per kernel, regions read NaN and metadata.json says why)",
+        description: "NVIDIA: how GPU counters are scoped: kernel (one range per launch: a metric set of one pass counts each kernel launch, and each CUDA graph launch as the sum over its nodes, as a CUPTI user range; several passes use kernel replay per kernel, and graph launches then read NaN) or region (each outermost GpuCounters or C API region is one CUPTI user range, batched many to a counter-data image and evaluated off the region's thread, the values joined to their region in the summary; a metric set of N passes is collected across a region's instances, pass k from its k-th, and each value combines N instances)",
+    },
+    SettingSpec {
+        name: "METRON_GPU_REGION_RANGES",
+        kind: Kind::Text,
+        default: "256",
+        description: "region counter mode: ranges (region instances) per counter-data image, 1 to 4096; one instance in this many pays the image's Stop, DecodeData and a fresh image (about 2 ms on an H200); a larger image costs memory (about 20 KB per range and metric)",
     },
     SettingSpec {
         name: "METRON_GPU_KERNEL_REPLAY",

@@ -1,9 +1,13 @@
 //! `stacks.folded`: the timer samples in Brendan Gregg's folded-stacks format, one line per
-//! distinct (thread, stack): `thread;outermost;...;innermost count`, inlined frames expanded
-//! (each inlined callee is a frame of its own). The input of flame graph tools: inferno
+//! distinct stack: `root;outermost;...;innermost count`, inlined frames expanded (each inlined
+//! callee is a frame of its own). The input of flame graph tools: inferno
 //! (`inferno-flamegraph < stacks.folded > flame.svg`), `flamegraph.pl`, speedscope.
 //!
-//! The thread frame is `name-tid` (`main-4711`). Function names with `;` (Rust array types,
+//! Threads are merged, as `stackcollapse-perf.pl` and `py-spy` merge them: the root frame is
+//! the program's name, so a program of 200 threads running one function draws one tower, not
+//! 200 slivers. Metron's own threads (the flusher) are rooted apart, at `metron:name`, so
+//! Metron's work never passes for the program's. With `METRON_SAMPLING_PER_THREAD` the root
+//! is the thread, `name-tid` (`main-4711`), as `--tid`/`--threads` give. Function names with `;` (Rust array types,
 //! `[u8; 4]`) have it replaced by `,` so the separator stays unambiguous; line breaks become
 //! spaces. CPU-time samples go to `stacks.folded`; when the run has only real-time samples
 //! they go there instead, and when it has both, the real-time ones go to
@@ -30,9 +34,18 @@ pub struct FoldedSink {
 }
 
 impl FoldedSink {
-    /// An empty sink.
+    /// An empty sink, threads merged.
     pub fn new() -> FoldedSink {
         FoldedSink::default()
+    }
+
+    /// An empty sink; `per_thread`: each stack rooted at its thread rather than at the
+    /// program (`METRON_SAMPLING_PER_THREAD`).
+    pub fn per_thread(per_thread: bool) -> FoldedSink {
+        FoldedSink {
+            samples: SampleCollector::new(per_thread),
+            report: None,
+        }
     }
 }
 
@@ -41,15 +54,25 @@ fn clean(name: &str) -> String {
     name.replace(';', ",").replace(['\n', '\r'], " ")
 }
 
-/// The folded lines of one clock's samples, sorted (equal runs give equal files).
+/// The folded lines of one clock's samples, sorted (equal runs give equal files): rooted at
+/// `program` (Metron's threads at `metron:name`), or at each thread with `per_thread`.
 pub(crate) fn folded_lines(
     threads: &BTreeMap<u64, (ThreadInfo, super::profile::StackCounts)>,
     names: &Names,
+    program: &str,
+    per_thread: bool,
 ) -> String {
     let mut lines: BTreeMap<String, u64> = BTreeMap::new();
     let mut expanded = Vec::new();
+    let program = clean(program).replace(' ', "_");
     for (info, counts) in threads.values() {
-        let thread = clean(&format!("{}-{}", info.name, info.tid)).replace(' ', "_");
+        let thread = if per_thread {
+            clean(&format!("{}-{}", info.name, info.tid)).replace(' ', "_")
+        } else if info.is_metron {
+            clean(&format!("metron:{}", info.name)).replace(' ', "_")
+        } else {
+            program.clone()
+        };
         for (stack, &n) in counts {
             names.expand(stack, &mut expanded);
             let mut line = thread.clone();
@@ -113,6 +136,9 @@ impl Sink for FoldedSink {
         } else {
             Clock::RealTime
         };
+        let program = std::path::Path::new(&run.exe)
+            .file_name()
+            .map_or_else(|| run.exe.clone(), |n| n.to_string_lossy().into_owned());
         let mut files = Vec::new();
         let mut report = serde_json::Map::new();
         for (clock, threads) in timer {
@@ -122,11 +148,15 @@ impl Sink for FoldedSink {
                 "stacks.realtime.folded"
             };
             let path = run.output_dir.join(file);
-            let text = folded_lines(threads, &names);
+            let text = folded_lines(threads, &names, &program, self.samples.per_thread);
             std::fs::write(&path, &text)?;
             report.insert(
                 clock.name().into(),
-                json!({ "file": file, "distinct_stacks": text.lines().count() }),
+                json!({
+                    "file": file,
+                    "distinct_stacks": text.lines().count(),
+                    "roots": if self.samples.per_thread { "thread" } else { "program" },
+                }),
             );
             files.push(path);
         }

@@ -1,6 +1,7 @@
 //! GPU totals in `summary.txt` / `summary.json` (key `gpu`): per kernel name, per Metron
 //! region (the region open on the launching thread, see `crate::gpu`), per copy kind and
-//! per API function. Resolved at the end of the run, when every launch has been joined.
+//! per API function, each a running aggregate updated as the records come (memory per
+//! distinct name, none per record); a kernel's region is the join's when its record comes.
 //!
 //! With GPU counters (`METRON_GPU_METRICS`), `summary.json` also has `gpu.gpu_counters`: each
 //! metric summed over the profiled kernels of each launching region and of each kernel name
@@ -18,9 +19,9 @@
 use super::stats::Stats;
 use crate::sink::{GpuKind, GpuRecord};
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Region-mode counter values of one region.
 #[derive(Clone, Debug, Default)]
@@ -31,6 +32,9 @@ pub(crate) struct RegionCounterRow {
     pub(crate) nan: u64,
     /// Why (distinct reasons, first few).
     pub(crate) nan_reasons: Vec<String>,
+    /// A metric set of N passes collected across instances: (passes, instances that gave a
+    /// pass); each value is then one pass set's combination.
+    pub(crate) combined: Option<(usize, u64)>,
 }
 
 /// region name → its counted values (region mode).
@@ -47,6 +51,13 @@ pub fn add_region_annotation(region: &str, key: &str, value: &crate::AnnotationV
     let Some(metric) = key.strip_prefix("gpu.") else {
         return false;
     };
+    if key == super::gpu_region_ranges::RANGE_KEY {
+        if let crate::AnnotationValue::U64(id) = value {
+            super::gpu_region_ranges::add_instance(region, *id);
+            return true;
+        }
+        return false;
+    }
     let mut all = REGION_COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
     let row = all.entry(region.to_string()).or_default();
     match (metric, value) {
@@ -70,17 +81,43 @@ pub fn add_region_annotation(region: &str, key: &str, value: &crate::AnnotationV
 }
 
 /// The region-mode values kept so far: (metric order, region → row).
+/// Instances counted late (their range numbers, `gpu_region_ranges.rs`) are joined in here.
 pub(crate) fn region_counters() -> (Vec<String>, BTreeMap<String, RegionCounterRow>) {
-    (
-        REGION_METRICS
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone(),
-        REGION_COUNTERS
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone(),
-    )
+    let mut metrics = REGION_METRICS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    let mut rows = REGION_COUNTERS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    let (columns, late) = super::gpu_region_ranges::resolve();
+    for c in &columns {
+        if !metrics.contains(c) {
+            metrics.push(c.clone());
+        }
+    }
+    for (region, r) in late {
+        let row = rows.entry(region).or_default();
+        for values in &r.values {
+            for (c, v) in columns.iter().zip(values) {
+                row.metrics.entry(c.clone()).or_default().push(*v);
+            }
+        }
+        row.nan += r.nan;
+        for why in r.nan_reasons {
+            if row.nan_reasons.len() < 4 && !row.nan_reasons.contains(&why) {
+                row.nan_reasons.push(why);
+            }
+        }
+        row.combined = r.combined;
+    }
+    (metrics, rows)
+}
+
+/// "combined over N passes of M instances" (a metric set collected across instances).
+fn combined_note(combined: Option<(usize, u64)>) -> Option<String> {
+    combined.map(|(n, m)| format!("combined over {n} passes of {m} instances"))
 }
 
 /// `gpu_counters` for region mode: per region, each metric's count, total, mean, min, max.
@@ -91,10 +128,16 @@ fn region_counters_json(metrics: &[String], rows: &BTreeMap<String, RegionCounte
         "by_region": rows.iter().map(|(region, row)| {
             let instances = row.metrics.values().map(|s| s.count).max().unwrap_or(0);
             let stats: serde_json::Map<String, Value> = row.metrics.iter().map(|(m, s)| {
-                (m.clone(), json!({"count": s.count, "total": s.total, "mean": s.mean(), "min": s.min, "max": s.max}))
+                (m.clone(), json!({"count": s.count, "total": s.total, "mean": s.mean(), "min": s.min, "max": s.max, "stddev": s.stddev()}))
             }).collect();
+            let combined = row.combined.map(|(n, m)| json!({
+                "passes": n,
+                "instances": m,
+                "note": combined_note(row.combined),
+                "spread": "each metric's count/min/max/stddev are over the instances of the pass that collected it",
+            }));
             let sums: serde_json::Map<String, Value> = row.metrics.iter().map(|(m, s)| (m.clone(), json!(s.total))).collect();
-            json!({"region": region, "instances": instances, "sums": sums, "stats": stats, "nan": row.nan, "nan_reasons": row.nan_reasons})
+            json!({"region": region, "instances": instances, "sums": sums, "stats": stats, "nan": row.nan, "nan_reasons": row.nan_reasons, "combined": combined})
         }).collect::<Vec<_>>(),
     })
 }
@@ -116,7 +159,10 @@ fn write_region_counters(out: &mut String, rows: &BTreeMap<String, RegionCounter
         } else {
             String::new()
         };
-        let _ = writeln!(out, "  {region}{nan}");
+        let combined = combined_note(row.combined)
+            .map(|n| format!("  ({n}; min/max between instances of the same pass)"))
+            .unwrap_or_default();
+        let _ = writeln!(out, "  {region}{combined}{nan}");
         for (m, s) in &row.metrics {
             if s.count == 0 {
                 continue;
@@ -134,72 +180,101 @@ fn write_region_counters(out: &mut String, rows: &BTreeMap<String, RegionCounter
     }
 }
 
-/// The GPU records of the run, summarized at its end.
+/// The GPU records of the run, summarized as they come: per kernel name, launching region,
+/// copy kind and API name one running [`Stats`] (memory grows with the distinct names, not
+/// with the records). Kernel records are kept only while GPU counters are declared (their
+/// values are resolved per launch at the end: `kernels_csv::KernelCounters::resolve`).
 #[derive(Default)]
 pub(crate) struct GpuSummary {
-    records: Vec<GpuRecord>,
+    totals: Totals,
+    /// Records seen (metric samples excluded).
+    seen: u64,
+    /// Kernel records, kept for the counters' resolution (only with counters declared).
+    counted: Vec<GpuRecord>,
     /// The launch → region join (filled by the GPU glue), handed over by the summary's config.
     context: crate::sink::gpu::GpuContext,
 }
 
 #[derive(Default)]
 struct Totals {
-    kernels: BTreeMap<String, Stats>,
-    regions: BTreeMap<String, (Stats, u64)>,
-    copies: BTreeMap<String, (Stats, u64)>,
-    apis: BTreeMap<String, Stats>,
+    kernels: HashMap<Arc<str>, Stats>,
+    regions: HashMap<&'static str, Stats>,
+    copies: HashMap<(bool, Arc<str>), (Stats, u64)>,
+    apis: HashMap<Arc<str>, Stats>,
 }
 
 impl GpuSummary {
     /// An empty summary that finds launch regions in `context`.
     pub(crate) fn with_context(context: crate::sink::gpu::GpuContext) -> GpuSummary {
         GpuSummary {
-            records: Vec::new(),
             context,
+            ..GpuSummary::default()
         }
     }
 
     pub(crate) fn add(&mut self, records: &[GpuRecord]) {
-        // Metric samples (PM sampling) are summarized by the backend, not here.
-        self.records.extend(
-            records
-                .iter()
-                .filter(|r| r.kind != GpuKind::Counter)
-                .cloned(),
-        );
-    }
-
-    fn totals(&self) -> Totals {
-        let mut t = Totals::default();
-        for r in &self.records {
+        let keep = super::kernels_csv::counters_declared();
+        let t = &mut self.totals;
+        for r in records {
             let ns = r.duration_ns() as f64;
             match r.kind {
                 GpuKind::Kernel => {
-                    t.kernels.entry(r.name.to_string()).or_default().push(ns);
+                    t.kernels.entry(Arc::clone(&r.name)).or_default().push(ns);
                     let region = self
                         .context
                         .region_of(r.correlation)
                         .map_or("(unknown)", |(name, _)| name);
-                    let e = t.regions.entry(region.to_string()).or_default();
-                    e.0.push(ns);
+                    t.regions.entry(region).or_default().push(ns);
+                    if keep {
+                        self.counted.push(r.clone());
+                    }
                 }
                 GpuKind::Memcpy | GpuKind::Memset => {
-                    let name = if r.kind == GpuKind::Memset {
-                        "Memset".to_string()
-                    } else {
-                        format!("Memcpy {}", r.name)
-                    };
-                    let e = t.copies.entry(name).or_default();
+                    let e = t
+                        .copies
+                        .entry((r.kind == GpuKind::Memset, Arc::clone(&r.name)))
+                        .or_default();
                     e.0.push(ns);
                     e.1 += r.bytes;
                 }
                 GpuKind::RuntimeApi | GpuKind::DriverApi | GpuKind::HsaApi | GpuKind::HipApi => {
-                    t.apis.entry(r.name.to_string()).or_default().push(ns);
+                    t.apis.entry(Arc::clone(&r.name)).or_default().push(ns);
                 }
-                GpuKind::Counter => {}
+                // Metric samples (PM sampling) are summarized by the backend, not here.
+                GpuKind::Counter => continue,
             }
+            self.seen += 1;
         }
-        t
+    }
+
+    /// The tables, by name: (kernels, kernels by region, copies and sets with bytes, API calls).
+    #[allow(clippy::type_complexity)]
+    fn tables(
+        &self,
+    ) -> (
+        BTreeMap<String, Stats>,
+        BTreeMap<String, Stats>,
+        BTreeMap<String, (Stats, u64)>,
+        BTreeMap<String, Stats>,
+    ) {
+        let t = &self.totals;
+        let mut copies: BTreeMap<String, (Stats, u64)> = BTreeMap::new();
+        for ((set, name), (s, b)) in &t.copies {
+            let key = if *set {
+                "Memset".to_string()
+            } else {
+                format!("Memcpy {name}")
+            };
+            let e = copies.entry(key).or_insert((Stats::default(), 0));
+            e.0.merge(s);
+            e.1 += b;
+        }
+        (
+            t.kernels.iter().map(|(n, s)| (n.to_string(), *s)).collect(),
+            t.regions.iter().map(|(n, s)| (n.to_string(), *s)).collect(),
+            copies,
+            t.apis.iter().map(|(n, s)| (n.to_string(), *s)).collect(),
+        )
     }
 
     /// `gpu_counters`: per region and per kernel name, each metric's sum over its profiled
@@ -212,30 +287,30 @@ impl GpuSummary {
         let Some(c) = super::kernels_csv::kernel_counters() else {
             return Value::Null;
         };
-        counters_json(&self.context, &self.records, &c)
+        counters_json(&self.context, &self.counted, &c)
     }
 
     pub(crate) fn to_json(&self) -> Value {
-        if self.records.is_empty() {
+        if self.seen == 0 {
             return Value::Null;
         }
-        let t = self.totals();
+        let (kernels, regions, copies, apis) = self.tables();
         let stats = |s: &Stats| json!({"count": s.count, "total_ns": s.total, "min_ns": s.min, "max_ns": s.max, "mean_ns": s.mean()});
         json!({
-            "kernels": t.kernels.iter().map(|(n, s)| { let mut v = stats(s); v["name"] = json!(n); v }).collect::<Vec<_>>(),
-            "kernels_by_region": t.regions.iter().map(|(n, (s, _))| { let mut v = stats(s); v["region"] = json!(n); v }).collect::<Vec<_>>(),
-            "copies": t.copies.iter().map(|(n, (s, b))| { let mut v = stats(s); v["name"] = json!(n); v["bytes"] = json!(b); v }).collect::<Vec<_>>(),
-            "api": t.apis.iter().map(|(n, s)| { let mut v = stats(s); v["name"] = json!(n); v }).collect::<Vec<_>>(),
+            "kernels": kernels.iter().map(|(n, s)| { let mut v = stats(s); v["name"] = json!(n); v }).collect::<Vec<_>>(),
+            "kernels_by_region": regions.iter().map(|(n, s)| { let mut v = stats(s); v["region"] = json!(n); v }).collect::<Vec<_>>(),
+            "copies": copies.iter().map(|(n, (s, b))| { let mut v = stats(s); v["name"] = json!(n); v["bytes"] = json!(b); v }).collect::<Vec<_>>(),
+            "api": apis.iter().map(|(n, s)| { let mut v = stats(s); v["name"] = json!(n); v }).collect::<Vec<_>>(),
             "gpu_counters": self.counters_json(),
         })
     }
 
     pub(crate) fn write_text(&self, out: &mut String) {
         write_region_counters(out, &region_counters().1);
-        if self.records.is_empty() {
+        if self.seen == 0 {
             return;
         }
-        let t = self.totals();
+        let (kernels, regions, copies, apis) = self.tables();
         let mut table = |title: &str, rows: Vec<(String, &Stats, Option<u64>)>| {
             if rows.is_empty() {
                 return;
@@ -263,28 +338,22 @@ impl GpuSummary {
         };
         table(
             "GPU kernels",
-            t.kernels
-                .iter()
-                .map(|(n, s)| (n.clone(), s, None))
-                .collect(),
+            kernels.iter().map(|(n, s)| (n.clone(), s, None)).collect(),
         );
         table(
             "GPU kernels by launching region",
-            t.regions
-                .iter()
-                .map(|(n, (s, _))| (n.clone(), s, None))
-                .collect(),
+            regions.iter().map(|(n, s)| (n.clone(), s, None)).collect(),
         );
         table(
             "GPU copies and sets",
-            t.copies
+            copies
                 .iter()
                 .map(|(n, (s, b))| (n.clone(), s, Some(*b)))
                 .collect(),
         );
         table(
             "CUDA API calls (host)",
-            t.apis.iter().map(|(n, s)| (n.clone(), s, None)).collect(),
+            apis.iter().map(|(n, s)| (n.clone(), s, None)).collect(),
         );
     }
 }

@@ -23,6 +23,7 @@ use crate::sink::{GpuKind, GpuRecord};
 use std::collections::HashMap;
 use std::fmt::Write;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 /// GPU counter values per kernel (by correlation id), in the order of `metrics`.
@@ -114,12 +115,20 @@ impl KernelCounters {
 }
 
 static COUNTERS: Mutex<Option<KernelCounters>> = Mutex::new(None);
+/// Metrics were declared: kernel records are kept until the end, for their counter values.
+static DECLARED: AtomicBool = AtomicBool::new(false);
+
+/// True once the backend declared GPU metrics counted per kernel ([`set_counter_metrics`]).
+pub fn counters_declared() -> bool {
+    DECLARED.load(Ordering::Relaxed)
+}
 
 /// Declares the GPU metrics counted per kernel (the extra `kernels.csv` columns): `metrics`
 /// ends with the names of `derived`.
 pub fn set_counter_metrics(metrics: Vec<String>, derived: Vec<(String, String)>) {
     let mut c = COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
     let c = c.get_or_insert_with(KernelCounters::default);
+    DECLARED.store(!metrics.is_empty(), Ordering::Relaxed);
     c.metrics = metrics;
     c.derived = derived;
 }
@@ -175,16 +184,29 @@ pub fn counter_text(v: f64) -> String {
     }
 }
 
-/// The `kernels.csv` sink (added when a GPU backend registers).
+/// The `kernels.csv` sink (added when a GPU backend registers). Rows are written as the
+/// kernels' records come (each delivery in start order; `ExecutionOrder` counts the rows), so
+/// the sink keeps no record. With GPU counters declared ([`set_counter_metrics`]) the kernels
+/// are kept to the end instead, where their counter values are resolved launch by launch.
 #[derive(Default)]
 pub struct KernelsCsvSink {
+    /// Kernels kept for their counter values (only with counters declared).
     kernels: Vec<GpuRecord>,
-    /// correlation id → host tid of the API call.
-    api_tid: HashMap<u32, u32>,
-    rows: usize,
+    /// correlation id → host tid of the API call, for the latest [`TID_SLOTS`] calls.
+    api_tid: Vec<(u32, u32)>,
+    rows: u64,
     /// Device names and the launch → region join (filled by the GPU glue).
     gpu: GpuContext,
+    output_dir: PathBuf,
+    /// The file being written, once the first row came.
+    file: Option<std::io::BufWriter<std::fs::File>>,
+    error: Option<String>,
+    line: String,
+    order: Vec<usize>,
 }
+
+/// API calls whose thread the sink remembers (slot `correlation % TID_SLOTS`).
+const TID_SLOTS: usize = 1 << 16;
 
 impl KernelsCsvSink {
     /// An empty sink (no device names, no launch regions known).
@@ -199,6 +221,71 @@ impl KernelsCsvSink {
             ..KernelsCsvSink::default()
         }
     }
+
+    /// The host thread of the API call with `correlation`, when it was seen.
+    fn tid_of(&self, correlation: u32) -> Option<u32> {
+        self.api_tid
+            .get(correlation as usize % TID_SLOTS)
+            .filter(|s| s.0 == correlation && correlation != 0)
+            .map(|s| s.1)
+    }
+
+    /// Writes the rows of `kernels` (indexes into `records`) now.
+    fn stream(&mut self, records: &[GpuRecord]) {
+        if self.error.is_some() {
+            return;
+        }
+        if self.file.is_none() {
+            let path = self.output_dir.join("kernels.csv");
+            match std::fs::File::create(&path) {
+                Ok(f) => {
+                    let mut file = std::io::BufWriter::with_capacity(1 << 20, f);
+                    let exe = std::env::current_exe()
+                        .ok()
+                        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                        .unwrap_or_else(|| "unknown".into());
+                    self.line.clear();
+                    write_header(&mut self.line, &exe, std::process::id(), None);
+                    if let Err(e) = std::io::Write::write_all(&mut file, self.line.as_bytes()) {
+                        self.error = Some(format!("cannot write {}: {e}", path.display()));
+                        return;
+                    }
+                    self.file = Some(file);
+                }
+                Err(e) => {
+                    self.error = Some(format!("cannot create {}: {e}", path.display()));
+                    return;
+                }
+            }
+        }
+        let mut order = std::mem::take(&mut self.order);
+        order.clear();
+        order.extend((0..records.len()).filter(|&i| records[i].kind == GpuKind::Kernel));
+        order.sort_by_key(|&i| {
+            let r = &records[i];
+            (r.start_ns, r.correlation, r.graph_node)
+        });
+        for &i in &order {
+            let r = &records[i];
+            let tid = self
+                .tid_of(r.correlation)
+                .or(self.gpu.region_of(r.correlation).map(|j| j.1));
+            let mut line = std::mem::take(&mut self.line);
+            line.clear();
+            write_row(&mut line, self.rows, r, &self.gpu, tid);
+            line.push('\n');
+            self.line = line;
+            let Some(file) = self.file.as_mut() else {
+                break;
+            };
+            if let Err(e) = std::io::Write::write_all(file, self.line.as_bytes()) {
+                self.error = Some(format!("cannot write kernels.csv: {e}"));
+                break;
+            }
+            self.rows += 1;
+        }
+        self.order = order;
+    }
 }
 
 /// CSV quoting: always quoted, quotes doubled.
@@ -206,22 +293,10 @@ fn quote(s: &str) -> String {
     format!("\"{}\"", s.replace('"', "\"\""))
 }
 
-/// The CSV text for `kernels` (with `api_tid` for the launching thread, device names and launch
-/// regions from `gpu`).
-pub fn render(
-    gpu: &GpuContext,
-    kernels: &[GpuRecord],
-    api_tid: &HashMap<u32, u32>,
-    run: &RunInfo,
-    counters: Option<&KernelCounters>,
-) -> String {
-    let delivered: Vec<&GpuRecord> = kernels.iter().collect();
-    let counted = counters.map(|c| c.resolve(&delivered)).unwrap_or_default();
-    let mut sorted: Vec<(usize, &GpuRecord)> = delivered.iter().copied().enumerate().collect();
-    sorted.sort_by_key(|(_, r)| (r.start_ns, r.correlation, r.graph_node));
-    let mut out = String::new();
+/// The comment lines and the column names.
+fn write_header(out: &mut String, exe: &str, pid: u32, counters: Option<&KernelCounters>) {
     let _ = writeln!(out, "# Metron {} kernels.csv", env!("CARGO_PKG_VERSION"));
-    let _ = writeln!(out, "# Application: {} (pid {})", run.exe, run.pid);
+    let _ = writeln!(out, "# Application: {exe} (pid {pid})");
     let _ = writeln!(
         out,
         "# Time: ms; LocalMemSize: shared memory per block (bytes); VGPRs: registers per thread; \
@@ -240,49 +315,71 @@ pub fn render(
         out.push_str(",CounterNote");
     }
     out.push('\n');
+}
+
+/// The row of kernel `r`, number `order`, up to its graph columns (no counters, no newline).
+fn write_row(out: &mut String, order: u64, r: &GpuRecord, gpu: &GpuContext, tid: Option<u32>) {
+    let joined = gpu.region_of(r.correlation);
+    let tid = tid.map_or(String::new(), |t| t.to_string());
+    let global = [
+        i64::from(r.grid[0]) * i64::from(r.block[0]),
+        i64::from(r.grid[1]) * i64::from(r.block[1]),
+        i64::from(r.grid[2]) * i64::from(r.block[2]),
+    ];
+    let _ = write!(
+        out,
+        "{},{},{},{},{},{},{},{},{},{},{:.6},{},{},{},{},{},{}",
+        quote(&format!("{} [{}]", r.name, gpu.device_name(r.device))),
+        order,
+        tid,
+        quote(&format!("{{{},{},{}}}", global[0], global[1], global[2])),
+        quote(&format!("{{{},{},{}}}", r.block[0], r.block[1], r.block[2])),
+        i64::from(r.static_shared) + i64::from(r.dynamic_shared),
+        r.registers,
+        if r.scalar_registers == 0 {
+            String::new()
+        } else {
+            r.scalar_registers.to_string()
+        },
+        r.local_per_thread,
+        r.occupancy
+            .map_or(String::new(), |o| format!("{:.2}", f64::from(o) * 100.0)),
+        r.duration_ns() as f64 / 1e6,
+        quote(joined.map_or("", |j| j.0)),
+        r.device,
+        r.stream,
+        r.correlation,
+        r.start_ns,
+        r.end_ns,
+    );
+    if r.graph_id != 0 || r.graph_node != 0 {
+        let _ = write!(out, ",{},{}", r.graph_id, r.graph_node);
+    } else {
+        out.push_str(",,");
+    }
+}
+
+/// The CSV text for `kernels` (with `api_tid` for the launching thread, device names and launch
+/// regions from `gpu`).
+pub fn render(
+    gpu: &GpuContext,
+    kernels: &[GpuRecord],
+    api_tid: &HashMap<u32, u32>,
+    run: &RunInfo,
+    counters: Option<&KernelCounters>,
+) -> String {
+    let delivered: Vec<&GpuRecord> = kernels.iter().collect();
+    let counted = counters.map(|c| c.resolve(&delivered)).unwrap_or_default();
+    let mut sorted: Vec<(usize, &GpuRecord)> = delivered.iter().copied().enumerate().collect();
+    sorted.sort_by_key(|(_, r)| (r.start_ns, r.correlation, r.graph_node));
+    let mut out = String::new();
+    write_header(&mut out, &run.exe, run.pid, counters);
     for (i, (at, r)) in sorted.into_iter().enumerate() {
-        let joined = gpu.region_of(r.correlation);
         let tid = api_tid
             .get(&r.correlation)
             .copied()
-            .or(joined.map(|j| j.1))
-            .map_or(String::new(), |t| t.to_string());
-        let global = [
-            i64::from(r.grid[0]) * i64::from(r.block[0]),
-            i64::from(r.grid[1]) * i64::from(r.block[1]),
-            i64::from(r.grid[2]) * i64::from(r.block[2]),
-        ];
-        let _ = write!(
-            out,
-            "{},{},{},{},{},{},{},{},{},{},{:.6},{},{},{},{},{},{}",
-            quote(&format!("{} [{}]", r.name, gpu.device_name(r.device))),
-            i,
-            tid,
-            quote(&format!("{{{},{},{}}}", global[0], global[1], global[2])),
-            quote(&format!("{{{},{},{}}}", r.block[0], r.block[1], r.block[2])),
-            i64::from(r.static_shared) + i64::from(r.dynamic_shared),
-            r.registers,
-            if r.scalar_registers == 0 {
-                String::new()
-            } else {
-                r.scalar_registers.to_string()
-            },
-            r.local_per_thread,
-            r.occupancy
-                .map_or(String::new(), |o| format!("{:.2}", f64::from(o) * 100.0)),
-            r.duration_ns() as f64 / 1e6,
-            quote(joined.map_or("", |j| j.0)),
-            r.device,
-            r.stream,
-            r.correlation,
-            r.start_ns,
-            r.end_ns,
-        );
-        if r.graph_id != 0 || r.graph_node != 0 {
-            let _ = write!(out, ",{},{}", r.graph_id, r.graph_node);
-        } else {
-            out.push_str(",,");
-        }
+            .or(gpu.region_of(r.correlation).map(|j| j.1));
+        write_row(&mut out, i as u64, r, gpu, tid);
         if let Some(c) = counters {
             let cell = counted.get(&at);
             let values = match cell {
@@ -328,33 +425,79 @@ impl Sink for KernelsCsvSink {
     fn events(&mut self, _thread: &ThreadInfo, _events: &[Event<'_>]) {}
 
     fn gpu_records(&mut self, records: &[GpuRecord]) {
+        // A sink never told its run folder (made by hand) writes at the end, into the run's.
+        let keep = counters_declared() || self.output_dir.as_os_str().is_empty();
         for r in records {
-            match r.kind {
-                GpuKind::Kernel => self.kernels.push(r.clone()),
-                GpuKind::RuntimeApi | GpuKind::DriverApi | GpuKind::HsaApi | GpuKind::HipApi => {
-                    self.api_tid.entry(r.correlation).or_insert(r.tid);
+            if let GpuKind::RuntimeApi | GpuKind::DriverApi | GpuKind::HsaApi | GpuKind::HipApi =
+                r.kind
+            {
+                if self.api_tid.is_empty() {
+                    self.api_tid.resize(TID_SLOTS, (0, 0));
                 }
-                _ => {}
+                let slot = &mut self.api_tid[r.correlation as usize % TID_SLOTS];
+                // The first call of a correlation id (a runtime call before its driver calls).
+                if slot.0 != r.correlation {
+                    *slot = (r.correlation, r.tid);
+                }
             }
+        }
+        if keep {
+            self.kernels.extend(
+                records
+                    .iter()
+                    .filter(|r| r.kind == GpuKind::Kernel)
+                    .cloned(),
+            );
+        } else if records.iter().any(|r| r.kind == GpuKind::Kernel) {
+            self.stream(records);
+        }
+    }
+
+    fn writes_while_running(&self) -> bool {
+        true
+    }
+
+    fn output_dir_changed(&mut self, dir: &std::path::Path) {
+        if self.file.is_none() {
+            self.output_dir = dir.to_path_buf();
         }
     }
 
     fn finish(&mut self, run: &RunInfo) -> std::io::Result<Vec<PathBuf>> {
+        let path = run.output_dir.join("kernels.csv");
+        if let Some(mut file) = self.file.take() {
+            // Kept kernels (counters declared after rows were written) follow, without values.
+            let kept = std::mem::take(&mut self.kernels);
+            if !kept.is_empty() {
+                self.file = Some(file);
+                self.stream(&kept);
+                file = self.file.take().expect("open above");
+            }
+            std::io::Write::flush(&mut file)?;
+            if let Some(e) = self.error.take() {
+                return Err(std::io::Error::other(e));
+            }
+            return Ok(vec![self.output_dir.join("kernels.csv")]);
+        }
+        if let Some(e) = self.error.take() {
+            return Err(std::io::Error::other(e));
+        }
         if self.kernels.is_empty() {
             return Ok(Vec::new());
         }
-        let path = run.output_dir.join("kernels.csv");
+        let api_tid: HashMap<u32, u32> =
+            self.api_tid.iter().filter(|s| s.0 != 0).copied().collect();
         std::fs::write(
             &path,
             render(
                 &self.gpu,
                 &self.kernels,
-                &self.api_tid,
+                &api_tid,
                 run,
                 kernel_counters().as_ref(),
             ),
         )?;
-        self.rows = self.kernels.len();
+        self.rows = self.kernels.len() as u64;
         Ok(vec![path])
     }
 

@@ -5,6 +5,7 @@ pub mod folded;
 pub mod gpu_join;
 pub mod gpu_pc_samples;
 pub mod gpu_pm_sampling;
+pub mod gpu_region_ranges;
 #[doc(hidden)]
 pub mod gpu_summary;
 pub mod kernels_csv;

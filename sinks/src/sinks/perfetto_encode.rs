@@ -28,6 +28,15 @@ pub(crate) const THREAD_SEQUENCE_BASE: u64 = 16;
 /// nanoseconds since the previous packet's (Perfetto's `kClockIdIncremental`).
 pub(crate) const INCREMENTAL_CLOCK_ID: u64 = 64;
 
+/// The first seven GPU tracks (streams, API threads) are sequences 9 to 15, whose ids take
+/// one byte like a thread's (see `perfetto_gpu.rs`); later ones count up from
+/// [`GPU_SEQUENCE_OVERFLOW`].
+pub(crate) const GPU_SEQUENCE_FIRST: u64 = METRON_SEQUENCE_ID + 1;
+/// The last one-byte GPU sequence.
+pub(crate) const GPU_SEQUENCE_LAST: u64 = THREAD_SEQUENCE_BASE - 1;
+/// GPU sequences past the seventh: far above any thread's.
+pub(crate) const GPU_SEQUENCE_OVERFLOW: u64 = 1 << 40;
+
 /// `BuiltinClock.MONOTONIC`.
 pub(crate) const CLOCK_MONOTONIC: u64 = 3;
 
@@ -37,9 +46,10 @@ const CLOCK_REALTIME: u64 = 1;
 /// `BuiltinClock.BOOTTIME`, the trace clock of Perfetto's traces.
 const CLOCK_BOOTTIME: u64 = 6;
 
-/// True for the sequence ids Metron writes (the service must use none of them).
+/// True for the sequence ids Metron writes (the service must use none of them): its main
+/// sequence, the GPU tracks' and the threads'.
 pub(crate) fn is_metron_sequence(id: u64) -> bool {
-    id == METRON_SEQUENCE_ID || id >= THREAD_SEQUENCE_BASE
+    id >= METRON_SEQUENCE_ID
 }
 
 /// `Trace`.

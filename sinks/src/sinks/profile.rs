@@ -24,6 +24,11 @@ use std::fmt::Write as _;
 const JSON_ROWS: usize = 500;
 /// Rows of each flat profile in `summary.txt`.
 const TEXT_ROWS: usize = 25;
+/// Sampled threads listed one by one in `summary.json`; past this, by name (see
+/// `ClockProfile::threads_json`).
+const JSON_THREADS: usize = 64;
+/// Threads named in `summary.txt`'s line about a profile (the busiest; the rest counted).
+const TEXT_THREADS: usize = 16;
 /// Call-tree nodes below this share of the samples are left out of `summary.txt`.
 const TEXT_TREE_MIN_PCT: f64 = 1.0;
 /// Deepest call-tree level kept (deeper stacks are cut there).
@@ -33,6 +38,11 @@ const MAX_TREE_DEPTH: usize = 128;
 const JSON_TREE_DEPTH: usize = 48;
 /// Distinct stacks listed per region under "called from".
 const CALLED_FROM_STACKS: usize = 10;
+/// Call-tree nodes in `summary.json` hold at least this share of the samples (per cent):
+/// the narrower ones are folded into a count on their parent (`stacks.folded` has them all).
+const JSON_TREE_MIN_PCT: f64 = 0.05;
+/// At most this many call-tree nodes per clock in `summary.json` (the widest ones).
+const JSON_TREE_NODES: usize = 10_000;
 
 /// The sampling clocks, in the order they are reported.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -59,6 +69,9 @@ pub(crate) type StackCounts = HashMap<Box<[u64]>, u64>;
 /// Timer samples and region backtraces as they arrive (raw addresses, innermost first).
 #[derive(Default)]
 pub(crate) struct SampleCollector {
+    /// A call tree per thread in `summary.json` as well as the merged one
+    /// (`METRON_SAMPLING_PER_THREAD`).
+    pub(crate) per_thread: bool,
     /// Per clock, per thread index: the thread and its stacks.
     pub(crate) timer: BTreeMap<Clock, BTreeMap<u64, (ThreadInfo, StackCounts)>>,
     /// Per region call site (by address): the site and the stacks at its starts.
@@ -66,6 +79,14 @@ pub(crate) struct SampleCollector {
 }
 
 impl SampleCollector {
+    /// An empty collector; `per_thread`: see [`SampleCollector::per_thread`].
+    pub(crate) fn new(per_thread: bool) -> SampleCollector {
+        SampleCollector {
+            per_thread,
+            ..Default::default()
+        }
+    }
+
     /// Records one `Event::Sample`.
     pub(crate) fn add(&mut self, thread: &ThreadInfo, frames: &[u64], trigger: SampleTrigger) {
         if frames.is_empty() {
@@ -143,7 +164,7 @@ impl SampleCollector {
         let profiles = self
             .timer
             .iter()
-            .map(|(clock, threads)| ClockProfile::build(*clock, threads, &names))
+            .map(|(clock, threads)| ClockProfile::build(*clock, threads, &names, self.per_thread))
             .collect();
         let mut regions: Vec<RegionBacktraces> = self
             .regions
@@ -264,9 +285,34 @@ impl CallTree {
         c
     }
 
-    fn to_json(&self, node: usize, samples: u64, depth: usize) -> Vec<Value> {
+    /// Which nodes `summary.json` shows: those holding at least [`JSON_TREE_MIN_PCT`] of the
+    /// samples, the [`JSON_TREE_NODES`] widest of them. A child never holds more samples than
+    /// its parent and comes after it in `nodes`, so the widest first (ties in node order)
+    /// keeps every shown node's parent.
+    fn shown(&self, samples: u64) -> Vec<bool> {
+        let mut shown = vec![false; self.nodes.len()];
+        shown[0] = true;
+        let mut order: Vec<usize> = (1..self.nodes.len())
+            .filter(|&i| pct(self.nodes[i].total, samples) >= JSON_TREE_MIN_PCT)
+            .collect();
+        order.sort_by(|a, b| {
+            self.nodes[*b]
+                .total
+                .cmp(&self.nodes[*a].total)
+                .then(a.cmp(b))
+        });
+        for i in order.into_iter().take(JSON_TREE_NODES) {
+            shown[i] = true;
+        }
+        shown
+    }
+
+    /// The children of `node` as JSON, the nodes not `shown` folded into a count on their
+    /// parent (`"folded": {"callees", "samples"}`).
+    fn to_json(&self, node: usize, samples: u64, depth: usize, shown: &[bool]) -> Vec<Value> {
         self.sorted_children(node)
             .into_iter()
+            .filter(|c| shown[*c])
             .map(|c| {
                 let n = &self.nodes[c];
                 let cut = depth + 1 >= JSON_TREE_DEPTH && !n.children.is_empty();
@@ -277,10 +323,19 @@ impl CallTree {
                     "total_pct": pct(n.total, samples),
                     "self": n.self_count,
                     "self_pct": pct(n.self_count, samples),
-                    "children": if cut { Vec::new() } else { self.to_json(c, samples, depth + 1) },
+                    "children": if cut { Vec::new() } else { self.to_json(c, samples, depth + 1, shown) },
                 });
                 if cut {
                     v["cut"] = json!(true);
+                } else {
+                    let folded: Vec<usize> =
+                        n.children.iter().copied().filter(|k| !shown[*k]).collect();
+                    if !folded.is_empty() {
+                        v["folded"] = json!({
+                            "callees": folded.len(),
+                            "samples": folded.iter().map(|k| self.nodes[*k].total).sum::<u64>(),
+                        });
+                    }
                 }
                 v
             })
@@ -310,7 +365,8 @@ impl CallTree {
 struct ClockProfile {
     clock: Clock,
     samples: u64,
-    threads: Vec<(ThreadInfo, u64, CallTree)>,
+    /// Each thread, its samples, and its call tree (when asked for per thread).
+    threads: Vec<(ThreadInfo, u64, Option<CallTree>)>,
     functions: Vec<(String, FlatRow)>,
     lines: Vec<((String, String), FlatRow)>,
     tree: CallTree,
@@ -321,6 +377,7 @@ impl ClockProfile {
         clock: Clock,
         threads: &BTreeMap<u64, (ThreadInfo, StackCounts)>,
         names: &Names,
+        tree_per_thread: bool,
     ) -> ClockProfile {
         let mut functions: HashMap<String, FlatRow> = HashMap::new();
         let mut lines: HashMap<(String, String), FlatRow> = HashMap::new();
@@ -332,7 +389,7 @@ impl ClockProfile {
         let mut seen_l: HashSet<(String, &str)> = HashSet::new();
         for (info, counts) in threads.values() {
             let merged = !info.is_metron;
-            let mut thread_tree = CallTree::new();
+            let mut thread_tree = tree_per_thread.then(CallTree::new);
             let mut thread_samples = 0;
             // Stacks in a fixed order, so equal runs give equal trees.
             let mut stacks: Vec<(&Box<[u64]>, &u64)> = counts.iter().collect();
@@ -343,7 +400,9 @@ impl ClockProfile {
                     continue;
                 }
                 thread_samples += count;
-                thread_tree.add(&expanded, count);
+                if let Some(t) = &mut thread_tree {
+                    t.add(&expanded, count);
+                }
                 if !merged {
                     continue;
                 }
@@ -403,13 +462,11 @@ impl ClockProfile {
 
     fn to_json(&self) -> Value {
         let s = self.samples;
-        json!({
+        let shown = self.tree.shown(s);
+        let mut v = json!({
             "clock": self.clock.name(),
             "samples": s,
-            "threads": self.threads.iter().map(|(t, n, _)| json!({
-                "tid": t.tid, "name": t.name, "index": t.index, "is_metron": t.is_metron,
-                "samples": n,
-            })).collect::<Vec<_>>(),
+            "threads": self.threads_json(),
             "functions": self.functions.iter().take(JSON_ROWS).map(|(name, r)| json!({
                 "function": name,
                 "module": r.module,
@@ -430,23 +487,86 @@ impl ClockProfile {
                 "inclusive_pct": pct(r.inclusive, s),
             })).collect::<Vec<_>>(),
             "lines_total": self.lines.len(),
-            "call_tree": self.tree.to_json(0, s, 0),
-            "call_tree_by_thread": self.threads.iter().map(|(t, n, tree)| json!({
+            "call_tree": self.tree.to_json(0, s, 0, &shown),
+            "call_tree_nodes": {
+                "shown": shown.iter().filter(|s| **s).count() - 1,
+                "total": self.tree.nodes.len() - 1,
+                "min_pct": JSON_TREE_MIN_PCT,
+            },
+        });
+        if self.threads.iter().any(|(_, _, tree)| tree.is_some()) {
+            v["call_tree_by_thread"] = self
+                .threads
+                .iter()
+                .filter_map(|(t, n, tree)| {
+                    let tree = tree.as_ref()?;
+                    let shown = tree.shown(*n);
+                    Some(json!({
+                        "tid": t.tid, "name": t.name, "index": t.index, "is_metron": t.is_metron,
+                        "samples": n,
+                        "call_tree": tree.to_json(0, *n, 0, &shown),
+                    }))
+                })
+                .collect::<Vec<_>>()
+                .into();
+        }
+        v
+    }
+
+    /// The sampled threads: each one while they are few; past [`JSON_THREADS`], the busiest
+    /// apart and the others one entry per name (`"threads"`: how many, `"samples"`: theirs).
+    fn threads_json(&self) -> Vec<Value> {
+        let one = |t: &ThreadInfo, n: u64| {
+            json!({
                 "tid": t.tid, "name": t.name, "index": t.index, "is_metron": t.is_metron,
                 "samples": n,
-                "call_tree": tree.to_json(0, *n, 0),
-            })).collect::<Vec<_>>(),
-        })
+            })
+        };
+        if self.threads.len() <= JSON_THREADS {
+            return self.threads.iter().map(|(t, n, _)| one(t, *n)).collect();
+        }
+        let mut order: Vec<&(ThreadInfo, u64, Option<CallTree>)> = self.threads.iter().collect();
+        order.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.index.cmp(&b.0.index)));
+        let (apart, rest) = order.split_at(JSON_THREADS / 2);
+        let mut apart: Vec<_> = apart.to_vec();
+        apart.sort_by_key(|(t, _, _)| t.index);
+        let mut out: Vec<Value> = apart.iter().map(|(t, n, _)| one(t, *n)).collect();
+        let mut by_name: BTreeMap<(&str, bool), (u64, u64)> = BTreeMap::new();
+        for (t, n, _) in rest {
+            let e = by_name.entry((&t.name, t.is_metron)).or_default();
+            e.0 += 1;
+            e.1 += n;
+        }
+        for ((name, is_metron), (threads, samples)) in by_name {
+            out.push(json!({
+                "name": name, "is_metron": is_metron, "threads": threads, "samples": samples,
+            }));
+        }
+        out
     }
 
     fn write_text(&self, out: &mut String) {
         let s = self.samples;
-        let threads: Vec<String> = self
+        // The busiest threads by name; the others counted (a program of many threads would
+        // otherwise make this one line longer than the rest of the file).
+        let mut program: Vec<&(ThreadInfo, u64, Option<CallTree>)> = self
             .threads
             .iter()
             .filter(|(t, _, _)| !t.is_metron)
+            .collect();
+        program.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.index.cmp(&b.0.index)));
+        let mut threads: Vec<String> = program
+            .iter()
+            .take(TEXT_THREADS)
             .map(|(t, n, _)| format!("{} \"{}\": {}", t.tid, t.name, n))
             .collect();
+        if program.len() > TEXT_THREADS {
+            let rest: u64 = program.iter().skip(TEXT_THREADS).map(|(_, n, _)| n).sum();
+            threads.push(format!(
+                "{} more threads: {rest}",
+                program.len() - TEXT_THREADS
+            ));
+        }
         let own: u64 = self
             .threads
             .iter()
@@ -459,7 +579,7 @@ impl ClockProfile {
              threads, left out",
             self.clock.name(),
             s,
-            threads.len(),
+            program.len(),
             threads.join(", "),
             own
         );
@@ -657,7 +777,7 @@ mod tests {
         let mut tree = CallTree::new();
         tree.add(&refs, 3);
         let text = serde_json::to_string(
-            &json!({ "a": { "b": [ { "call_tree": tree.to_json(0, 3, 0) } ] } }),
+            &json!({ "a": { "b": [ { "call_tree": tree.to_json(0, 3, 0, &tree.shown(3)) } ] } }),
         )
         .unwrap();
         let back: Value = serde_json::from_str(&text).expect("within serde_json's nesting limit");

@@ -53,8 +53,7 @@ use super::perfetto_encode::{
     METRON_SEQUENCE_ID, THREAD_SEQUENCE_BASE,
 };
 use super::perfetto_session::{
-    Ahead, FillPolicy, PerfettoLoss, SeqState, Session, SessionConfig, SessionFrom, SetUpAhead,
-    FIXED_IID_BASE,
+    Ahead, FillPolicy, SeqState, Session, SessionConfig, SessionFrom, SetUpAhead, FIXED_IID_BASE,
 };
 use crate::annotation::AnnotationValue;
 use crate::callsite::Callsite;
@@ -67,12 +66,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod categories;
+mod finish;
+mod process_tracks;
 mod size_cap;
 mod track_events;
 
 pub use categories::{Categories, CATEGORY_NAMES};
 pub use size_cap::cut_note;
-use size_cap::{set_cut_note, SizeCap};
+use size_cap::SizeCap;
 use track_events::counter;
 
 pub use super::perfetto_session::on_library_thread_starting;
@@ -765,105 +766,6 @@ impl PerfettoSink {
         n
     }
 
-    fn describe_process(&mut self, ts: u64) {
-        let e = &mut self.enc;
-        let p = e.packet(ts, SEQ_NEEDS_INCREMENTAL_STATE);
-        let t = e.open(packet::TRACK_DESCRIPTOR);
-        e.uint(track::UUID, PROCESS_UUID);
-        let d = e.open(track::PROCESS);
-        e.int(track::PROCESS_PID, i64::from(self.pid as i32));
-        e.bytes(track::PROCESS_CMDLINE, self.cmdline.as_bytes());
-        e.bytes(track::PROCESS_NAME, self.exe.as_bytes());
-        e.close(d);
-        e.close(t);
-        e.end_packet(p);
-
-        let p = e.packet(ts, SEQ_NEEDS_INCREMENTAL_STATE);
-        let t = e.open(packet::TRACK_DESCRIPTOR);
-        e.uint(track::UUID, RSS_UUID);
-        e.uint(track::PARENT_UUID, PROCESS_UUID);
-        e.bytes(track::NAME, b"metron: process RSS");
-        let c = e.open(track::COUNTER);
-        e.uint(track::COUNTER_UNIT, track::UNIT_SIZE_BYTES);
-        e.close(c);
-        e.close(t);
-        e.end_packet(p);
-        self.process_described = true;
-    }
-
-    fn describe_thread(&mut self, thread: &ThreadInfo, ts: u64) {
-        let pid = self.pid;
-        let t = self.thread_track(thread);
-        let uuid = t.uuid;
-        t.described = true;
-        let name = t.name.clone();
-        let e = &mut self.enc;
-        let p = e.packet(ts, SEQ_NEEDS_INCREMENTAL_STATE);
-        let t = e.open(packet::TRACK_DESCRIPTOR);
-        e.uint(track::UUID, uuid);
-        e.uint(track::PARENT_UUID, PROCESS_UUID);
-        if thread.is_metron {
-            e.bytes(track::DESCRIPTION, b"Metron's own thread");
-        }
-        let d = e.open(track::THREAD);
-        e.int(track::THREAD_PID, i64::from(pid as i32));
-        e.int(track::THREAD_TID, i64::from(thread.tid));
-        e.bytes(track::THREAD_NAME, name.as_bytes());
-        e.close(d);
-        e.close(t);
-        e.end_packet(p);
-    }
-
-    fn counter_track(&mut self, thread: &ThreadInfo, site: &'static Callsite, ts: u64) -> u64 {
-        let key = (thread.index, site.id());
-        if let Some(uuid) = self.counter_tracks.get(&key) {
-            return *uuid;
-        }
-        let uuid = self.next_counter_uuid;
-        self.next_counter_uuid += 1;
-        self.counter_tracks.insert(key, uuid);
-        let parent = self.thread_track(thread).uuid;
-        let e = &mut self.enc;
-        let p = e.packet(ts, SEQ_NEEDS_INCREMENTAL_STATE);
-        let t = e.open(packet::TRACK_DESCRIPTOR);
-        e.uint(track::UUID, uuid);
-        e.uint(track::PARENT_UUID, parent);
-        e.bytes(track::NAME, site.name.as_bytes());
-        let c = e.open(track::COUNTER);
-        e.close(c);
-        e.close(t);
-        e.end_packet(p);
-        uuid
-    }
-
-    /// Samples the process RSS onto its counter track (at most every [`RSS_PERIOD`]).
-    fn sample_process(&mut self, force: bool) {
-        if !self.config.categories.process || self.session.is_none() {
-            return;
-        }
-        if !force && self.last_rss.is_some_and(|t| t.elapsed() < RSS_PERIOD) {
-            return;
-        }
-        // Past the cut only the last sample is written (in the closing reserve).
-        if !force && self.is_cut() {
-            return;
-        }
-        self.last_rss = Some(Instant::now());
-        let mut rss = PageRss::default();
-        rss.sample();
-        let value = rss.value() as f64;
-        let ts = clock::monotonic_ns();
-        self.ensure_sequence(ts);
-        let mark = self.mark();
-        counter(&mut self.enc, ts, RSS_UUID, value);
-        self.counts.counter_values += 1;
-        self.counts.track_events += 1;
-        if !force && !self.fits(self.cap.as_ref().map_or(0, |c| c.open)) {
-            self.take_back(mark);
-            self.cut(ts);
-        }
-    }
-
     /// Appends the encoded packets and the service's packets to the file, and hands the
     /// file's bytes to the kernel.
     fn drain(&mut self) {
@@ -883,43 +785,6 @@ impl PerfettoSink {
         self.last_drain = Instant::now();
         self.counts.drains += 1;
         self.counts.drain_ns += started.elapsed().as_nanos() as u64;
-    }
-
-    /// Writes the run-end instant (the trace's metadata) on the process track.
-    fn run_end(&mut self, run: &RunInfo) {
-        let ts = run.end_ns.max(run.start_ns);
-        let dropped = self.counts.records_dropped;
-        let threads = self.threads.len() as u64;
-        let slices = self.counts.slices_ended;
-        self.ensure_sequence(ts);
-        let new = self.seq.intern_event_name(IID_RUN_END);
-        let e = &mut self.enc;
-        let p = e.packet(ts, SEQ_NEEDS_INCREMENTAL_STATE);
-        if new {
-            intern_event_name(e, IID_RUN_END, NAME_RUN_END);
-        }
-        let t = e.open(packet::TRACK_EVENT);
-        e.uint(event::TYPE, event::TYPE_INSTANT);
-        e.uint(event::TRACK_UUID, PROCESS_UUID);
-        e.uint(event::NAME_IID, IID_RUN_END);
-        let cut = self.cap.as_ref().and_then(|c| c.cut.as_ref());
-        let left_out = cut.map(|c| ("records_left_out_at_max_size", c.records_left_out));
-        for (name, v) in [
-            ("records_dropped", dropped),
-            ("threads", threads),
-            ("slices", slices),
-        ]
-        .into_iter()
-        .chain(left_out)
-        {
-            let a = e.open(event::DEBUG_ANNOTATIONS);
-            e.bytes(annotation::NAME, name.as_bytes());
-            e.uint(annotation::UINT_VALUE, v);
-            e.close(a);
-        }
-        e.close(t);
-        e.end_packet(p);
-        self.counts.track_events += 1;
     }
 
     /// What the sink reports into `metadata.json` (after `finish`).
@@ -1027,7 +892,11 @@ impl Sink for PerfettoSink {
     }
 
     fn gpu_records(&mut self, records: &[crate::sink::GpuRecord]) {
-        self.gpu.add(records);
+        if records.is_empty() || !self.ensure_session(None) {
+            return;
+        }
+        self.write_gpu(records);
+        self.end_batch();
     }
 
     fn writes_while_running(&self) -> bool {
@@ -1041,144 +910,7 @@ impl Sink for PerfettoSink {
     }
 
     fn finish(&mut self, run: &RunInfo) -> std::io::Result<Vec<PathBuf>> {
-        if !self.ensure_session(Some(&run.output_dir)) {
-            let why = self.failed.clone().unwrap_or_default();
-            self.report = Some(json!({ "file": null, "error": why }));
-            return Err(std::io::Error::other(why));
-        }
-        self.write_out();
-        // Async ranges still open and the GPU's work go in whole, or (under a size limit)
-        // not at all; then what closes the trace, in the room kept for it.
-        let mark = self.mark();
-        let (enc, seq, counts) = (&mut self.enc, &mut self.seq, &mut self.counts);
-        let (_, open_async) = self.async_slices.finish(run.end_ns, enc, seq, counts);
-        if self.is_cut() || !self.fits(self.cap.as_ref().map_or(0, |c| c.open)) {
-            self.take_back(mark);
-            self.cut(run.end_ns);
-            self.left_out(open_async);
-        }
-        let mark = self.mark();
-        let notes = self.gpu.context.take_notes();
-        self.gpu.add_notes(notes);
-        let gpu_records = self.gpu.len() as u64;
-        self.gpu
-            .finish(&mut self.enc, &mut self.counts, PROCESS_UUID);
-        if self.is_cut() || !self.fits(self.cap.as_ref().map_or(0, |c| c.open)) {
-            self.take_back(mark);
-            self.cut(run.end_ns);
-            if let Some(cut) = self.cap.as_mut().and_then(|c| c.cut.as_mut()) {
-                cut.gpu_records_left_out += gpu_records;
-            }
-        }
-        self.sample_process(true);
-        self.run_end(run);
-        self.write_out();
-        self.join_session(true);
-        let started = Instant::now();
-        let session = self.session.as_mut().expect("started above");
-        session.stop();
-        self.counts.drains += 1;
-        self.counts.drain_ns += started.elapsed().as_nanos() as u64;
-        let path = session.path.clone();
-        let out = session.output();
-        let mut loss: PerfettoLoss = out.scan.loss.clone();
-        // Counted, not read back: every packet and track event encoded was in a write that
-        // reached the file (its bytes all written), and no service packet claims one of
-        // Metron's sequences.
-        let tally = self.tally;
-        let lost_events =
-            tally.track_events_lost + self.counts.track_events.saturating_sub(tally.track_events);
-        let packets_lost = tally.packets_lost + self.enc.packets.saturating_sub(tally.packets);
-        let bytes_unwritten = tally.bytes.saturating_sub(out.own_bytes);
-        let bytes = out.bytes;
-        let malformed =
-            out.scan.malformed + u64::from(out.scan.leftover() > 0) + out.scan.own_sequence;
-        let service_packets = out.scan.packets;
-        let io_error = out.error.clone();
-        let service_bytes_left_out = out.cut_bytes;
-        drop(out);
-        let cut = self.cap.as_ref().and_then(|c| c.cut.clone());
-        set_cut_note(cut.as_ref().map(|c| {
-            let gpu = if c.gpu_records_left_out > 0 {
-                format!(", {} GPU records", c.gpu_records_left_out)
-            } else {
-                String::new()
-            };
-            format!(
-                "trace cut at {} bytes ({} records left out{gpu}; METRON_TRACE_MAX_SIZE={})",
-                c.at_bytes,
-                c.records_left_out,
-                self.config.max_file_bytes.unwrap_or(0)
-            )
-        }));
-        if lost_events > 0 && !loss.any() {
-            // Counted by us even where the service's counters missed it.
-            loss.trace_writer_packet_loss = loss.trace_writer_packet_loss.max(1);
-        }
-        let regions = self.counts.slices_ended;
-        let encode_s = self.counts.encode_ns as f64 / 1e9;
-        let total_s = (self.counts.encode_ns + self.counts.drain_ns) as f64 / 1e9;
-        self.report = Some(json!({
-            "file": path.file_name().map(|n| n.to_string_lossy().into_owned()),
-            "bytes": bytes,
-            "bytes_per_region": if regions > 0 { bytes as f64 / regions as f64 } else { 0.0 },
-            "regions_per_second": if total_s > 0.0 { regions as f64 / total_s } else { 0.0 },
-            "encode_regions_per_second": if encode_s > 0.0 { regions as f64 / encode_s } else { 0.0 },
-            "counts": self.counts,
-            "samples": self.samples.counts,
-            "track_events_written": self.counts.track_events - lost_events,
-            "track_events_lost": lost_events,
-            "packets_written": self.enc.packets - packets_lost,
-            "packets_lost": packets_lost,
-            "bytes_encoded": tally.bytes,
-            "bytes_not_written": bytes_unwritten,
-            "service_packets": service_packets,
-            "sequence_id": METRON_SEQUENCE_ID,
-            "thread_sequence_ids_from": THREAD_SEQUENCE_BASE,
-            "perfetto_loss": loss,
-            "malformed_framing": malformed,
-            "perfetto_errors_logged": super::perfetto_session::PERFETTO_ERRORS
-                .load(std::sync::atomic::Ordering::Relaxed),
-            "session_buffer_bytes": self.buffer_bytes(),
-            "session_started_ahead": self.started_ahead,
-            "session": self.session_report(),
-            "fill_policy": self.config.fill_policy,
-            "categories": self.config.categories,
-            "category_error": self.category_error,
-            "max_file_bytes": self.config.max_file_bytes,
-            "cut_at_max_size": cut,
-            "service_bytes_left_out_at_max_size": service_bytes_left_out,
-            "complete": cut.is_none()
-                && service_bytes_left_out == 0
-                && lost_events == 0
-                && packets_lost == 0
-                && bytes_unwritten == 0
-                && !loss.any()
-                && malformed == 0
-                && io_error.is_none(),
-        }));
-        if lost_events > 0 || loss.any() {
-            eprintln!(
-                "metron: the Perfetto trace lost data: {lost_events} of {} track events missing \
-                 (chunks overwritten {}, discarded {}, writer packet loss {}); raise \
-                 METRON_TRACE_BUFFER_SIZE (now {} bytes)",
-                self.counts.track_events,
-                loss.chunks_overwritten,
-                loss.chunks_discarded + loss.service_chunks_discarded,
-                loss.trace_writer_packet_loss,
-                self.buffer_bytes()
-            );
-        }
-        if malformed > 0 {
-            eprintln!("metron: the Perfetto trace data did not parse back ({malformed} pieces)");
-        }
-        if let Some(e) = io_error {
-            return Err(std::io::Error::other(format!(
-                "cannot write {}: {e}",
-                path.display()
-            )));
-        }
-        Ok(vec![path])
+        self.finish_trace(run)
     }
 
     fn metadata(&self) -> Option<Value> {
@@ -1187,228 +919,4 @@ impl Sink for PerfettoSink {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::{CallsiteKind, ThreadInfo};
-
-    fn sink_in(test: &str) -> (PerfettoSink, PathBuf) {
-        let dir = std::env::temp_dir().join(format!("metron-{test}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let config = PerfettoConfig {
-            file_name: "trace.pftrace".into(),
-            buffer_bytes: 1 << 20,
-            fill_policy: TraceFillPolicy::Discard,
-            categories: Categories::ALL,
-            write_interval: None,
-            segment_bytes: 64 << 10,
-            max_file_bytes: None,
-        };
-        (PerfettoSink::new(config, dir.clone()), dir)
-    }
-
-    /// The call site of a region named `name`.
-    fn region_site(name: &'static str) -> &'static Callsite {
-        crate::callsite::resolve(crate::callsite::intern(name, CallsiteKind::Region))
-            .expect("interned")
-    }
-
-    /// The test's own thread, as the trace's first thread.
-    fn main_thread() -> ThreadInfo {
-        ThreadInfo {
-            tid: std::process::id(),
-            name: "main".into(),
-            index: 0,
-            is_metron: false,
-        }
-    }
-
-    /// Ten regions on one thread into `sink`, then its end; the sink's report.
-    fn ten_regions_and_finish(sink: &mut PerfettoSink, dir: &Path) -> Value {
-        let site = region_site("set-up test region");
-        let thread = main_thread();
-        let start = clock::monotonic_ns();
-        let mut events = Vec::new();
-        for i in 0..10u64 {
-            let ts_ns = start + i * 1_000;
-            events.push(Event::Begin { ts_ns, site });
-            events.push(Event::End {
-                begin_ns: ts_ns,
-                ts_ns: ts_ns + 500,
-                site,
-                values: &[],
-                closed_by_metron: false,
-            });
-        }
-        sink.events(&thread, &events);
-        let run = RunInfo {
-            output_dir: dir.to_path_buf(),
-            pid: std::process::id(),
-            exe: "test".into(),
-            argv: Vec::new(),
-            hostname: "test".into(),
-            start_realtime_ns: 0,
-            start_ns: start,
-            end_ns: start + 20_000,
-        };
-        let files = sink.finish(&run).expect("the trace is written");
-        assert_eq!(files, vec![dir.join("trace.pftrace")]);
-        sink.metadata().expect("a report")
-    }
-
-    /// The ten regions are in a complete trace with the service's packets (its clock snapshot,
-    /// config, stats), and the session was started ahead or not as `ahead` says.
-    fn assert_complete(report: &Value, ahead: bool) {
-        assert_eq!(report["session_started_ahead"], ahead, "{report:#}");
-        assert_eq!(report["complete"], true, "{report:#}");
-        assert_eq!(report["counts"]["slices_begun"], 10, "{report:#}");
-        assert_eq!(report["counts"]["slices_ended"], 10, "{report:#}");
-        assert_eq!(report["track_events_lost"], 0, "{report:#}");
-        assert!(
-            report["service_packets"].as_u64().unwrap() > 0,
-            "{report:#}"
-        );
-    }
-
-    #[test]
-    fn a_session_started_ahead_on_its_own_thread_is_the_one_the_trace_uses() {
-        let (mut sink, dir) = sink_in("session-ahead");
-        let set_up = std::thread::spawn(sink.session_set_up(Duration::ZERO));
-        let ahead = Arc::clone(sink.ahead.as_ref().unwrap());
-        // Waits for a first batch; this one comes after the session is ready.
-        ahead.want();
-        ahead.wait_until_answered();
-        set_up.join().unwrap();
-        // Started, but nothing in the run folder until the first batch.
-        assert!(!dir.exists());
-        let report = ten_regions_and_finish(&mut sink, &dir);
-        assert_complete(&report, true);
-        assert!(
-            report["session"]["ready_ms"].as_f64().is_some(),
-            "{report:#}"
-        );
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn a_session_set_up_that_never_ran_leaves_the_start_to_the_first_batch() {
-        let (mut sink, dir) = sink_in("session-never-ran");
-        // As when the set-up thread could not be started: the closure is dropped unrun.
-        drop(sink.session_set_up(Duration::ZERO));
-        assert_complete(&ten_regions_and_finish(&mut sink, &dir), false);
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn a_run_that_ends_before_the_set_up_began_has_no_session_and_leads_with_its_own_clocks() {
-        let (mut sink, dir) = sink_in("session-never-began");
-        let set_up = std::thread::spawn(sink.session_set_up(Duration::from_secs(3600)));
-        let report = ten_regions_and_finish(&mut sink, &dir);
-        // The end cancelled the set-up that was still waiting: its thread returns.
-        set_up.join().unwrap();
-        assert_eq!(report["session_started_ahead"], false, "{report:#}");
-        assert_eq!(report["session"]["service"], false, "{report:#}");
-        assert!(report["session"]["ready_ms"].is_null(), "{report:#}");
-        assert!(
-            report["session"]["file_started_ms"].as_f64().is_some(),
-            "{report:#}"
-        );
-        assert_eq!(report["service_packets"], 0, "{report:#}");
-        assert_eq!(report["complete"], true, "{report:#}");
-        assert_eq!(report["counts"]["slices_ended"], 10, "{report:#}");
-        assert_eq!(report["track_events_lost"], 0, "{report:#}");
-        // The file's first packet is Metron's clock snapshot: on Metron's sequence (field 10
-        // = 8), a `clock_snapshot` (field 6) whose first clock (field 1) has id (field 1) 6,
-        // BOOTTIME.
-        let bytes = std::fs::read(dir.join("trace.pftrace")).unwrap();
-        assert_eq!(bytes[0], 0x0a, "a Trace.packet first");
-        let at = (0..32)
-            .find(|&i| bytes[i..i + 3] == [0x50, 0x08, 0x32])
-            .expect("a clock snapshot on Metron's sequence in the first packet");
-        assert_eq!(bytes[at + 4], 0x0a, "a clock");
-        assert_eq!(&bytes[at + 6..at + 8], &[0x08, 6], "BOOTTIME first");
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn empty_regions_encode_as_their_begin_and_end_events_do() {
-        let (a, b, c) = (
-            region_site("empty a"),
-            region_site("empty b"),
-            region_site("empty c"),
-        );
-        let thread = main_thread();
-        let t0 = clock::monotonic_ns();
-        // Gaps and lengths of one, two and three varint bytes; `c` new to the sequence midway.
-        let mut regions = Vec::new();
-        let mut at = t0 + 1_000;
-        for (i, (gap, len)) in [
-            (5, 40),
-            (200, 90),
-            (3, 300),
-            (20_000, 7),
-            (1, 1),
-            (0, 70_000),
-        ]
-        .iter()
-        .cycle()
-        .take(60)
-        .enumerate()
-        {
-            let site = [a, b, if i > 30 { c } else { a }][i % 3];
-            at += gap;
-            regions.push(EmptyRegion {
-                site,
-                begin_ns: at,
-                end_ns: at + len,
-            });
-            at += len;
-        }
-        let events: Vec<Event<'static>> = regions.iter().flat_map(EmptyRegion::events).collect();
-        let more = Present {
-            continues: true,
-            ..Present::REGIONS_ONLY
-        };
-        // Both sinks set up the thread with one region first (written out), then take the
-        // same regions as events or as a run: the bytes they encode must be the same.
-        let encode = |test: &str, as_run: bool| {
-            let (mut sink, dir) = sink_in(test);
-            sink.events(
-                &thread,
-                &EmptyRegion {
-                    site: a,
-                    begin_ns: t0,
-                    end_ns: t0 + 10,
-                }
-                .events(),
-            );
-            assert!(sink.enc.buf.is_empty(), "the first batch was written out");
-            if as_run {
-                sink.empty_regions(&thread, &regions);
-            } else {
-                sink.batch(&thread, &events, more);
-            }
-            let bytes = sink.enc.buf.clone();
-            let counts = (
-                sink.enc.packets,
-                sink.counts.slices_begun,
-                sink.counts.track_events,
-            );
-            let _ = std::fs::remove_dir_all(&dir);
-            (bytes, counts)
-        };
-        let (as_events, counted) = encode("empty-as-events", false);
-        let (as_run, run_counted) = encode("empty-as-run", true);
-        assert!(as_events.len() > 60 * 20, "{} bytes", as_events.len());
-        assert_eq!(as_run, as_events, "the same packets");
-        assert_eq!(run_counted, counted);
-    }
-
-    #[test]
-    fn categories_parse_lists_and_name_what_is_accepted() {
-        assert_eq!(Categories::parse("all").unwrap(), Categories::ALL);
-        let c = Categories::parse("regions, marks").unwrap();
-        assert!(c.regions && c.marks && !c.counters && !c.process);
-        let e = Categories::parse("regions,gpu").unwrap_err();
-        assert!(e.contains("\"gpu\"") && e.contains("accepted: all, regions"));
-    }
-}
+mod tests;

@@ -43,6 +43,8 @@ impl serde::Serialize for Document<'_> {
 /// One thread of `summary.json`.
 pub(super) struct ThreadDoc<'a> {
     pub(super) summary: &'a ThreadSummary,
+    /// `Some(n)`: the table of `n` threads of one name, folded (`threads.rs`).
+    pub(super) folded: Option<usize>,
     pub(super) regions: Nodes<'a>,
 }
 
@@ -50,13 +52,18 @@ impl serde::Serialize for ThreadDoc<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let t = self.summary;
-        let mut m = s.serialize_map(Some(6))?;
+        let mut m = s.serialize_map(Some(7))?;
         m.serialize_entry("index", &t.info.index)?;
         m.serialize_entry("is_metron", &t.info.is_metron)?;
         m.serialize_entry("name", &t.info.name)?;
         m.serialize_entry("records_dropped", &t.dropped)?;
         m.serialize_entry("regions", &self.regions)?;
-        m.serialize_entry("tid", &t.info.tid)?;
+        if let Some(n) = self.folded {
+            m.serialize_entry("threads", &n)?;
+            m.serialize_entry("tid", &Value::Null)?;
+        } else {
+            m.serialize_entry("tid", &t.info.tid)?;
+        }
         m.end()
     }
 }

@@ -15,9 +15,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 mod json;
 mod text;
+mod threads;
 
 use json::{Document, Nodes, ThreadDoc};
 use text::{write_tree_tables, TOP_REGIONS};
+use threads::ThreadGroup;
 
 /// The metric every region has.
 pub const WALL_METRIC: &str = "wall_clock.elapsed";
@@ -211,6 +213,20 @@ struct ThreadSummary {
     dropped: u64,
 }
 
+impl ThreadSummary {
+    fn new(info: ThreadInfo) -> ThreadSummary {
+        ThreadSummary {
+            info,
+            tree: Tree::new(),
+            open: Vec::new(),
+            counters: BTreeMap::new(),
+            marks: BTreeMap::new(),
+            dropped: 0,
+            setup: (0, 0),
+        }
+    }
+}
+
 /// The derived metrics (`METRON_METRICS`) of one region from its counter totals: called with
 /// `total(counter)`, the region's total of `perf_counters.<counter>` if counted, it returns each
 /// computable metric and its value.
@@ -229,6 +245,9 @@ pub struct SummaryConfig {
     /// Calls refused by a documented limit (nesting depth, name length, ...), asked at the end
     /// of the run: (what, count), shown in the summary's header (`None`: none reported).
     pub refused: Option<Refusals>,
+    /// A sampling call tree per thread in `summary.json` besides the merged one
+    /// (`METRON_SAMPLING_PER_THREAD`).
+    pub sampling_per_thread: bool,
 }
 
 /// Reports calls refused by a documented limit: (what was refused, how many times).
@@ -237,7 +256,10 @@ pub type Refusals = fn() -> Vec<(String, u64)>;
 /// The summary sink.
 pub struct SummarySink {
     config: SummaryConfig,
+    /// Threads with tables of their own, by index.
     threads: BTreeMap<u64, ThreadSummary>,
+    /// Threads folded by (name, Metron's own) when there are many (`threads.rs`).
+    groups: BTreeMap<(String, bool), ThreadGroup>,
     /// Async ranges by name (`async_ranges.rs`).
     async_ranges: super::async_ranges::AsyncSummary,
     /// Call-stack samples and region backtraces (`profile.rs`).
@@ -255,18 +277,13 @@ impl Default for SummarySink {
 impl SummarySink {
     /// The summary of `thread`, made at its first batch (and its name kept current).
     fn thread(&mut self, thread: &ThreadInfo) -> &mut ThreadSummary {
+        if !self.threads.contains_key(&thread.index) {
+            self.fold_while_running();
+        }
         let t = self
             .threads
             .entry(thread.index)
-            .or_insert_with(|| ThreadSummary {
-                info: thread.clone(),
-                tree: Tree::new(),
-                open: Vec::new(),
-                counters: BTreeMap::new(),
-                marks: BTreeMap::new(),
-                dropped: 0,
-                setup: (0, 0),
-            });
+            .or_insert_with(|| ThreadSummary::new(thread.clone()));
         if t.info != *thread {
             t.info = thread.clone();
         }
@@ -282,16 +299,17 @@ impl SummarySink {
     pub fn with_config(config: SummaryConfig) -> SummarySink {
         SummarySink {
             gpu: super::gpu_summary::GpuSummary::with_context(config.gpu.clone()),
+            samples: super::profile::SampleCollector::new(config.sampling_per_thread),
             config,
             threads: BTreeMap::new(),
+            groups: BTreeMap::new(),
             async_ranges: Default::default(),
-            samples: Default::default(),
         }
     }
 
     fn merged(&self) -> Tree {
         let mut merged = Tree::new();
-        for thread in self.threads.values() {
+        for (thread, _) in self.tables() {
             merged.merge_from(0, &thread.tree, 0);
         }
         merged
@@ -313,7 +331,7 @@ impl SummarySink {
         let derived = self.config.derived.as_ref();
         let mut counters: BTreeMap<&str, CounterStats> = BTreeMap::new();
         let mut marks: BTreeMap<&str, u64> = BTreeMap::new();
-        for t in self.threads.values() {
+        for (t, _) in self.tables() {
             for (name, c) in &t.counters {
                 let entry = counters.entry(name).or_default();
                 entry.stats.merge(&c.stats);
@@ -363,10 +381,10 @@ impl SummarySink {
                 derive: derived,
             },
             threads: self
-                .threads
-                .values()
-                .map(|t| ThreadDoc {
+                .tables()
+                .map(|(t, folded)| ThreadDoc {
                     summary: t,
+                    folded,
                     regions: Nodes {
                         tree: &t.tree,
                         node: 0,
@@ -379,9 +397,8 @@ impl SummarySink {
 
     /// Set-up slices on every thread and their total time (ns).
     fn setup(&self) -> (u64, u64) {
-        self.threads
-            .values()
-            .fold((0, 0), |(n, ns), t| (n + t.setup.0, ns + t.setup.1))
+        self.tables()
+            .fold((0, 0), |(n, ns), (t, _)| (n + t.setup.0, ns + t.setup.1))
     }
 
     /// Calls refused by a documented limit, by what was refused (the runtime's report).
@@ -397,9 +414,8 @@ impl SummarySink {
     fn text(&self, run: &RunInfo, merged: &Tree) -> String {
         let mut out = String::new();
         let regions: u64 = self
-            .threads
-            .values()
-            .flat_map(|t| t.tree.nodes.iter().skip(1))
+            .tables()
+            .flat_map(|(t, _)| t.tree.nodes.iter().skip(1))
             .map(|n| n.metrics[0].count)
             .sum();
         let _ = writeln!(
@@ -407,7 +423,7 @@ impl SummarySink {
             "metron summary: {} (pid {}), {} threads, {} regions, {:.3} ms",
             run.exe,
             run.pid,
-            self.threads.len(),
+            self.thread_count(),
             regions,
             run.end_ns.saturating_sub(run.start_ns) as f64 / 1e6
         );
@@ -431,8 +447,17 @@ impl SummarySink {
                 list.join(", ")
             );
         }
+        if !self.groups.is_empty() {
+            let folded: usize = self.groups.values().map(|g| g.members.len()).sum();
+            let _ = writeln!(
+                out,
+                "threads: the {} busiest have tables of their own; {folded} others are folded into {} table(s), one per thread name",
+                self.threads.len(),
+                self.groups.len()
+            );
+        }
         let folded = std::iter::once(merged)
-            .chain(self.threads.values().map(|t| &t.tree))
+            .chain(self.tables().map(|(t, _)| &t.tree))
             .any(|t| t.nodes.len() > TOP_REGIONS + 1);
         if folded {
             let _ = writeln!(
@@ -453,27 +478,30 @@ impl SummarySink {
         }
         write_tree_tables(
             &mut out,
-            &format!("merged across {} threads", self.threads.len()),
+            &format!("merged across {} threads", self.thread_count()),
             merged,
             self.config.derived.as_ref(),
         );
-        for t in self.threads.values() {
+        for (t, folded) in self.tables() {
             let role = if t.info.is_metron {
                 ", metron's own"
             } else {
                 ""
             };
-            let title = format!(
-                "thread {} \"{}\" (#{}{})",
-                t.info.tid, t.info.name, t.info.index, role
-            );
+            let title = match folded {
+                None => format!(
+                    "thread {} \"{}\" (#{}{})",
+                    t.info.tid, t.info.name, t.info.index, role
+                ),
+                Some(n) => format!("{n} threads \"{}\" folded{}", t.info.name, role),
+            };
             write_tree_tables(&mut out, &title, &t.tree, self.config.derived.as_ref());
             if t.dropped > 0 {
                 let _ = writeln!(out, "  {} records dropped on this thread", t.dropped);
             }
         }
         let mut counters: Vec<(&str, &CounterStats, u32)> = Vec::new();
-        for t in self.threads.values() {
+        for (t, _) in self.tables() {
             for (name, c) in &t.counters {
                 counters.push((name, c, t.info.tid));
             }
@@ -500,9 +528,8 @@ impl SummarySink {
             }
         }
         let marks: BTreeMap<&str, u64> = self
-            .threads
-            .values()
-            .flat_map(|t| t.marks.iter().map(|(k, v)| (*k, *v)))
+            .tables()
+            .flat_map(|(t, _)| t.marks.iter().map(|(k, v)| (*k, *v)))
             .fold(BTreeMap::new(), |mut m, (k, v)| {
                 *m.entry(k).or_default() += v;
                 m
@@ -685,11 +712,15 @@ impl Sink for SummarySink {
         let txt = run.output_dir.join("summary.txt");
         let json_path = run.output_dir.join("summary.json");
         self.async_ranges.finish(run.end_ns);
+        if self.thread_count() > threads::THREADS_MANY {
+            self.fold_threads();
+        }
         let merged = self.merged();
         std::fs::write(&txt, self.text(run, &merged))?;
         let mut file =
             std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&json_path)?);
-        serde_json::to_writer_pretty(&mut file, &self.document(run, &merged))?;
+        // Compact: indentation was most of a large file (`jq .` pretty-prints for people).
+        serde_json::to_writer(&mut file, &self.document(run, &merged))?;
         std::io::Write::write_all(&mut file, b"\n")?;
         std::io::Write::flush(&mut file)?;
         Ok(vec![txt, json_path])
