@@ -146,7 +146,7 @@ fn fmt_thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -175,8 +175,8 @@ fn peak_rss_kib(program: &Path, args: &[&str], env: &[(&str, &Path)]) -> Option<
     let stderr = String::from_utf8_lossy(&out.stderr);
     let kib = stderr
         .lines()
-        .filter_map(|l| l.strip_prefix("peak_rss_kib="))
-        .last()
+        .rev()
+        .find_map(|l| l.strip_prefix("peak_rss_kib="))
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or_else(|| panic!("no peak RSS from /usr/bin/time: {stderr}"));
     Some((out.status.success(), kib))
