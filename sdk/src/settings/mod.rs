@@ -276,6 +276,7 @@ impl Settings {
             "METRON_GPU_METRICS",
             "METRON_GPU_COUNTER_MODE",
             "METRON_GPU_REGION_KERNELS",
+            "METRON_GPU_REGION_RANGES",
             "METRON_GPU_KERNEL_REPLAY",
             "METRON_GPU_PC_SAMPLING",
             "METRON_GPU_PC_SAMPLING_MODE",
