@@ -3,8 +3,7 @@
 // resolved through CUPTI's cuptiGetSassToSourceCorrelation and compared with
 // `nvdisasm -g` of the same cubin, run on the GPU machine and kept in
 // tests/cuda/fixtures/pc_lines.sm_90.nvdisasm.txt. Editing this file changes the cubin: the
-// test then skips until the fixture is made again (`nvdisasm -g -c` of the new cubin, where the
-// CUDA toolkit is installed).
+// test then skips until the fixture is made again (`nvdisasm -g -c` of the new cubin).
 
 __device__ __forceinline__ float step(float v, float a) {
     return fmaf(v, a, 0.5f);
