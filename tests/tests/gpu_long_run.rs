@@ -4,7 +4,7 @@
 //! CUPTI activity buffer through a fake backend. The records reach every output as they come:
 //! the peak RSS (`getrusage`, not a timer) after the first 10⁶ records is the peak at the end
 //! within a few MiB, every launch is in the trace, in `kernels.csv` and in the summary, and
-//! the trace takes at most 64 bytes per launch.
+//! the trace takes at most 96 bytes per launch (81 with each launch's correlation id).
 
 use metron::gpu::{GpuKind, GpuRecord};
 use metron_tests::fake_gpu;
@@ -120,7 +120,7 @@ fn ten_million_gpu_records_take_the_memory_of_the_first_million() {
     let bytes = std::fs::metadata(out.join("trace.pftrace")).unwrap().len();
     let per_launch = bytes as f64 / f64::from(LAUNCHES);
     eprintln!("trace: {bytes} bytes, {per_launch:.1} per launch (regions and service included)");
-    assert!(per_launch <= 64.0, "{per_launch:.1} trace bytes per launch");
+    assert!(per_launch <= 96.0, "{per_launch:.1} trace bytes per launch");
     // Every record written (the layout is validated by `gpu_pipeline.rs` with the independent
     // decoder; at this size it would take minutes).
     assert_eq!(trace_meta["gpu"]["records_written"], 2 * LAUNCHES);

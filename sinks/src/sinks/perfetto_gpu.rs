@@ -72,6 +72,9 @@ const GRAPH_FLOW_BASE: u64 = 1 << 14;
 /// Interned annotation names on a GPU sequence.
 const ANN_LAUNCH: u64 = 1;
 const ANN_STATUS: u64 = 2;
+/// `correlation_id` on device work and on the calls that launched it: what `metron export` and
+/// the PC-sampling notes pair a launch with its work by.
+const ANN_CORRELATION: u64 = 3;
 /// The most lanes a track gets.
 pub(crate) const MAX_LANES: usize = 8;
 /// The most distinct launch texts interned; past it a text is written inline (memory stays
@@ -226,11 +229,14 @@ impl GpuTracks {
         };
         let with_ann = text.is_some() || r.status != 0;
         let new_ann = with_ann && lane.state.intern_annotation_name(ann);
+        let with_corr =
+            r.correlation != 0 && (r.on_device() || matches!(flow, Some(Flow::Starts(_))));
+        let new_corr = with_corr && lane.state.intern_annotation_name(ANN_CORRELATION);
         let new_text = match text {
             Some(Text::Interned(iid)) => set_bit(&mut lane.texts, iid),
             _ => false,
         };
-        if new_name || new_ann || new_text {
+        if new_name || new_ann || new_text || new_corr {
             let d = e.open(packet::INTERNED_DATA);
             if new_name {
                 let n = e.open(interned::EVENT_NAMES);
@@ -249,6 +255,12 @@ impl GpuTracks {
                         b"status"
                     },
                 );
+                e.close(n);
+            }
+            if new_corr {
+                let n = e.open(interned::DEBUG_ANNOTATION_NAMES);
+                e.uint(interned::IID, ANN_CORRELATION);
+                e.bytes(interned::NAME, b"correlation_id");
                 e.close(n);
             }
             if let (true, Some(Text::Interned(iid))) = (new_text, &text) {
@@ -270,6 +282,12 @@ impl GpuTracks {
                 Some(Text::Inline) => e.bytes(annotation::STRING_VALUE, self.scratch.as_bytes()),
                 None => e.uint(annotation::UINT_VALUE, u64::from(r.status)),
             }
+            e.close(a);
+        }
+        if with_corr {
+            let a = e.open(event::DEBUG_ANNOTATIONS);
+            e.uint(annotation::NAME_IID, ANN_CORRELATION);
+            e.uint(annotation::UINT_VALUE, u64::from(r.correlation));
             e.close(a);
         }
         match flow {
@@ -562,10 +580,15 @@ fn flow_of(r: &GpuRecord) -> Option<Flow> {
 
 /// An API call that puts work on a device: a kernel launch, a copy or a set (CUDA, HIP).
 pub(crate) fn launches_work(name: &str) -> bool {
-    (name.contains("Launch") && !name.contains("HostFunc") && !name.contains("Attribute"))
-        || name.contains("Memcpy")
-        || name.contains("Memset")
-        || name.contains("MemPrefetch")
+    let has = |word: &str| {
+        name.as_bytes()
+            .windows(word.len())
+            .any(|w| w.eq_ignore_ascii_case(word.as_bytes()))
+    };
+    (has("launch") && !has("hostfunc") && !has("attribute"))
+        || has("memcpy")
+        || has("memset")
+        || has("memprefetch")
 }
 
 /// The slice name of `r`.
