@@ -44,7 +44,7 @@ use super::perfetto_encode::{
     annotation, event, interned, packet, track, Encoder, FastMap, GPU_SEQUENCE_FIRST,
     GPU_SEQUENCE_LAST, GPU_SEQUENCE_OVERFLOW,
 };
-use super::perfetto_session::SeqState;
+use super::perfetto_session::{set_bit, SeqState};
 use crate::sink::gpu::{GpuContext, GpuNote, NoteValue, NO_STREAM};
 use crate::sink::{GpuKind, GpuRecord};
 use std::collections::{BTreeMap, HashMap};
@@ -617,17 +617,6 @@ fn track_name(gpu: &GpuContext, key: TrackKey) -> String {
         TrackKey::HsaApi { tid } => format!("HSA API tid {tid}"),
         TrackKey::HipApi { tid } => format!("HIP API tid {tid}"),
     }
-}
-
-/// Sets bit `i` of `bits` (growing it); true if it was not set.
-fn set_bit(bits: &mut Vec<u64>, i: u64) -> bool {
-    let (word, bit) = ((i / 64) as usize, i % 64);
-    if word >= bits.len() {
-        bits.resize(word + 1, 0);
-    }
-    let new = bits[word] & (1 << bit) == 0;
-    bits[word] |= 1 << bit;
-    new
 }
 
 /// Writes the slices `spans` (sorted by start, longest first) on track `uuid`, properly

@@ -134,7 +134,7 @@ impl SeqState {
 
 /// Sets bit `i` of `bits` (growing it); true if it was not set.
 #[inline]
-fn set_bit(bits: &mut Vec<u64>, i: u64) -> bool {
+pub(crate) fn set_bit(bits: &mut Vec<u64>, i: u64) -> bool {
     let (word, bit) = ((i / 64) as usize, i % 64);
     if word >= bits.len() {
         bits.resize(word + 1, 0);
