@@ -721,7 +721,15 @@ impl Pipeline {
     fn finish_sinks(&mut self, run: &RunInfo, late: bool) -> (Vec<PathBuf>, Vec<String>) {
         let mut files = Vec::new();
         let mut errors = Vec::new();
-        for sink in self.sinks.iter_mut().filter(|s| s.finishes_late() == late) {
+        // Among the late ones, the sinks that write while the run goes on (the trace,
+        // `kernels.csv`) finish first: the others (pictures, exports) read their files, and a
+        // GPU backend's sinks join the list after them.
+        let mut order: Vec<usize> = (0..self.sinks.len())
+            .filter(|&i| self.sinks[i].finishes_late() == late)
+            .collect();
+        order.sort_by_key(|&i| !self.sinks[i].writes_while_running());
+        for i in order {
+            let sink = &mut self.sinks[i];
             match sink.finish(run) {
                 Ok(mut written) => files.append(&mut written),
                 Err(e) => errors.push(format!("{} output failed: {e}", sink.name())),

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The check of a Metron run of pm_mix with PM sampling: reads trace.pftrace (a minimal
-protobuf reader, no dependencies), the kernel slices and the metric counter tracks, and prints
+"""The check of a Metron run of pm_mix with PM sampling: reads trace.pftrace (decoded by
+tests/perfetto/validate_trace.py), the kernel slices and the metric counter tracks, and prints
 per kernel launch the mean of each metric over the samples that start inside it, the gaps'
 means, where the high-DRAM samples fall, and the copy's DRAM rate against bytes / duration.
 
@@ -8,90 +8,29 @@ means, where the high-DRAM samples fall, and the copy's DRAM rate against bytes 
 """
 import json
 import os
+import subprocess
 import sys
 
 
-def varint(b, i):
-    v = s = 0
-    while True:
-        c = b[i]
-        i += 1
-        v |= (c & 0x7F) << s
-        s += 7
-        if c < 0x80:
-            return v, i
-
-
-def fields(b):
-    i = 0
-    while i < len(b):
-        tag, i = varint(b, i)
-        f, w = tag >> 3, tag & 7
-        if w == 0:
-            v, i = varint(b, i)
-        elif w == 1:
-            v = b[i:i + 8]
-            i += 8
-        elif w == 2:
-            n, i = varint(b, i)
-            v = b[i:i + n]
-            i += n
-        elif w == 5:
-            v = b[i:i + 4]
-            i += 4
-        else:
-            raise ValueError("wire type %d" % w)
-        yield f, w, v
+VALIDATOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "perfetto", "validate_trace.py")
 
 
 def read(path):
-    import struct
-    data = open(path, "rb").read()
-    names, parents, counters = {}, {}, set()
+    """The trace as tests/perfetto/validate_trace.py decodes it (sequence defaults, interning
+    and incremental clocks resolved): track names, parents, counter tracks, slices per track
+    and counter values with their times."""
+    done = subprocess.run([sys.executable, VALIDATOR, path, "--slices", "--counter-samples"],
+                          capture_output=True, text=True)
+    if done.returncode == 2 or not done.stdout.strip():
+        sys.exit("validate_trace.py could not decode %s: %s" % (path, done.stderr.strip()))
+    trace = json.loads(done.stdout)
+    names = {t["uuid"]: t.get("name") or "" for t in trace["tracks"]}
+    parents = {t["uuid"]: t.get("parent") for t in trace["tracks"]}
+    counters = {c["uuid"] for c in trace["counters"]}
     slices = {}  # uuid -> [(start, end, name)]
-    open_ = {}
-    values = {}  # uuid -> [(ts, v)]
-    for f, w, pkt in fields(data):
-        if f != 1:
-            continue
-        ts = 0
-        te = td = None
-        for f2, w2, v2 in fields(pkt):
-            if f2 == 8:
-                ts = v2
-            elif f2 == 11 and w2 == 2:
-                te = v2
-            elif f2 == 60:
-                td = v2
-        if td is not None:
-            u = None
-            for f3, w3, v3 in fields(td):
-                if f3 == 1:
-                    u = v3
-                elif f3 == 2:
-                    names[u] = v3.decode()
-                elif f3 == 5:
-                    parents[u] = v3
-                elif f3 == 8:
-                    counters.add(u)
-        if te is not None:
-            typ = uuid = name = val = None
-            for f3, w3, v3 in fields(te):
-                if f3 == 9:
-                    typ = v3
-                elif f3 == 11:
-                    uuid = v3
-                elif f3 == 23:
-                    name = v3.decode()
-                elif f3 == 44:
-                    val = struct.unpack("<d", v3)[0]
-            if typ == 4:
-                values.setdefault(uuid, []).append((ts, val))
-            elif typ == 1:
-                open_.setdefault(uuid, []).append((ts, name))
-            elif typ == 2 and open_.get(uuid):
-                s, n = open_[uuid].pop()
-                slices.setdefault(uuid, []).append((s, ts, n))
+    for sl in trace["slices"]:
+        slices.setdefault(sl["track"], []).append((sl["ts"], sl["ts"] + sl["dur"], sl["name"]))
+    values = {c["uuid"]: [(t, v) for t, v in c.get("samples", [])] for c in trace["counters"]}
     return names, parents, counters, slices, values
 
 
@@ -102,6 +41,7 @@ def main():
     names, parents, counters, slices, values = read(os.path.join(run, "trace.pftrace"))
     kernels = []
     for u, sl in slices.items():
+        # A stream's track or one of its lanes (`<stream track> lane <n>`).
         if names.get(u, "").startswith("GPU ") and " stream " in names.get(u, ""):
             for s, e, n in sl:
                 if "copy_kernel" in n or "fma_kernel" in n:

@@ -11,7 +11,8 @@ nanoseconds since the sequence's previous packet), and prints a JSON description
   tracks      every track descriptor (process, thread, counter), with pid/tid and names
   threads     per thread track: name, Metron's own or not, slice count, max depth, the
               nesting as paths ("outer/inner": count), names, instants, dropped records
-  counters    per counter track: count, min, max, last and the first values
+  counters    per counter track: count, min, max, last and the first values (every
+              value with its time with --counter-samples)
   run_end     the arguments of the "metron: run end" instant (the run's counts)
   sequence_packets
               packets per trusted_packet_sequence_id (Metron's own sequence and the service's)
@@ -24,7 +25,7 @@ Exit status: 0 when every check passes, 1 when one fails, 2 on usage errors or a
 scripts/install-deps.sh does).
 
 Usage: validate_trace.py TRACE [--window-start-ns N] [--window-end-ns N] [--allow-open]
-                               [--allow-truncated] [--allow-loss] [--slices] [--max-values N]
+                               [--allow-truncated] [--allow-loss] [--slices] [--counter-samples] [--max-values N]
                                [--clock monotonic|realtime] [--processes N]
 
 A trace of `metron merge` is checked with --clock realtime --processes <ranks>.
@@ -205,6 +206,8 @@ def validate(path, args):
             st["last"] = value
             if len(st["values"]) < args.max_values:
                 st["values"].append(value)
+            if args.counter_samples:
+                st.setdefault("samples", []).append([ts, value])
         elif typ == TYPE_SLICE_BEGIN:
             stack = st["stack"]
             stack.append((name, ts, ann, list(out_ids), list(in_ids)))
@@ -408,6 +411,8 @@ def validate(path, args):
                 "last": st["last"],
                 "values": values,
             }
+            if args.counter_samples:
+                counters[uuid]["samples"] = st.get("samples", [])
             continue
         info = st["info"]
         info.update(
@@ -505,6 +510,7 @@ def main():
     parser.add_argument("--allow-truncated", action="store_true", help="a cut last packet is not an error (killed runs)")
     parser.add_argument("--allow-loss", action="store_true", help="Perfetto's loss counters are not an error")
     parser.add_argument("--slices", action="store_true", help="list every slice (large)")
+    parser.add_argument("--counter-samples", action="store_true", help="list every counter value with its time (large)")
     parser.add_argument("--max-values", type=int, default=1000, help="values/instants listed per counter (default 1000)")
     parser.add_argument(
         "--clock", choices=sorted(CLOCK_IDS), default="monotonic", help="the clock of every event (metron merge: realtime)"

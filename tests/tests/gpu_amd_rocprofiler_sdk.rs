@@ -422,7 +422,7 @@ fn rocprofiler_sdk_tool_traces_kernels_and_copies_with_regions_on_metrons_clock(
         one(&p, "hip.memcpy.correlation"),
         one(&p, "upload.correlation")
     );
-    let flows = trace_flows(&run.join("trace.pftrace"));
+    let flows = trace_flows(&trace);
     let flow_of = |s: &Slice, terminating: bool| -> Vec<u64> {
         flows
             .iter()
@@ -533,7 +533,8 @@ fn rocprofiler_sdk_tool_traces_kernels_and_copies_with_regions_on_metrons_clock(
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The flow ids of one track event (`validate_trace.py` does not decode them).
+/// The flow ids of one slice, as `validate_trace.py --slices` decodes them (flow ids of the
+/// begin and end events, with the sequence's default track and incremental clock resolved).
 #[derive(Debug)]
 struct Flow {
     track: u64,
@@ -542,52 +543,23 @@ struct Flow {
     terminating: Vec<u64>,
 }
 
-/// Every track event of `trace` that carries flow ids, decoded with the Perfetto protos of
-/// Python's `perfetto` package (as `validate_trace.py` does; Metron writes absolute timestamps).
-fn trace_flows(trace: &Path) -> Vec<Flow> {
-    const SCRIPT: &str = r#"
-import json, sys
-from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
-t = pb.Trace()
-t.ParseFromString(open(sys.argv[1], "rb").read())
-out = []
-for p in t.packet:
-    if not p.HasField("track_event"):
-        continue
-    e = p.track_event
-    if len(e.flow_ids) or len(e.terminating_flow_ids):
-        out.append({"track": e.track_uuid, "ts": p.timestamp,
-                    "flows": list(e.flow_ids), "terminating": list(e.terminating_flow_ids)})
-print(json.dumps(out))
-"#;
-    let out = Command::new("python3")
-        .args(["-c", SCRIPT])
-        .arg(trace)
-        .output()
-        .expect("run python3");
-    assert!(
-        out.status.success(),
-        "decoding the flows failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).expect("flows as JSON");
-    v.as_array()
-        .unwrap()
+/// Every slice of the decoded `trace` that carries flow ids.
+fn trace_flows(trace: &Value) -> Vec<Flow> {
+    let ids = |v: &Value| -> Vec<u64> {
+        v.as_array()
+            .map(|a| a.iter().filter_map(Value::as_u64).collect())
+            .unwrap_or_default()
+    };
+    trace["slices"]
+        .as_array()
+        .expect("the validator lists slices")
         .iter()
-        .map(|f| {
-            let ids = |k: &str| -> Vec<u64> {
-                f[k].as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|x| x.as_u64().unwrap())
-                    .collect()
-            };
-            Flow {
-                track: f["track"].as_u64().unwrap(),
-                ts: f["ts"].as_u64().unwrap(),
-                flows: ids("flows"),
-                terminating: ids("terminating"),
-            }
+        .filter(|s| s.get("flows_out").is_some() || s.get("flows_in").is_some())
+        .map(|s| Flow {
+            track: s["track"].as_u64().unwrap(),
+            ts: s["ts"].as_u64().unwrap(),
+            flows: ids(&s["flows_out"]),
+            terminating: ids(&s["flows_in"]),
         })
         .collect()
 }

@@ -3,22 +3,42 @@
 //! stack, a flag that keeps a hook from running inside another on the same thread, and the
 //! guard that ends what is still open when the thread ends.
 
+use crate::thread_block::{Block, Held, Pool};
 use metron_functions::engine::instrument_functions as engine;
 use metron_functions::shadow_stack::ShadowStack;
 use std::cell::UnsafeCell;
 
-/// A thread's function regions: its shadow stack. No destructor of its own, so it outlives
-/// every destructor of the thread (see [`ExitGuard`]).
+/// A thread's function regions: its shadow stack.
 pub(crate) struct ThreadFunctions {
     pub(crate) stack: ShadowStack,
     busy: bool,
     pub(crate) guarded: bool,
 }
 
+/// A thread's [`ThreadFunctions`] on the heap: the shadow stack (about 6 KB) would not fit the
+/// spare static TLS that keeps the library's fast paths cheap when it is `dlopen`ed
+/// ([`crate::thread_block`]). The block outlives its holder until the thread is gone, so
+/// [`ExitGuard`] finds it whatever the order of the thread's destructors.
+pub(crate) struct FunctionsCell(UnsafeCell<ThreadFunctions>);
+
+static POOL: Pool<FunctionsCell> = Pool::new();
+
+impl Block for FunctionsCell {
+    fn pool() -> &'static Pool<FunctionsCell> {
+        &POOL
+    }
+
+    fn fresh() -> Box<FunctionsCell> {
+        Box::new(FunctionsCell(UnsafeCell::new(ThreadFunctions {
+            stack: ShadowStack::new(),
+            busy: false,
+            guarded: false,
+        })))
+    }
+}
+
 thread_local! {
-    static THREAD: UnsafeCell<ThreadFunctions> = const {
-        UnsafeCell::new(ThreadFunctions { stack: ShadowStack::new(), busy: false, guarded: false })
-    };
+    static THREAD: Held<FunctionsCell> = const { Held::new() };
     static GUARD: ExitGuard = const { ExitGuard };
 }
 
@@ -31,7 +51,8 @@ struct ExitGuard;
 
 impl Drop for ExitGuard {
     fn drop(&mut self) {
-        let _ = THREAD.try_with(|cell| {
+        let _ = THREAD.try_with(|held| {
+            let cell = &held.get().0;
             // SAFETY: the cell is this thread's, and no hook of this thread runs during its
             // destructors while `busy` is set below.
             let thread = unsafe { &mut *cell.get() };
@@ -76,7 +97,8 @@ pub(crate) fn end_frames_below(stack_pointer: usize) {
 /// thread is ending.
 #[inline(always)]
 pub(crate) fn with_thread(f: impl FnOnce(&mut ThreadFunctions)) {
-    let _ = THREAD.try_with(|cell| {
+    let _ = THREAD.try_with(|held| {
+        let cell = &held.get().0;
         // SAFETY: the cell is this thread's; `busy` keeps a nested hook (reached through the
         // cold path's calls) from taking a second reference while the first is live.
         let thread = unsafe { &mut *cell.get() };

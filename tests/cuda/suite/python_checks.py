@@ -1,6 +1,6 @@
 """Python programs: a launch-bound PyTorch step against no tool and against torch.profiler
-(Kineto), the kernels of a PyTorch training loop against torch.profiler's, and Python frames in
-`metron sample`'s stacks. They use the GPU machine's PyTorch Python (`--python`)."""
+(Kineto), the kernels of a PyTorch training loop against torch.profiler's, the outputs of the same loop
+under `metron sample`, and Python frames in `metron sample`'s stacks. They use the GPU machine's PyTorch Python (`--python`)."""
 
 import collections
 import csv
@@ -10,6 +10,7 @@ import re
 import statistics
 import subprocess
 import sys
+import time
 
 from runner import failure
 
@@ -22,6 +23,11 @@ STEP_ROWS = [
 KERNEL_ROWS = [
     ("torch_kernels", "Kernels of a PyTorch training loop (20 AdamW steps)",
      "torch.profiler's kernel events of the same loop", "the same kernels, the same number of times"),
+]
+SAMPLED_ROWS = [
+    ("torch_sampled_outputs", "Outputs of a sampled PyTorch loop (`metron sample -- python3 torch_train.py`)",
+     "the program's own end (its last statement, CLOCK_MONOTONIC) and the files' sizes",
+     "summary.json at most 5 MB; flamegraph.svg and report.html written; the run ends at most 1 s after the program"),
 ]
 FRAME_ROWS = [
     ("python_frames", "Python frames in sampled stacks (`metron sample -- python3`)",
@@ -100,12 +106,39 @@ def run_kernels(suite, rows):
     for name, n in json.load(open(counts_json)).items():
         want[base_name(name)] += n
     with open(os.path.join(folder, "kernels.csv"), encoding="utf-8") as f:
-        got = collections.Counter(base_name(r["Method"]) for r in csv.DictReader(l for l in f if not l.startswith("#")))
+        # kernels.csv's Method is "<kernel name> [<device name>]".
+        got = collections.Counter(base_name(re.sub(r" \[[^\[\]]*\]$", "", r["Method"]))
+                                  for r in csv.DictReader(l for l in f if not l.startswith("#")))
     differ = sorted(k for k in set(want) | set(got) if want[k] != got[k])
     row.set("Metron %d launches of %d kernels, torch.profiler %d of %d%s" % (
         sum(got.values()), len(got), sum(want.values()), len(want),
-        ("; differ: " + ", ".join("%s %d/%d" % (k[:60], got[k], want[k]) for k in differ[:3])) if differ else ""),
+        ("; differ (Metron/torch.profiler): " + "; ".join("%s %d/%d" % (k, got[k], want[k]) for k in differ[:6])) if differ else ""),
         not differ and sum(got.values()) > 0)
+
+
+def run_sampled_outputs(suite, rows):
+    row = rows["torch_sampled_outputs"]
+    why = torch_missing(suite)
+    if why:
+        row.skip(why)
+        return
+    folder = suite.run_dir("torch-sampled")
+    train = os.path.join(suite.cuda_tests, "torch_train.py")
+    done = suite.sh("torch-sampled", [os.path.join(suite.bin, "metron"), "sample", "-o", folder,
+                                      "--", suite.torch_python, train, "plain"], timeout=150)
+    ended = time.monotonic()
+    program_end = re.search(r"TORCH_TRAIN plain .* end_monotonic ([\d.]+)", done.out)
+    summary = os.path.join(folder, "summary.json")
+    if done.rc != 0 or not program_end or not os.path.exists(summary):
+        row.set(failure(done, "metron sample"), False)
+        return
+    tail = ended - float(program_end.group(1))
+    mb = os.path.getsize(summary) / 1e6
+    pictures = [f for f in ("flamegraph.svg", "report.html") if os.path.exists(os.path.join(folder, f))]
+    stacks = os.path.join(folder, "stacks.folded")
+    distinct = sum(1 for _ in open(stacks, encoding="utf-8", errors="replace")) if os.path.exists(stacks) else 0
+    row.set("summary.json %.2f MB, %d distinct stacks, pictures: %s; the run ended %.2f s after the program" % (
+        mb, distinct, ", ".join(pictures) or "none", tail), mb <= 5 and len(pictures) == 2 and tail <= 1.0)
 
 
 def run_frames(suite, rows):
@@ -129,4 +162,5 @@ def run_frames(suite, rows):
 
 STEP_CHECK = ("PyTorch step cost", [], 150, STEP_ROWS, run_step)
 KERNEL_CHECK = ("PyTorch kernels", [], 90, KERNEL_ROWS, run_kernels)
+SAMPLED_CHECK = ("Sampled PyTorch outputs", [], 150, SAMPLED_ROWS, run_sampled_outputs)
 FRAME_CHECK = ("Python frames", [], 60, FRAME_ROWS, run_frames)

@@ -44,6 +44,7 @@ CHECKS = [Check(*c) for c in (
     cost.LAUNCH_CHECK,
     python_checks.STEP_CHECK,
     python_checks.KERNEL_CHECK,
+    python_checks.SAMPLED_CHECK,
     python_checks.FRAME_CHECK,
 )]
 
