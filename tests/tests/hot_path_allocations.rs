@@ -1,6 +1,7 @@
 //! The hot path makes no heap allocation: after the first region on a thread, 10^5 rounds of
 //! every kind of record (scope, `#[profile]`, `begin!`/`end()`, counter, mark, integer
-//! annotation, bundle scope) allocate nothing on that thread. A counting global allocator
+//! annotation, bundle scope) allocate nothing on that thread, nor do the hand-overs of full
+//! segments to the flusher. A counting global allocator
 //! counts the allocations of the measuring thread only.
 
 use metron::components::{ThreadCpuClock, WallClock};
@@ -154,6 +155,55 @@ fn a_hundred_thousand_rounds_of_every_record_kind_allocate_nothing_after_the_fir
     // Per round: 4 regions (8 records), a counter, a mark and an annotation.
     assert_eq!(metadata["records"]["written"], 11 * rounds);
     assert_eq!(metadata["records"]["dropped"], 0);
+}
+
+/// Rounds between flushes in the segment hand-over scenario: at 11 records of at least one
+/// 16-byte slot a round, 2,000 rounds fill about five 64 KiB segments.
+const ROUNDS_PER_CHUNK: u64 = 2_000;
+const CHUNKS: u64 = 50;
+
+scenario! {
+    fn scenario_hot_path_segment_handover() {
+        // Warm-up: the thread's buffer, call sites, and enough segments mapped and recycled
+        // that the hand-overs below take them from the free pool.
+        for i in 0..10 * ROUNDS_PER_CHUNK {
+            std::hint::black_box(one_round(i));
+        }
+        metron::flush();
+        let mut rounds = 0;
+        for chunk in 0..CHUNKS {
+            rounds += allocations_during(|| {
+                for i in 0..ROUNDS_PER_CHUNK {
+                    std::hint::black_box(one_round(chunk * ROUNDS_PER_CHUNK + i));
+                }
+            });
+            // Outside the count: the flusher reads the sealed segments and recycles them.
+            metron::flush();
+        }
+        emit_data(&json!({ "rounds": rounds }));
+    }
+}
+
+#[test]
+fn handing_full_segments_to_the_flusher_allocates_nothing() {
+    // Small segments: every chunk of rounds seals several, each handed over on the recording
+    // thread (the cold path of a record: the sealed queue, a segment from the free pool).
+    let run = Scenario::new("scenario_hot_path_segment_handover")
+        .env("METRON_BUFFER_SIZE", "64K")
+        .env("METRON_FLUSH_INTERVAL", "0")
+        .run();
+    let data = run.data();
+    let recorded = (10 + CHUNKS) * ROUNDS_PER_CHUNK;
+    let metadata = run.metadata();
+    assert_eq!(metadata["records"]["written"], 11 * recorded);
+    assert_eq!(metadata["records"]["dropped"], 0);
+    let hand_overs = CHUNKS * ROUNDS_PER_CHUNK * 11 * 16 / (64 << 10);
+    assert!(hand_overs >= 4 * CHUNKS, "the window hands segments over");
+    assert_eq!(
+        data["rounds"], 0,
+        "allocations in {} rounds with at least {hand_overs} segment hand-overs",
+        CHUNKS * ROUNDS_PER_CHUNK
+    );
 }
 
 scenario! {

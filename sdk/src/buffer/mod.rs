@@ -48,6 +48,7 @@
 
 mod callback_thread;
 pub(crate) mod producer;
+mod sealed;
 mod segment;
 pub(crate) mod service;
 

@@ -7,11 +7,11 @@
 //! one `Release` store of the new end that both advances the cursor and publishes the record. Everything else (registering,
 //! swapping segments at the watermark, the policy when full) is the cold [`RawProducer::advance`].
 
+use super::sealed::SealedQueue;
 use super::segment::Segment;
 use super::service::ServiceInner;
 use super::{Policy, ProducerInfo};
 use std::cell::Cell;
-use std::collections::VecDeque;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
@@ -19,19 +19,13 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering}
 static DETACHED_END: AtomicUsize = AtomicUsize::new(0);
 use std::sync::{Arc, Mutex};
 
-/// A segment pointer that moves between the producer and the reader.
-pub(crate) struct SegmentPtr<R>(pub(crate) *mut Segment<R>);
-// SAFETY: a segment is owned by exactly one place at a time (producer's current, the sealed
-// queue, a spare slot or the free pool); the pointer only transfers that ownership.
-unsafe impl<R: Send> Send for SegmentPtr<R> {}
-
 /// The part of a producer the reader sees.
 pub(crate) struct ProducerShared<R> {
     pub(crate) info: ProducerInfo,
     /// The segment being written.
     pub(crate) current: AtomicPtr<Segment<R>>,
     /// Segments the producer finished, oldest first.
-    pub(crate) sealed: Mutex<VecDeque<SegmentPtr<R>>>,
+    pub(crate) sealed: Mutex<SealedQueue<R>>,
     /// Discard policy: an emptied segment the reader returned, ready for the producer.
     pub(crate) spare: AtomicPtr<Segment<R>>,
     /// Records this producer could not store.
@@ -189,7 +183,7 @@ impl<R: Copy + Send + 'static> RawProducer<R> {
         let shared = Arc::new(ProducerShared {
             info,
             current: AtomicPtr::new(segment),
-            sealed: Mutex::new(VecDeque::new()),
+            sealed: Mutex::new(SealedQueue::new()),
             spare: AtomicPtr::new(spare),
             dropped: AtomicU64::new(0),
             retired: AtomicBool::new(false),
@@ -254,7 +248,7 @@ impl<R: Copy + Send + 'static> RawProducer<R> {
             Some(fresh) => {
                 {
                     let mut sealed = shared.sealed.lock().unwrap_or_else(|e| e.into_inner());
-                    sealed.push_back(SegmentPtr(self.segment.get().cast_mut()));
+                    sealed.push_back(self.segment.get().cast_mut());
                     shared.current.store(fresh, Ordering::Release);
                 }
                 service.sealed_one();
@@ -310,7 +304,7 @@ impl<R: Copy + Send + 'static> RawProducer<R> {
             let mut sealed = shared.sealed.lock().unwrap_or_else(|e| e.into_inner());
             let current = shared.current.swap(ptr::null_mut(), Ordering::AcqRel);
             if !current.is_null() {
-                sealed.push_back(SegmentPtr(current));
+                sealed.push_back(current);
                 self.service_ref().sealed_one();
             }
             shared.retired.store(true, Ordering::Release);

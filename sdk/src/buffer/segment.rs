@@ -10,7 +10,7 @@
 use memmap2::MmapMut;
 use std::io;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 /// Fixed-capacity, memory-mapped storage for records of type `R`.
 pub(crate) struct Segment<R> {
@@ -22,6 +22,9 @@ pub(crate) struct Segment<R> {
     end_addr: AtomicUsize,
     /// Records already delivered to the callback.
     consumed: AtomicUsize,
+    /// The next segment of its producer's sealed queue ([`super::sealed::SealedQueue`]), read
+    /// and written only under that producer's lock.
+    pub(crate) next_sealed: AtomicPtr<Segment<R>>,
     _records: PhantomData<R>,
 }
 
@@ -46,6 +49,7 @@ impl<R: Copy> Segment<R> {
             capacity,
             end_addr: AtomicUsize::new(base as usize),
             consumed: AtomicUsize::new(0),
+            next_sealed: AtomicPtr::new(std::ptr::null_mut()),
             _records: PhantomData,
         }))
     }

@@ -2,7 +2,7 @@
 //! batches to its callback.
 
 use super::callback_thread::CallbackThread;
-use super::producer::{ProducerShared, RawProducer, SegmentPtr};
+use super::producer::{ProducerShared, RawProducer};
 use super::segment::Segment;
 use super::{
     BacklogLimit, BacklogPolicy, BacklogStats, Batch, BufferConfig, Policy, ProducerInfo,
@@ -263,11 +263,11 @@ impl<R: Copy + Send + 'static> ServiceInner<R> {
         let shared = Arc::clone(&tracked.shared);
         let (sealed, current, retired) = {
             let mut queue = shared.sealed.lock().unwrap_or_else(|e| e.into_inner());
-            let sealed: Vec<SegmentPtr<R>> = queue.drain(..).collect();
+            let sealed = queue.take_all();
             let current = shared.current.load(Ordering::Acquire);
             (sealed, current, shared.retired.load(Ordering::Acquire))
         };
-        for SegmentPtr(segment) in sealed {
+        for segment in sealed {
             // SAFETY: sealed segments stay alive until we recycle them below.
             self.deliver(tracked, unsafe { &*segment }, callback);
             self.recycle(&shared, segment);
@@ -330,7 +330,7 @@ impl<R> Drop for ServiceInner<R> {
                 .sealed
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
-            for SegmentPtr(segment) in queue.drain(..) {
+            for segment in queue.take_all() {
                 // SAFETY: no producer or reader can reach these segments any more.
                 drop(unsafe { Box::from_raw(segment) });
             }
