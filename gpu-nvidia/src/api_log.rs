@@ -15,7 +15,7 @@
 //! A record: `start`, `end` (TSC ticks on x86-64, converted to Metron's clock when drained), `correlation | cbid << 32 | domain << 48`,
 //! `tid | status << 32`.
 
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -84,7 +84,7 @@ static READER: Mutex<()> = Mutex::new(());
 thread_local! {
     /// This thread's log and the chunk it writes into (boxed: `libmetron.so` keeps its
     /// thread-local block small, see `user-api/src/thread_block.rs`).
-    static CURRENT: RefCell<Option<Box<Current>>> = const { RefCell::new(None) };
+    static CURRENT: Cell<Option<Box<Current>>> = const { Cell::new(None) };
 }
 
 /// Allocates the first chunks (at start, off the hot path).
@@ -136,9 +136,11 @@ fn unpack(w: [u64; 4]) -> ApiCall {
 #[inline]
 pub fn record(call: &ApiCall) {
     let words = pack(call);
-    let ok = CURRENT.try_with(|cur| {
-        let mut cur = cur.borrow_mut();
-        loop {
+    let ok = CURRENT.try_with(|cell| {
+        // Taken out and put back: a call recorded from inside this one (none is expected)
+        // would find no chunk and start one of its own rather than share this one.
+        let mut cur = cell.take();
+        let ok = loop {
             if let Some((_, chunk)) = cur.as_deref() {
                 let i = chunk.len.load(Ordering::Relaxed);
                 if i < CHUNK_RECORDS {
@@ -146,14 +148,16 @@ pub fn record(call: &ApiCall) {
                         slot.store(w, Ordering::Relaxed);
                     }
                     chunk.len.store(i + 1, Ordering::Release);
-                    return true;
+                    break true;
                 }
             }
             // First call on this thread, or the chunk is full: the next chunk (cold).
             if !next_chunk(&mut cur) {
-                return false;
+                break false;
             }
-        }
+        };
+        cell.set(cur);
+        ok
     });
     if ok != Ok(true) {
         DROPPED.fetch_add(1, Ordering::Relaxed);

@@ -5,7 +5,6 @@
 //! `METRON_GPU_API` ([`ApiMode`]) selects (Metron's clock, no allocation).
 
 use super::*;
-use std::cell::Cell;
 
 /// `METRON_GPU_API`: which API calls become slices, and how.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,50 +66,9 @@ impl ApiMode {
     }
 }
 
+use crate::per_thread::THREAD;
+
 pub(crate) static API_MODE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
-
-/// What the callbacks keep per thread, in one thread-local: in the preloaded library every
-/// thread-local costs a `__tls_get_addr` call, and a launch passes through four callbacks.
-pub(crate) struct CallbackThread {
-    /// Depth of runtime-API calls in progress on this thread: a driver call inside one (cudart
-    /// calling the driver) is not a launch of its own (the work carries the runtime call's
-    /// correlation id).
-    in_runtime: Cell<u32>,
-    /// This thread's graph launch turned CUPTI's KERNEL kind on (a counted range is open).
-    graph_kind_on: Cell<bool>,
-    /// This thread's first PC-sampled launch is open inside a set-up slice.
-    pc_first_launch_open: Cell<bool>,
-    /// This thread is launching Metron's warm-up kernel (its callbacks are Metron's own).
-    pub(crate) warming_up: Cell<bool>,
-    /// This thread's kernel tid (0 until read).
-    tid: Cell<u32>,
-}
-
-impl CallbackThread {
-    /// This thread's kernel tid (one system call, the first time).
-    #[inline]
-    fn tid(&self) -> u32 {
-        let v = self.tid.get();
-        if v != 0 {
-            return v;
-        }
-        let v = sys::gettid();
-        self.tid.set(v);
-        v
-    }
-}
-
-thread_local! {
-    pub(crate) static CALLBACK_THREAD: CallbackThread = const {
-        CallbackThread {
-            in_runtime: Cell::new(0),
-            graph_kind_on: Cell::new(false),
-            pc_first_launch_open: Cell::new(false),
-            warming_up: Cell::new(false),
-            tid: Cell::new(0),
-        }
-    };
-}
 
 /// A kernel or graph launch (the callbacks that join work to regions and profile kernels).
 #[inline]
@@ -170,8 +128,8 @@ pub(crate) fn capture_bookkeeping(domain: i32, cbid: u32) {
 
 #[inline]
 pub(crate) fn tid() -> u32 {
-    CALLBACK_THREAD
-        .try_with(CallbackThread::tid)
+    THREAD
+        .try_with(crate::per_thread::GpuThread::tid)
         .unwrap_or_else(|_| sys::gettid())
 }
 
@@ -188,7 +146,7 @@ pub(crate) extern "C" fn on_callback(
         on_resource_callback(cbid, data);
         return;
     }
-    let _ = CALLBACK_THREAD.try_with(|t| {
+    let _ = THREAD.try_with(|t| {
         if domain == sys::DOMAIN_DRIVER
             && t.in_runtime.get() > 0
             && !ApiMode::from_u8(API_MODE.load(Ordering::Relaxed)).driver()
@@ -226,7 +184,7 @@ fn on_resource_callback(cbid: u32, data: *const c_void) {
 /// with the thread's state. Not inlined, so that the early return in front does not pay for
 /// this frame.
 #[inline(never)]
-fn on_api_callback(t: &CallbackThread, domain: i32, cbid: u32, data: *const c_void) {
+fn on_api_callback(t: &crate::per_thread::GpuThread, domain: i32, cbid: u32, data: *const c_void) {
     if data.is_null() || (domain != sys::DOMAIN_RUNTIME && domain != sys::DOMAIN_DRIVER) {
         return;
     }

@@ -47,6 +47,7 @@ mod metadata;
 mod metric_list;
 mod occupancy;
 pub mod pc_sampling;
+mod per_thread;
 pub mod pm_sampling;
 mod range_profiler;
 mod records;
@@ -488,12 +489,12 @@ fn context_created(ctx: *mut c_void) {
     if WARM_UP.load(Ordering::Relaxed) {
         if let Some(l) = LOADED.get() {
             let _slice = SetupSlice::begin("GPU warm-up launch (context creation)");
-            CALLBACK_THREAD.with(|t| t.warming_up.set(true));
+            crate::per_thread::THREAD.with(|t| t.warming_up.set(true));
             let launch = || l.driver.warm_up_launch();
             if let Err(e) = range_profiler::warm_up(ctx, &launch) {
                 eprintln!("metron: {e}; the program's first launch carries CUPTI's set-up");
             }
-            CALLBACK_THREAD.with(|t| t.warming_up.set(false));
+            crate::per_thread::THREAD.with(|t| t.warming_up.set(false));
         }
     }
 }

@@ -21,7 +21,6 @@
 use crate::sys::{self, CallbackData};
 use metron::gpu::{GpuKind, GpuRecord};
 use serde_json::{json, Value};
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -224,27 +223,24 @@ static UNTRACED: AtomicBool = AtomicBool::new(false);
 /// Recording on (the setting is `events`).
 static ON: AtomicBool = AtomicBool::new(false);
 
-thread_local! {
-    /// This thread is inside one of this module's driver calls (their callbacks are ignored).
-    static OWN_CALL: Cell<bool> = const { Cell::new(false) };
-}
-
 /// The calling thread is inside this module's own driver call.
 #[inline]
 pub(crate) fn own_call() -> bool {
-    OWN_CALL.try_with(Cell::get).unwrap_or(false)
+    crate::per_thread::THREAD
+        .try_with(|t| t.own_call.get())
+        .unwrap_or(false)
 }
 
 struct OwnCall;
 impl OwnCall {
     fn new() -> OwnCall {
-        let _ = OWN_CALL.try_with(|c| c.set(true));
+        let _ = crate::per_thread::THREAD.try_with(|t| t.own_call.set(true));
         OwnCall
     }
 }
 impl Drop for OwnCall {
     fn drop(&mut self) {
-        let _ = OWN_CALL.try_with(|c| c.set(false));
+        let _ = crate::per_thread::THREAD.try_with(|t| t.own_call.set(false));
     }
 }
 
@@ -466,7 +462,10 @@ pub(crate) fn on_enter(domain: i32, cbid: u32, data: &CallbackData, now: u64) {
         params.stream
     };
     // The exit callback records the end event on the same stream.
-    PENDING_STREAM.with(|s| s.set((data.correlation_id, stream)));
+    crate::per_thread::THREAD.with(|t| {
+        t.pending_correlation.set(data.correlation_id);
+        t.pending_stream.set(stream);
+    });
     {
         let _own = OwnCall::new();
         // SAFETY: valid out-pointers and the launch's context and stream.
@@ -510,10 +509,6 @@ pub(crate) fn on_enter(domain: i32, cbid: u32, data: &CallbackData, now: u64) {
     state.pending.push(launch);
 }
 
-thread_local! {
-    static PENDING_STREAM: Cell<(u32, usize)> = const { Cell::new((0, 0)) };
-}
-
 fn push(launch: Launch) {
     STATE
         .lock()
@@ -528,11 +523,15 @@ pub(crate) fn on_exit(correlation: u32, now: u64) {
     if !ON.load(Ordering::Relaxed) {
         return;
     }
-    let (corr, stream) = PENDING_STREAM.with(Cell::get);
+    let (corr, stream) =
+        crate::per_thread::THREAD.with(|t| (t.pending_correlation.get(), t.pending_stream.get()));
     if corr != correlation {
         return;
     }
-    PENDING_STREAM.with(|s| s.set((0, 0)));
+    crate::per_thread::THREAD.with(|t| {
+        t.pending_correlation.set(0);
+        t.pending_stream.set(0);
+    });
     let mut guard = STATE.lock().unwrap_or_else(|e| e.into_inner());
     let Some(state) = guard.as_mut() else { return };
     let Some(l) = state

@@ -200,7 +200,8 @@ fn handing_full_segments_to_the_flusher_allocates_nothing() {
     let hand_overs = CHUNKS * ROUNDS_PER_CHUNK * 11 * 16 / (64 << 10);
     assert!(hand_overs >= 4 * CHUNKS, "the window hands segments over");
     assert_eq!(
-        data["rounds"], 0,
+        data["rounds"],
+        0,
         "allocations in {} rounds with at least {hand_overs} segment hand-overs",
         CHUNKS * ROUNDS_PER_CHUNK
     );

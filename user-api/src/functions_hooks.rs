@@ -18,7 +18,7 @@
 //! A hook that runs inside another (the cold path calls `malloc`, which may be instrumented
 //! too) returns at once: the thread's `busy` flag.
 
-use crate::functions_thread::{arm_exit_guard, begin, end, with_thread};
+use crate::functions_thread::{arm_exit_guard, begin, deciding, end, with_thread};
 use metron_functions::decisions::SKIP;
 use metron_functions::engine::instrument_functions as engine;
 use std::ffi::c_void;
@@ -65,7 +65,7 @@ pub unsafe extern "C" fn __cyg_profile_func_enter(function: *mut c_void, _call_s
         return;
     }
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        with_thread(|thread| {
+        with_thread(true, |thread| {
             thread
                 .stack
                 .enter(function as usize, stack_pointer, id, begin, end);
@@ -89,7 +89,7 @@ pub unsafe extern "C" fn __cyg_profile_func_exit(function: *mut c_void, _call_si
         return;
     }
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        with_thread(|thread| thread.stack.exit(function as usize, end))
+        with_thread(false, |thread| thread.stack.exit(function as usize, end))
     }));
 }
 
@@ -103,7 +103,7 @@ fn decided(function: usize) -> u32 {
     }
 }
 
-/// The first call of `function`: decided with the thread's hooks marked busy (the work calls
+/// The first call of `function`: decided with the thread marked as deciding (the work calls
 /// `malloc`, which may be instrumented too) and its panics caught (the function is then
 /// skipped). A hook nested in this work, or on a thread that is ending, skips its function
 /// this once.
@@ -111,7 +111,7 @@ fn decided(function: usize) -> u32 {
 #[inline(never)]
 fn decide(function: usize) -> u32 {
     let mut verdict = SKIP;
-    with_thread(|_| {
+    deciding(|| {
         verdict =
             catch_unwind(AssertUnwindSafe(|| engine::decide(function, intern))).unwrap_or(SKIP);
     });

@@ -76,7 +76,7 @@ fn start_program_region() {
             <ProgramCounters as metron::Bundle>::COMPONENTS,
         )));
         let region = metron::Region::<ProgramCounters>::begin_bundle(site);
-        PROGRAM_COUNTED.with(|open| *open.region.borrow_mut() = Some(Box::new(region)));
+        PROGRAM_REGION.with(|open| open.counted.set(Some(Box::new(region))));
         return;
     }
     let id = metron::intern(&name, metron::CallsiteKind::Region);
@@ -92,21 +92,38 @@ fn start_program_region() {
 /// or a return from `main`, before the runtime's `atexit` handler writes the outputs. An
 /// `exit` from another thread leaves it to the runtime, which closes it when the run ends
 /// (counted as `open_at_exit` in `metadata.json`).
+///
+/// One thread-local for both kinds of program region (by id, or with a counter group, boxed:
+/// the group's values would add about 300 bytes): `libmetron.so`'s thread-local block stays
+/// within glibc's spare static TLS (`thread_block`).
 struct ProgramRegion {
     id: Cell<u32>,
+    counted: Cell<Option<Box<metron::Region<ProgramCounters>>>>,
 }
 
-impl Drop for ProgramRegion {
-    fn drop(&mut self) {
+impl ProgramRegion {
+    /// Ends whichever region is open (once).
+    fn end(&self) {
+        if let Some(region) = self.counted.take() {
+            region.end();
+        }
         let id = self.id.replace(0);
         if id != 0 {
-            let _ = std::panic::catch_unwind(|| metron::by_id::end(id));
+            metron::by_id::end(id);
         }
     }
 }
 
+impl Drop for ProgramRegion {
+    fn drop(&mut self) {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.end()));
+    }
+}
+
 thread_local! {
-    static PROGRAM_REGION: ProgramRegion = const { ProgramRegion { id: Cell::new(0) } };
+    static PROGRAM_REGION: ProgramRegion = const {
+        ProgramRegion { id: Cell::new(0), counted: Cell::new(None) }
+    };
 }
 
 /// The bundle of the whole-program region when counters are asked for.
@@ -123,39 +140,9 @@ fn counters_asked() -> bool {
         .any(|v| std::env::var(v).is_ok_and(|v| !v.trim().is_empty()))
 }
 
-/// Boxed: the region holds the counter group's values, which would add about 300 bytes to the
-/// library's thread-local block (kept small: `thread_block`).
-struct ProgramCounted {
-    region: std::cell::RefCell<Option<Box<metron::Region<ProgramCounters>>>>,
-}
-
-impl Drop for ProgramCounted {
-    fn drop(&mut self) {
-        if let Some(region) = self.region.borrow_mut().take() {
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| region.end()));
-        }
-    }
-}
-
-thread_local! {
-    static PROGRAM_COUNTED: ProgramCounted = const {
-        ProgramCounted { region: std::cell::RefCell::new(None) }
-    };
-}
-
 /// Ends the program's region now (before an `exec`, which runs no destructor).
 pub(crate) fn end_program_region() {
-    let _ = PROGRAM_COUNTED.try_with(|open| {
-        if let Some(region) = open.region.borrow_mut().take() {
-            region.end();
-        }
-    });
-    let _ = PROGRAM_REGION.try_with(|open| {
-        let id = open.id.replace(0);
-        if id != 0 {
-            metron::by_id::end(id);
-        }
-    });
+    let _ = PROGRAM_REGION.try_with(ProgramRegion::end);
 }
 
 /// The program's file name (`/proc/self/exe`), e.g. `python3.11`.

@@ -41,7 +41,7 @@ impl<T: 'static> Pool<T> {
     }
 
     /// A new block for the calling thread; frees the blocks of threads that are gone.
-    fn take(&'static self, fresh: fn() -> Box<T>) -> NonNull<T> {
+    pub(crate) fn take(&'static self, fresh: fn() -> Box<T>) -> NonNull<T> {
         if let Ok(mut retired) = self.retired.try_lock() {
             retired.retain(|r| {
                 if !crate::sys::thread_gone(r.tid) {
@@ -57,7 +57,7 @@ impl<T: 'static> Pool<T> {
     }
 
     /// Gives back the block of thread `tid`, reusable once that thread is gone.
-    fn give_back(&self, tid: u32, block: NonNull<T>) {
+    pub(crate) fn give_back(&self, tid: u32, block: NonNull<T>) {
         if let Ok(mut retired) = self.retired.try_lock() {
             retired.push(Retired { tid, block });
         }

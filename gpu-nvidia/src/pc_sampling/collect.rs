@@ -61,11 +61,6 @@ pub(super) static DRAINS: AtomicU64 = AtomicU64::new(0);
 pub(super) static REFUSED: Mutex<Option<String>> = Mutex::new(None);
 pub(super) static REPORT: OnceLock<Value> = OnceLock::new();
 
-thread_local! {
-    /// Launches this thread made while sampling was on ([`crate::GpuPcSampling`]).
-    static THREAD_LAUNCHES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-}
-
 /// PC sampling is on (settings accepted, CUPTI functions found).
 #[inline]
 pub fn on() -> bool {
@@ -74,7 +69,9 @@ pub fn on() -> bool {
 
 /// Launches this thread made while sampling was on.
 pub fn thread_launches() -> u64 {
-    THREAD_LAUNCHES.try_with(|c| c.get()).unwrap_or(0)
+    crate::per_thread::THREAD
+        .try_with(|t| t.pc_launches.get())
+        .unwrap_or(0)
 }
 
 /// Reads the settings and prepares (no CUDA call): returns the resource callback ids to
@@ -466,7 +463,7 @@ pub fn before_launch(ctx: *mut c_void) {
     if !on() {
         return;
     }
-    let _ = THREAD_LAUNCHES.try_with(|c| c.set(c.get() + 1));
+    let _ = crate::per_thread::THREAD.try_with(|t| t.pc_launches.set(t.pc_launches.get() + 1));
     LAUNCHES.fetch_add(1, Ordering::Relaxed);
     if slot_of(ctx).is_none() {
         with_state(|st| setup_context(st, ctx));

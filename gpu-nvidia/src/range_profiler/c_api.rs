@@ -7,13 +7,6 @@
 use super::*;
 use std::sync::atomic::AtomicU32;
 
-thread_local! {
-    /// The C API depth (this thread's open regions) at which a user range was opened; 0: none.
-    static C_OPEN_DEPTH: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-    /// The range number of the open range.
-    static C_RANGE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-}
-
 static C_RANGE_KEY: AtomicU32 = AtomicU32::new(0);
 static C_REASON_KEY: AtomicU32 = AtomicU32::new(0);
 
@@ -38,13 +31,13 @@ pub(super) fn set_c_hooks(on: bool) {
 /// The C API opened region number `depth` (1 = outermost) of call site `site` on this thread:
 /// opens a user range when region mode is on and none is open.
 pub fn c_region_begin(depth: usize, site: u32) {
-    if !c_region_mode() || C_OPEN_DEPTH.with(|d| d.get()) != 0 {
+    if !c_region_mode() || crate::per_thread::THREAD.with(|t| t.c_open_depth.get()) != 0 {
         return;
     }
     match region_begin(site) {
         Ok(range) => {
-            C_OPEN_DEPTH.with(|d| d.set(depth));
-            C_RANGE.with(|r| r.set(range));
+            crate::per_thread::THREAD.with(|t| t.c_open_depth.set(depth as u32));
+            crate::per_thread::THREAD.with(|t| t.c_range.set(range));
         }
         Err(e) => {
             let reason = refuse(e);
@@ -58,10 +51,10 @@ pub fn c_region_begin(depth: usize, site: u32) {
 /// (`gpu.counters_range`), by which the values join it once evaluated; or with
 /// `gpu.counters_error` and the reason.
 pub fn c_region_end(depth: usize) {
-    if C_OPEN_DEPTH.with(|d| d.get()) != depth || depth == 0 {
+    if crate::per_thread::THREAD.with(|t| t.c_open_depth.get()) as usize != depth || depth == 0 {
         return;
     }
-    C_OPEN_DEPTH.with(|d| d.set(0));
+    crate::per_thread::THREAD.with(|t| t.c_open_depth.set(0));
     match region_end() {
         Ok(()) => {
             let mut key = C_RANGE_KEY.load(Ordering::Relaxed);
@@ -72,7 +65,7 @@ pub fn c_region_end(depth: usize) {
                 );
                 C_RANGE_KEY.store(key, Ordering::Relaxed);
             }
-            let range = C_RANGE.with(|r| r.get());
+            let range = crate::per_thread::THREAD.with(|t| t.c_range.get());
             metron::by_id::annotate(key, metron::AnnotationValue::U64(range));
         }
         Err(e) => {

@@ -144,12 +144,12 @@ pub fn before_launch(ctx: *mut c_void, correlation: u32, now: u64, graph: bool) 
         return;
     }
     let _ = HELD.try_with(|h| {
-        *h.borrow_mut() = Some(Box::new(Held {
+        h.set(Some(Box::new(Held {
             ctx: ctx as usize,
             gate,
             user_ranges,
             graph,
-        }))
+        })))
     });
     LAUNCHES
         .lock()
@@ -169,11 +169,7 @@ pub fn after_launch(correlation: u32, now: u64) {
         gate,
         user_ranges,
         graph,
-    }) = HELD
-        .try_with(|h| h.borrow_mut().take())
-        .ok()
-        .flatten()
-        .map(|held| *held)
+    }) = HELD.try_with(|h| h.take()).ok().flatten().map(|held| *held)
     else {
         return;
     };

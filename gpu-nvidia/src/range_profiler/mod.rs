@@ -275,8 +275,7 @@ static CUPTI: Mutex<Option<(Cupti, Profiler)>> = Mutex::new(None);
 thread_local! {
     /// The gate this thread holds between a launch's enter and exit: (context, gate); boxed
     /// (`libmetron.so` keeps its thread-local block small, see `user-api/src/thread_block.rs`).
-    static HELD: std::cell::RefCell<Option<Box<Held>>> =
-        const { std::cell::RefCell::new(None) };
+    static HELD: std::cell::Cell<Option<Box<Held>>> = const { std::cell::Cell::new(None) };
 }
 
 /// A profiled launch between its enter and exit callbacks.

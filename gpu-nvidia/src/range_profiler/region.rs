@@ -20,11 +20,6 @@ pub(super) const SAMPLES: usize = 32;
 /// Why the last region read NaN (first reason said on stderr too).
 pub(super) static REGION_REASON: Mutex<Option<String>> = Mutex::new(None);
 
-thread_local! {
-    /// The context whose user range this thread opened (region mode).
-    pub(super) static REGION_CTX: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-}
-
 /// Region mode was asked for (`METRON_GPU_COUNTER_MODE=region`) and counters are on: regions
 /// should call [`region_begin`] / [`region_end`].
 #[inline]
@@ -284,7 +279,7 @@ fn open_range(site: u32, id: Option<u64>) -> Result<u64, String> {
             "METRON_GPU_COUNTER_MODE is not `region`: counters are per kernel (kernels.csv)".into(),
         );
     }
-    if REGION_CTX.with(|c| c.get()) != 0 {
+    if crate::per_thread::THREAD.with(|t| t.region_ctx.get()) != 0 {
         REGIONS_NESTED.fetch_add(1, Ordering::Relaxed);
         return Err(
             "another GPU-counted region is open on this thread (one level of user ranges: the \
@@ -350,7 +345,7 @@ fn open_range(site: u32, id: Option<u64>) -> Result<u64, String> {
     }
     match opened {
         Ok(()) => {
-            REGION_CTX.with(|c| c.set(ctx as usize));
+            crate::per_thread::THREAD.with(|t| t.region_ctx.set(ctx as usize));
             Ok(id)
         }
         Err(batch::Refused(e)) => {
@@ -370,7 +365,7 @@ pub fn region_end() -> Result<(), String> {
 }
 
 fn region_end_inner() -> Result<(), String> {
-    let ctx = REGION_CTX.with(|c| c.replace(0));
+    let ctx = crate::per_thread::THREAD.with(|t| t.region_ctx.replace(0));
     if ctx == 0 {
         return Err("no GPU-counted region is open on this thread".into());
     }

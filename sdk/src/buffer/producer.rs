@@ -32,6 +32,10 @@ pub(crate) struct ProducerShared<R> {
     pub(crate) dropped: AtomicU64,
     /// The producer is gone; once drained, the reader forgets it.
     pub(crate) retired: AtomicBool,
+    /// The producer's real limit while it is paused (its visible limit is then the cursor);
+    /// null when not paused. Its own thread's only: here rather than in the thread-local
+    /// producer, which `libmetron.so` keeps small (`user-api/src/thread_block.rs`).
+    paused_limit: AtomicPtr<R>,
 }
 
 impl<R> ProducerShared<R> {
@@ -56,11 +60,9 @@ pub(crate) struct RawProducer<R> {
     /// so every push takes the slow path.
     end: Cell<*const AtomicUsize>,
     limit: Cell<*mut R>,
-    segment: Cell<*const Segment<R>>,
+    /// The current segment is `shared.current` (stored by this thread only).
     shared: Cell<*const ProducerShared<R>>,
     service: Cell<*const ServiceInner<R>>,
-    /// The real limit while paused (the visible limit is then the cursor).
-    paused_limit: Cell<*mut R>,
 }
 
 impl<R: Copy + Send + 'static> RawProducer<R> {
@@ -69,10 +71,8 @@ impl<R: Copy + Send + 'static> RawProducer<R> {
         RawProducer {
             end: Cell::new(&DETACHED_END),
             limit: Cell::new(ptr::null_mut()),
-            segment: Cell::new(ptr::null()),
             shared: Cell::new(ptr::null()),
             service: Cell::new(ptr::null()),
-            paused_limit: Cell::new(ptr::null_mut()),
         }
     }
 
@@ -187,6 +187,7 @@ impl<R: Copy + Send + 'static> RawProducer<R> {
             spare: AtomicPtr::new(spare),
             dropped: AtomicU64::new(0),
             retired: AtomicBool::new(false),
+            paused_limit: AtomicPtr::new(ptr::null_mut()),
         });
         service.add_producer(Arc::clone(&shared));
         self.shared.set(Arc::into_raw(shared));
@@ -202,7 +203,6 @@ impl<R: Copy + Send + 'static> RawProducer<R> {
         // SAFETY: `segment` is a live segment this producer now owns as its current one.
         let seg = unsafe { &*segment };
         let service = self.service_ref();
-        self.segment.set(segment);
         self.end.set(seg.end_word());
         let start = seg.published();
         seg.prefault(start, PREFAULT_BYTES);
@@ -225,8 +225,10 @@ impl<R: Copy + Send + 'static> RawProducer<R> {
             return false;
         };
         let service = self.service_ref();
-        // SAFETY: attached, so `segment` is the live current segment.
-        let seg = unsafe { &*self.segment.get() };
+        // Only this thread stores `current` (the reader loads it).
+        let current = shared.current.load(Ordering::Relaxed);
+        // SAFETY: attached, so `current` is the live current segment.
+        let seg = unsafe { &*current };
         let at_capacity = self.limit.get() == seg.slot(seg.capacity());
         let fresh = match service.config.policy {
             Policy::Lossless => {
@@ -248,7 +250,7 @@ impl<R: Copy + Send + 'static> RawProducer<R> {
             Some(fresh) => {
                 {
                     let mut sealed = shared.sealed.lock().unwrap_or_else(|e| e.into_inner());
-                    sealed.push_back(self.segment.get().cast_mut());
+                    sealed.push_back(current);
                     shared.current.store(fresh, Ordering::Release);
                 }
                 service.sealed_one();
@@ -269,15 +271,23 @@ impl<R: Copy + Send + 'static> RawProducer<R> {
 
     /// Sends every following write to the slow path (which refuses while paused).
     pub(crate) fn pause(&self) {
-        if self.paused_limit.get().is_null() && self.is_attached() {
-            self.paused_limit.set(self.limit.get());
+        let Some(shared) = self.shared() else {
+            return;
+        };
+        if shared.paused_limit.load(Ordering::Relaxed).is_null() {
+            shared
+                .paused_limit
+                .store(self.limit.get(), Ordering::Relaxed);
             self.limit.set(self.cursor());
         }
     }
 
     /// Undoes [`RawProducer::pause`].
     pub(crate) fn resume(&self) {
-        let saved = self.paused_limit.replace(ptr::null_mut());
+        let Some(shared) = self.shared() else {
+            return;
+        };
+        let saved = shared.paused_limit.swap(ptr::null_mut(), Ordering::Relaxed);
         if !saved.is_null() {
             self.limit.set(saved);
         }
@@ -288,10 +298,8 @@ impl<R: Copy + Send + 'static> RawProducer<R> {
     pub(crate) fn forget(&self) {
         self.end.set(&DETACHED_END);
         self.limit.set(ptr::null_mut());
-        self.segment.set(ptr::null());
         self.shared.set(ptr::null());
         self.service.set(ptr::null());
-        self.paused_limit.set(ptr::null_mut());
     }
 
     /// Hands the current segment to the reader and detaches (thread exit, producer drop).
@@ -299,7 +307,9 @@ impl<R: Copy + Send + 'static> RawProducer<R> {
         let Some(shared) = self.shared() else {
             return;
         };
-        self.paused_limit.set(ptr::null_mut());
+        shared
+            .paused_limit
+            .store(ptr::null_mut(), Ordering::Relaxed);
         {
             let mut sealed = shared.sealed.lock().unwrap_or_else(|e| e.into_inner());
             let current = shared.current.swap(ptr::null_mut(), Ordering::AcqRel);
@@ -313,7 +323,6 @@ impl<R: Copy + Send + 'static> RawProducer<R> {
         let service_ptr = self.service.replace(ptr::null());
         self.end.set(&DETACHED_END);
         self.limit.set(ptr::null_mut());
-        self.segment.set(ptr::null());
         // SAFETY: both pointers came from `Arc::into_raw` in `attach` and are released once
         // (the cells were nulled above).
         let service = unsafe { Arc::from_raw(service_ptr) };

@@ -32,7 +32,9 @@ impl<R> SealedQueue<R> {
         // SAFETY: the caller owns `segment` (a live boxed segment) and gives it to the queue;
         // the tail, when there is one, is a segment the queue owns.
         unsafe {
-            (*segment).next_sealed.store(ptr::null_mut(), Ordering::Relaxed);
+            (*segment)
+                .next_sealed
+                .store(ptr::null_mut(), Ordering::Relaxed);
             if self.tail.is_null() {
                 self.head = segment;
             } else {
