@@ -210,15 +210,26 @@ pub fn region_counters_end(depth: usize) {
     }
 }
 
-/// A kernel's demangled name (both GPU backends), with integer literals written as `c++filt`
-/// (and so PyTorch's profiler) writes them: `(unsigned long)2` → `2ul`. Names that are not
-/// Itanium-mangled come back unchanged.
+/// A kernel's demangled name (both GPU backends), written as `c++filt` (and so CUPTI, `ncu` and
+/// PyTorch's profiler) writes it: integer literals as `2ul`, not `(unsigned long)2`; the return
+/// type of a function template (a kernel's is `void`) before its name, but not before the
+/// functions that enclose a local name (a lambda's) among its template arguments, which
+/// `cpp_demangle` writes. Names that are not Itanium-mangled come back unchanged.
 pub fn demangle_kernel(name: &str) -> String {
-    let Some(mut s) = cpp_demangle::Symbol::new(name)
-        .ok()
-        .and_then(|s| s.demangle(&cpp_demangle::DemangleOptions::default()).ok())
-    else {
+    let Ok(symbol) = cpp_demangle::Symbol::new(name) else {
         return name.to_string();
+    };
+    let no_return_types = cpp_demangle::DemangleOptions::new().no_return_type();
+    let Ok(plain) = symbol.demangle(&no_return_types) else {
+        return name.to_string();
+    };
+    let templated = symbol
+        .demangle(&cpp_demangle::DemangleOptions::default())
+        .is_ok_and(|full| full.starts_with("void ") && !plain.starts_with("void "));
+    let mut s = if templated {
+        format!("void {plain}")
+    } else {
+        plain
     };
     for (cast, suffix) in [
         ("(unsigned long long)", "ull"),
@@ -255,6 +266,12 @@ mod tests {
             "saxpy(int, float, float const*, float*)"
         );
         assert_eq!(demangle_kernel("plain_c_kernel"), "plain_c_kernel");
+        // A lambda of a function template as a template argument (PyTorch's elementwise
+        // kernels): `c++filt` writes no return type for the enclosing `impl<float>`.
+        assert_eq!(
+            demangle_kernel("_Z6kernelIZ4implIfEvT_EUlfE_EvS1_"),
+            "void kernel<impl<float>(float)::{lambda(float)#1}>(impl<float>(float)::{lambda(float)#1})"
+        );
         assert_eq!(
             demangle_kernel("_Z1fILm2EEvSt5arrayIPcXT_EE"),
             "void f<2ul>(std::array<char*, 2ul>)"

@@ -43,8 +43,13 @@ def trace_notes(run):
     notes = [s for s in t["slices"] if tracks.get(s["track"], {}).get("name", "").endswith(" PC sampling")]
     kernels = {}
     for s in t["slices"]:
-        if "grid" in s["args"]:
-            kernels[(s["track"], s["args"].get("correlation_id"))] = s
+        # A kernel slice: its launch configuration (one `launch` text) and correlation id, on
+        # its stream's track or on one of the stream's lanes (`<stream track> lane <n>`),
+        # keyed by the stream's track.
+        if "launch" in s["args"] or "grid" in s["args"]:
+            track = tracks.get(s["track"], {})
+            stream = track.get("parent") if " lane " in track.get("name", "") else s["track"]
+            kernels[(stream, s["args"].get("correlation_id"))] = s
     return tracks, notes, kernels
 
 
