@@ -70,6 +70,7 @@ pub use metadata::add_section as add_metadata_section;
 pub use metron_components as components;
 pub use metron_components::{clock, Bundle, Component, ComponentInfo, Field, Unit};
 pub use metron_macros::{profile, Bundle};
+pub use output_path::expand_for as expand_output_path_for;
 pub use output_path::expand_now as expand_output_path;
 pub use output_path::{claim as claim_run_folder, CLAIM_MARKER as RUN_FOLDER_CLAIM_MARKER};
 #[doc(hidden)]

@@ -148,11 +148,17 @@ pub fn expand_now(template: &str, exe: &str) -> PathBuf {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
+    expand_for(template, exe, crate::sys::getpid(), secs)
+}
+
+/// Expands `template` for process `pid` of program `exe` started at Unix time `secs`: what
+/// `metron run` names a run folder after the program it started.
+pub fn expand_for(template: &str, exe: &str, pid: u32, secs: u64) -> PathBuf {
     let hostname = crate::sys::hostname();
     let time = utc_stamp(secs);
     let (rank, size) = PathKeys::this_rank();
     let keys = PathKeys {
-        pid: crate::sys::getpid(),
+        pid,
         exe,
         hostname: &hostname,
         time: &time,

@@ -121,6 +121,68 @@ fn a_launcher_script_gives_one_run_folder_with_the_programs_files() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `%pid%` in the run folder's name is the command's pid, as in its summary and metadata, not
+/// the launcher's (which the folder carries while the tree runs).
+#[test]
+fn the_run_folder_is_named_after_the_commands_pid() {
+    let dir = temp_dir("tree-pid");
+    let exe = worker(&dir);
+    std::fs::write(
+        dir.join("launch.sh"),
+        format!("exec {} 5 0\n", exe.display()),
+    )
+    .unwrap();
+    let out = Command::new(artifacts().metron())
+        .args(["run", "-o"])
+        .arg(dir.join("runs/%exe%-%pid%"))
+        .args(["--", "sh"])
+        .arg(dir.join("launch.sh"))
+        .current_dir(&dir)
+        .env("METRON_REPORT", "false")
+        .env_remove("LD_PRELOAD")
+        .env_remove("METRON_PRELOAD")
+        .env_remove("METRON_OUTPUT_PATH")
+        .env_remove("METRON_PROCESSES")
+        .env_remove("METRON_RUN_FOLDER")
+        .output()
+        .expect("run metron run");
+    assert!(out.status.success(), "{}", last_line(&out));
+    let folders: Vec<_> = std::fs::read_dir(dir.join("runs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(folders.len(), 1, "{folders:?}");
+    let run = &folders[0];
+    let index = read_json(run, "processes.json");
+    let command = index["command_pid"].as_u64().expect("command_pid");
+    assert_eq!(
+        run.file_name().unwrap().to_string_lossy(),
+        format!("sh-{command}"),
+        "{index}"
+    );
+    // `exec` keeps the pid: the worker's metadata names the same process and the folder.
+    let meta = read_json(run, "metadata.json");
+    assert_eq!(
+        meta["run"]["pid"].as_u64(),
+        Some(command),
+        "{}",
+        meta["run"]
+    );
+    assert_eq!(
+        meta["run"]["output_dir"].as_str(),
+        Some(run.to_str().unwrap()),
+        "{}",
+        meta["run"]
+    );
+    let line = last_line(&out);
+    assert!(
+        line.starts_with(&format!("metron: wrote {} (", run.display())),
+        "{line}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn two_working_processes_keep_their_folders_and_are_merged() {
     let dir = temp_dir("tree-two");

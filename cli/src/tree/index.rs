@@ -299,6 +299,39 @@ fn exit_json(reaped: Option<Ended>, died_by: Option<&str>) -> Value {
     }
 }
 
+/// Renames the run folder `from` to `to` (the same folder named after the command's pid) and
+/// the paths its `metadata.json` files give; returns the folder's name after (`from` when `to`
+/// exists or the rename fails: the run stays where it was written).
+pub(super) fn rename_run_folder(from: &Path, to: &Path) -> std::path::PathBuf {
+    if from == to || to.exists() || std::fs::rename(from, to).is_err() {
+        return from.to_path_buf();
+    }
+    let (old, new) = (from.display().to_string(), to.display().to_string());
+    let mut metadata = vec![to.join("metadata.json")];
+    if let Ok(entries) = std::fs::read_dir(to) {
+        metadata.extend(entries.flatten().map(|e| e.path().join("metadata.json")));
+    }
+    for meta in metadata {
+        let Some(mut doc) = std::fs::read_to_string(&meta)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        else {
+            continue;
+        };
+        let Some(dir) = doc["run"]["output_dir"].as_str() else {
+            continue;
+        };
+        if let Some(rest) = dir.strip_prefix(&old) {
+            doc["run"]["output_dir"] = json!(format!("{new}{rest}"));
+            let _ = std::fs::write(
+                &meta,
+                serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n",
+            );
+        }
+    }
+    to.to_path_buf()
+}
+
 /// Moves every entry of `from` into `to` and removes `from`.
 fn move_up(from: &Path, to: &Path) -> std::io::Result<()> {
     for entry in std::fs::read_dir(from)? {

@@ -6,7 +6,8 @@
 //! one last. In tree mode (`METRON_PROCESSES=tree`, the default) `metron run`:
 //! 1. claims the run folder itself (the expanded `METRON_OUTPUT_PATH`) and points every
 //!    process of the tree at `<run folder>/<exe>-<pid>` (`METRON_RUN_FOLDER` tells them
-//!    they are part of a tree, so they leave the last stderr line to it);
+//!    they are part of a tree, so they leave the last stderr line to it); `%pid%` is the
+//!    launcher's until the end, when the folder takes the command's pid;
 //! 2. starts the command as its child instead of `exec`ing it, becomes the reaper of the
 //!    tree's orphans, forwards termination signals to the command, and waits until the
 //!    command and every descendant reparented to it have ended (a descendant still running
@@ -37,7 +38,11 @@ const LINGER: Duration = Duration::from_secs(5);
 /// Runs `command` as a process tree recording into one folder made from `template` (the
 /// user's `METRON_OUTPUT_PATH`, absolute).
 pub(crate) fn run(mut command: Command, template: &Path, exe: &str) -> ExitCode {
-    let wanted = metron::expand_output_path(&template.to_string_lossy(), exe);
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let template_text = template.to_string_lossy();
+    let wanted = metron::expand_output_path_for(&template_text, exe, std::process::id(), started);
     let folder = match metron::claim_run_folder(&wanted) {
         Ok(folder) => folder,
         Err(e) => {
@@ -73,6 +78,15 @@ pub(crate) fn run(mut command: Command, template: &Path, exe: &str) -> ExitCode 
     let exit = ended.unwrap_or(Ended::Exited(1));
     let outcome = index::sort_folders(&folder, program, &statuses, &running);
     let _ = std::fs::remove_file(folder.join(metron::RUN_FOLDER_CLAIM_MARKER));
+    // `%pid%` names the program the user ran, as its summary does, not this launcher: the
+    // folder had to be claimed before the program had a pid, so it takes the program's now
+    // (unless a process of the tree still runs and may write into it, or the name is taken).
+    let folder = if template_text.contains("%pid%") && folder == wanted && running.is_empty() {
+        let named = metron::expand_output_path_for(&template_text, exe, program, started);
+        index::rename_run_folder(&folder, &named)
+    } else {
+        folder
+    };
     eprintln!("{}", outcome.last_line(&folder));
     sys::end_like(exit)
 }

@@ -100,7 +100,7 @@ def main():
             failures.append(what)
 
     expect(p.returncode == 1, "the suite exits 1 when rows fail (rc=%d)" % p.returncode)
-    expect(len(rows) == 20, "every check has its rows (%d)" % len(rows))
+    expect(len(rows) == 21, "every check has its rows (%d)" % len(rows))
     errors = ["%s: %s" % (k, r["measured"]) for k, r in rows.items() if r["result"] == "ERROR"]
     expect(not errors, "no check broke: %s" % errors)
     expect(all(r["measured"] and r["measured"] != "not run" for r in rows.values()), "every row says what it measured or why not")
