@@ -10,11 +10,16 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn metron_run(dir: &Path, script: &str, env: &[(&str, &str)]) -> Output {
+    metron_run_into(dir, &dir.join("run"), script, env)
+}
+
+/// `metron run -o OUTPUT -- sh DIR/launch.sh` with `script` as launch.sh.
+fn metron_run_into(dir: &Path, output: &Path, script: &str, env: &[(&str, &str)]) -> Output {
     let path = dir.join("launch.sh");
     std::fs::write(&path, script).expect("write the script");
     let mut cmd = Command::new(artifacts().metron());
     cmd.args(["run", "-o"])
-        .arg(dir.join("run"))
+        .arg(output)
         .args(["--", "sh"])
         .arg(&path)
         .current_dir(dir)
@@ -127,25 +132,12 @@ fn a_launcher_script_gives_one_run_folder_with_the_programs_files() {
 fn the_run_folder_is_named_after_the_commands_pid() {
     let dir = temp_dir("tree-pid");
     let exe = worker(&dir);
-    std::fs::write(
-        dir.join("launch.sh"),
-        format!("exec {} 5 0\n", exe.display()),
-    )
-    .unwrap();
-    let out = Command::new(artifacts().metron())
-        .args(["run", "-o"])
-        .arg(dir.join("runs/%exe%-%pid%"))
-        .args(["--", "sh"])
-        .arg(dir.join("launch.sh"))
-        .current_dir(&dir)
-        .env("METRON_REPORT", "false")
-        .env_remove("LD_PRELOAD")
-        .env_remove("METRON_PRELOAD")
-        .env_remove("METRON_OUTPUT_PATH")
-        .env_remove("METRON_PROCESSES")
-        .env_remove("METRON_RUN_FOLDER")
-        .output()
-        .expect("run metron run");
+    let out = metron_run_into(
+        &dir,
+        &dir.join("runs/%exe%-%pid%"),
+        &format!("exec {} 5 0\n", exe.display()),
+        &[],
+    );
     assert!(out.status.success(), "{}", last_line(&out));
     let folders: Vec<_> = std::fs::read_dir(dir.join("runs"))
         .unwrap()

@@ -316,6 +316,11 @@ impl CallTree {
             .map(|c| {
                 let n = &self.nodes[c];
                 let cut = depth + 1 >= JSON_TREE_DEPTH && !n.children.is_empty();
+                let children = if cut {
+                    Vec::new()
+                } else {
+                    self.to_json(c, samples, depth + 1, shown)
+                };
                 let mut v = json!({
                     "function": n.function,
                     "module": n.module,
@@ -323,8 +328,9 @@ impl CallTree {
                     "total_pct": pct(n.total, samples),
                     "self": n.self_count,
                     "self_pct": pct(n.self_count, samples),
-                    "children": if cut { Vec::new() } else { self.to_json(c, samples, depth + 1, shown) },
                 });
+                // Moved in: `json!` would serialize the subtree again at every level.
+                v["children"] = Value::Array(children);
                 if cut {
                     v["cut"] = json!(true);
                 } else {
@@ -487,13 +493,14 @@ impl ClockProfile {
                 "inclusive_pct": pct(r.inclusive, s),
             })).collect::<Vec<_>>(),
             "lines_total": self.lines.len(),
-            "call_tree": self.tree.to_json(0, s, 0, &shown),
             "call_tree_nodes": {
                 "shown": shown.iter().filter(|s| **s).count() - 1,
                 "total": self.tree.nodes.len() - 1,
                 "min_pct": JSON_TREE_MIN_PCT,
             },
         });
+        // Moved in (not through `json!`, which would serialize the tree again).
+        v["call_tree"] = Value::Array(self.tree.to_json(0, s, 0, &shown));
         if self.threads.iter().any(|(_, _, tree)| tree.is_some()) {
             v["call_tree_by_thread"] = self
                 .threads
@@ -501,11 +508,12 @@ impl ClockProfile {
                 .filter_map(|(t, n, tree)| {
                     let tree = tree.as_ref()?;
                     let shown = tree.shown(*n);
-                    Some(json!({
+                    let mut v = json!({
                         "tid": t.tid, "name": t.name, "index": t.index, "is_metron": t.is_metron,
                         "samples": n,
-                        "call_tree": tree.to_json(0, *n, 0, &shown),
-                    }))
+                    });
+                    v["call_tree"] = Value::Array(tree.to_json(0, *n, 0, &shown));
+                    Some(v)
                 })
                 .collect::<Vec<_>>()
                 .into();
@@ -681,9 +689,7 @@ pub(crate) struct ProfileSummary {
 impl ProfileSummary {
     /// The `sampling` object of `summary.json` (schema in `docs/src/outputs.md`).
     pub(crate) fn to_json(&self) -> Value {
-        json!({
-            "symbolized_addresses": self.addresses,
-            "profiles": self.profiles.iter().map(ClockProfile::to_json).collect::<Vec<_>>(),
+        let mut v = json!({
             "region_backtraces": self.regions.iter().map(|r| json!({
                 "region": r.name,
                 "file": r.site.file,
@@ -694,7 +700,11 @@ impl ProfileSummary {
                     "frames": frames,
                 })).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
-        })
+        });
+        v["symbolized_addresses"] = self.addresses.into();
+        // Moved in (not through `json!`, which would serialize every call tree again).
+        v["profiles"] = Value::Array(self.profiles.iter().map(ClockProfile::to_json).collect());
+        v
     }
 
     /// The sampled profiles and region backtraces as text (appended to `summary.txt`).

@@ -344,7 +344,7 @@ impl SummarySink {
                 *marks.entry(name).or_default() += n;
             }
         }
-        let rest = json!({
+        let mut rest = json!({
             "schema": "metron.summary/1",
             "exe": run.exe,
             "pid": run.pid,
@@ -364,7 +364,6 @@ impl SummarySink {
             })).collect::<Vec<_>>(),
             "marks": marks.iter().map(|(name, n)| json!({"name": name, "count": n})).collect::<Vec<_>>(),
             "async_ranges": self.async_ranges.to_json(),
-            "sampling": self.samples.summarize().to_json(),
             "gpu": self.gpu.to_json(),
             "died": self.died(),
             "setup": {
@@ -373,6 +372,8 @@ impl SummarySink {
                 "ns": self.setup().1,
             },
         });
+        // Moved in: through `json!` the sampled call trees would be serialized once more.
+        rest["sampling"] = self.samples.summarize().to_json();
         Document {
             rest,
             merged: Nodes {
