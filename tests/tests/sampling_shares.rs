@@ -9,7 +9,7 @@ mod sampling_support;
 
 use metron_tests::split::Split;
 use metron_tests::{emit_data, scenario, Scenario};
-use sampling_support::{function_range, gettid, thread_cpu_ns, SampleLog};
+use sampling_support::{function_range, gettid, monotonic_ns, thread_cpu_ns, SampleLog};
 use serde_json::json;
 use std::hint::black_box;
 
@@ -49,15 +49,21 @@ scenario! {
     fn scenario_known_shares() {
         let log = SampleLog::install();
         let main_tid = gettid();
+        // Only the samples taken while the workload ran: the thread's other work (reading
+        // this executable's symbols below, which grows with the test binary) is not the
+        // workload's.
+        let window0 = monotonic_ns();
         let cpu0 = thread_cpu_ns();
         let (acc, main_measured) = workload(2.0);
         black_box(acc);
         let main_cpu = thread_cpu_ns() - cpu0;
-        let (worker_tid, worker_cpu, worker_measured) = std::thread::spawn(|| {
+        let main_window = (window0, monotonic_ns());
+        let (worker_tid, worker_cpu, worker_measured, worker_window) = std::thread::spawn(|| {
+            let window0 = monotonic_ns();
             let cpu0 = thread_cpu_ns();
             let (acc, measured) = workload(2.0);
             black_box(acc);
-            (gettid(), thread_cpu_ns() - cpu0, measured)
+            (gettid(), thread_cpu_ns() - cpu0, measured, (window0, monotonic_ns()))
         })
         .join()
         .unwrap();
@@ -68,11 +74,11 @@ scenario! {
             function_range(workload as *const () as usize),
         ];
         let mut threads = Vec::new();
-        for (tid, cpu_ns, measured) in [
-            (main_tid, main_cpu, main_measured),
-            (worker_tid, worker_cpu, worker_measured),
+        for (tid, cpu_ns, measured, (from_ns, to_ns)) in [
+            (main_tid, main_cpu, main_measured, main_window),
+            (worker_tid, worker_cpu, worker_measured, worker_window),
         ] {
-            let stacks = log.cpu_stacks(tid);
+            let stacks = log.cpu_stacks_between(tid, from_ns, to_ns);
             let inside = |pc: u64, (lo, hi): (usize, usize)| (lo as u64..hi as u64).contains(&pc);
             let in_a = stacks.iter().filter(|s| inside(s[0], ranges[0])).count();
             let in_b = stacks.iter().filter(|s| inside(s[0], ranges[1])).count();

@@ -68,6 +68,22 @@ impl SampleLog {
         self.of(tid, "cpu")
     }
 
+    /// The CPU-time samples of thread `tid` taken between `from_ns` and `to_ns` (Metron's clock,
+    /// `CLOCK_MONOTONIC`): a workload's, without what the thread did before or after it.
+    pub fn cpu_stacks_between(&self, tid: u32, from_ns: u64, to_ns: u64) -> Vec<Vec<u64>> {
+        self.0
+            .lock()
+            .unwrap()
+            .get(&tid)
+            .map(|v| {
+                v.iter()
+                    .filter(|s| s.trigger == "cpu" && (from_ns..=to_ns).contains(&s.ts_ns))
+                    .map(|s| s.frames.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// The stacks of samples of thread `tid` with `trigger` (`cpu`, `real`, `region`).
     pub fn of(&self, tid: u32, trigger: &str) -> Vec<Vec<u64>> {
         self.0
@@ -122,6 +138,17 @@ pub fn function_range(addr: usize) -> (usize, usize) {
 pub use metron_tests::split::thread_cpu_ns;
 
 /// The calling thread's kernel id.
+/// `CLOCK_MONOTONIC` in nanoseconds, the clock of the samples' `ts_ns`.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec to write; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 pub fn gettid() -> u32 {
     // SAFETY: gettid has no preconditions.
     unsafe { libc::gettid() as u32 }
