@@ -12,7 +12,10 @@ wheel=$(ls target/wheels/metron-*.whl)
 interpreters=(python3)
 for candidate in python3.12 python3.13 \
   "$(pyenv root 2>/dev/null)"/versions/3.12*/bin/python3 "$(pyenv root 2>/dev/null)"/versions/3.13*/bin/python3; do
-  if [ -x "$(command -v "$candidate" 2>/dev/null)" ]; then interpreters+=("$candidate"); fi
+  # A pyenv shim exists for every installed version but runs only the selected ones.
+  if [ -x "$(command -v "$candidate" 2>/dev/null)" ] && "$candidate" -c 'import sys' >/dev/null 2>&1; then
+    interpreters+=("$candidate")
+  fi
 done
 found_new=0
 for py in "${interpreters[@]}"; do
