@@ -13,7 +13,7 @@
 //! under different loads are not mixed; a run without a 0 % experiment (Coz's
 //! `--fixed-speedup` runs) is compared with the baseline of all runs.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 /// What a progress point measured in one experiment.
@@ -218,6 +218,15 @@ pub struct Curve {
 }
 
 impl Curve {
+    /// Experiments at line speedups of 5-40 %, the ones the ranking's prediction uses.
+    pub fn ranged_experiments(&self) -> usize {
+        self.points
+            .iter()
+            .filter(|p| p.0 > 0 && p.0 <= 40)
+            .map(|p| p.2)
+            .sum()
+    }
+
     /// The program speedup (%) measured at line speedup `s` (%), if any.
     pub fn at(&self, s: u32) -> Option<f64> {
         self.points.iter().find(|p| p.0 == s).map(|p| p.1)
@@ -328,9 +337,19 @@ pub fn curves(profile: &Profile) -> Vec<Curve> {
             at_20,
         });
     }
+    // A line with a handful of experiments (a progress point's own header line sampled now
+    // and then) has a prediction from a few noisy points: lines measured at least a quarter as
+    // often, at 5-40 %, as their point's best-measured line rank before it.
+    let mut most: HashMap<String, usize> = HashMap::new();
+    for c in &out {
+        let m = most.entry(c.point.clone()).or_default();
+        *m = (*m).max(c.ranged_experiments());
+    }
+    let sparse = |c: &Curve| c.ranged_experiments() * 4 < most[&c.point];
     out.sort_by(|a, b| {
         a.point
             .cmp(&b.point)
+            .then(sparse(a).cmp(&sparse(b)))
             .then(b.at_20.total_cmp(&a.at_20))
             .then(a.line.cmp(&b.line))
     });
@@ -575,6 +594,30 @@ samples\tlocation=/a/x.c:10\tcount=70\n";
         assert!(table.contains("+20.0%"), "{table}");
         let svg = svg(&c);
         assert_eq!(svg.matches("<polyline").count(), 2);
+    }
+
+    #[test]
+    fn a_line_of_a_few_experiments_ranks_after_the_well_measured_ones() {
+        // x.c:10: eight experiments at 20 %, a 10 % program speedup; y.c:30: one lucky
+        // experiment predicting 30 %.
+        let mut text = String::from("startup\ttime=1\n");
+        let mut experiment = |line: &str, speedup: &str, duration: u32| {
+            text.push_str(&format!("experiment\tselected={line}\tspeedup={speedup}\tduration={duration}\tselected-samples=5\nthroughput-point\tname=items\tdelta=100\n"));
+        };
+        for _ in 0..8 {
+            experiment("/a/x.c:10", "0.00", 1000);
+            experiment("/a/x.c:10", "0.20", 900);
+        }
+        experiment("/a/y.c:30", "0.00", 1000);
+        experiment("/a/y.c:30", "0.20", 700);
+        text.push_str("runtime\ttime=9\n");
+        let c = curves(&parse(&text).unwrap());
+        let order: Vec<&str> = c.iter().map(|c| c.line.as_str()).collect();
+        assert_eq!(order, ["/a/x.c:10", "/a/y.c:30"]);
+        assert!(
+            c[1].at_20 > c[0].at_20,
+            "the sparse line's prediction is the larger"
+        );
     }
 
     #[test]
