@@ -71,28 +71,25 @@ impl SampleLog {
     /// The CPU-time samples of thread `tid` taken between `from_ns` and `to_ns` (Metron's clock,
     /// `CLOCK_MONOTONIC`): a workload's, without what the thread did before or after it.
     pub fn cpu_stacks_between(&self, tid: u32, from_ns: u64, to_ns: u64) -> Vec<Vec<u64>> {
-        self.0
-            .lock()
-            .unwrap()
-            .get(&tid)
-            .map(|v| {
-                v.iter()
-                    .filter(|s| s.trigger == "cpu" && (from_ns..=to_ns).contains(&s.ts_ns))
-                    .map(|s| s.frames.clone())
-                    .collect()
-            })
-            .unwrap_or_default()
+        self.stacks(tid, |s| {
+            s.trigger == "cpu" && (from_ns..=to_ns).contains(&s.ts_ns)
+        })
     }
 
     /// The stacks of samples of thread `tid` with `trigger` (`cpu`, `real`, `region`).
     pub fn of(&self, tid: u32, trigger: &str) -> Vec<Vec<u64>> {
+        self.stacks(tid, |s| s.trigger == trigger)
+    }
+
+    /// The stacks of the samples of thread `tid` that `keep` selects.
+    fn stacks(&self, tid: u32, keep: impl Fn(&Seen) -> bool) -> Vec<Vec<u64>> {
         self.0
             .lock()
             .unwrap()
             .get(&tid)
             .map(|v| {
                 v.iter()
-                    .filter(|s| s.trigger == trigger)
+                    .filter(|s| keep(s))
                     .map(|s| s.frames.clone())
                     .collect()
             })
