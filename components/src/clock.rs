@@ -13,6 +13,10 @@ use std::sync::OnceLock;
 /// The shortest span from the reference point over which the first rate is measured, in ns.
 pub const CALIBRATION_WINDOW_NS: u64 = 2_000_000;
 
+/// The shortest span over which a rate is measured at all, in ns: over less, the two reads'
+/// own uncertainty (tens of ns) would be a large part of it.
+pub const SHORTEST_RATE_SPAN_NS: u64 = 20_000;
+
 /// Reads the hot-path clock in ticks. No syscall on x86-64.
 #[inline(always)]
 pub fn now_ticks() -> u64 {
@@ -100,8 +104,10 @@ impl Calibration {
         if ticks1 <= self.ticks0 || mono1 <= self.mono0 {
             return *self;
         }
+        // The span only grows, so a rate measured now is never less exact than the one held
+        // (which may be `calibration_now`'s, over less than the window).
         let span = (mono1 - self.mono0) as f64;
-        if span < CALIBRATION_WINDOW_NS as f64 {
+        if span < SHORTEST_RATE_SPAN_NS as f64 {
             return *self;
         }
         Calibration {
@@ -146,8 +152,39 @@ pub fn reference() -> (u64, u64) {
 /// asleep: the flusher asks first, with its first batch, so the program's threads do not wait
 /// (a 2 ms spin on the program's first thread used to be part of every run's start).
 pub fn calibration() -> &'static Calibration {
-    static CALIBRATION: OnceLock<Calibration> = OnceLock::new();
     CALIBRATION.get_or_init(measure)
+}
+
+static CALIBRATION: OnceLock<Calibration> = OnceLock::new();
+
+/// The calibration without waiting: [`calibration`] once it is measured or its window has
+/// passed; before that, a rate over the span from the reference to now (at least
+/// [`SHORTEST_RATE_SPAN_NS`]), not kept. For a run that ends within the window: everything it
+/// converts lies inside that span, where the error is the reads' (tens of ns), not the rate's,
+/// so waiting out the window (up to 2 ms of a short process's exit) would buy nothing.
+pub fn calibration_now() -> Calibration {
+    if let Some(cal) = CALIBRATION.get() {
+        return *cal;
+    }
+    let (ticks0, mono0) = reference();
+    if TICK_SOURCE != "tsc" {
+        return *calibration();
+    }
+    loop {
+        let (ticks1, mono1) = paired_reading();
+        let span = mono1.saturating_sub(mono0);
+        if span >= CALIBRATION_WINDOW_NS {
+            return *calibration();
+        }
+        if span >= SHORTEST_RATE_SPAN_NS && ticks1 > ticks0 {
+            return Calibration {
+                ticks0,
+                mono0,
+                ns_per_tick: span as f64 / (ticks1 - ticks0) as f64,
+            };
+        }
+        std::hint::spin_loop();
+    }
 }
 
 fn measure() -> Calibration {

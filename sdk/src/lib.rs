@@ -72,7 +72,7 @@ pub use metron_components::{clock, Bundle, Component, ComponentInfo, Field, Unit
 pub use metron_macros::{profile, Bundle};
 pub use output_path::expand_for as expand_output_path_for;
 pub use output_path::expand_now as expand_output_path;
-pub use output_path::{claim as claim_run_folder, CLAIM_MARKER as RUN_FOLDER_CLAIM_MARKER};
+pub use output_path::{claim as claim_run_folder, ClaimedFolder};
 #[doc(hidden)]
 pub use pipeline::DecodeBench;
 pub use pipeline::ThreadStats;

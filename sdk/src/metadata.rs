@@ -136,6 +136,21 @@ pub(crate) struct RuntimeFacts<'a> {
     pub(crate) backlog: BacklogStats,
 }
 
+/// Brings a `metadata.json` built before the late outputs up to date with them: their reports
+/// (`outputs`), the errors, and the sections registered by other parts (the GPU backend's,
+/// whose late outputs finish then). The settings, threads, records and clock do not change at
+/// the end of the run and are not made again.
+pub(crate) fn refresh_outputs(metadata: &mut Value, pipeline: &Pipeline, errors: &[String]) {
+    metadata["output_errors"] = json!(errors);
+    metadata["outputs"] = Value::Object(pipeline.sink_metadata());
+    for (name, value) in extra_sections() {
+        metadata[name] = value;
+    }
+    if let Some(gpu) = crate::gpu::metadata() {
+        metadata["gpu"] = gpu;
+    }
+}
+
 pub(crate) fn build(
     rt: &RuntimeFacts<'_>,
     run: &RunInfo,

@@ -47,6 +47,8 @@ pub(crate) struct Pipeline {
     /// first (see [`Pipeline::calibration`]).
     calibration: Option<Calibration>,
     initial: Option<Calibration>,
+    /// Set when the run ends: a first calibration from then on does not wait out its window.
+    ending: bool,
     finished: bool,
     /// Whether any sink has been handed anything (after which the run folder cannot move).
     delivered: bool,
@@ -54,6 +56,8 @@ pub(crate) struct Pipeline {
     output_dir: PathBuf,
     /// Whether `output_dir` is claimed (see [`crate::output_path::claim`]).
     claimed: bool,
+    /// The claim on `output_dir`, held until the run's last file is written.
+    claim: Option<crate::output_path::ClaimedFolder>,
     /// A second thread for the trace sink (`METRON_BACKEND_THREADS=2`), made at the first
     /// batch large enough to use it.
     backend: crate::backend_threads::BackendThreads,
@@ -75,10 +79,12 @@ impl Pipeline {
             regions: Vec::new(),
             calibration: None,
             initial: None,
+            ending: false,
             finished: false,
             delivered: false,
             output_dir,
             claimed: false,
+            claim: None,
             backend: crate::backend_threads::BackendThreads::new(1),
         }
     }
@@ -111,7 +117,12 @@ impl Pipeline {
             return self.output_dir.clone();
         }
         self.claimed = true;
-        match crate::output_path::claim(&self.output_dir) {
+        let dir = crate::output_path::claim(&self.output_dir).map(|claim| {
+            let dir = claim.path().to_path_buf();
+            self.claim = Some(claim);
+            dir
+        });
+        match dir {
             Ok(dir) if dir != self.output_dir => {
                 // Inside `metron run`'s process tree a program `exec`ed with the same name and
                 // pid takes the next suffix as a matter of course; processes.json lists it.
@@ -146,6 +157,12 @@ impl Pipeline {
         self.sinks.push(sink);
     }
 
+    /// The run's files are all written: the folder's claim is let go (its files keep other runs
+    /// out).
+    pub(crate) fn release_claim(&mut self) {
+        self.claim = None;
+    }
+
     /// Moves the run folder of every sink to `dir`; false (and nothing changed) once a sink was
     /// handed anything, since it may have started writing into the old folder.
     pub(crate) fn move_output_dir(&mut self, dir: &std::path::Path) -> bool {
@@ -154,7 +171,7 @@ impl Pipeline {
         }
         if self.claimed {
             // Claimed for nothing (an empty folder): give it back.
-            let _ = std::fs::remove_file(self.output_dir.join(crate::output_path::CLAIM_MARKER));
+            self.claim = None;
             let _ = std::fs::remove_dir(&self.output_dir);
             self.claimed = false;
         }
@@ -165,9 +182,17 @@ impl Pipeline {
         true
     }
 
+    /// The run is ending: what is left to decode lies between the clock's reference point and
+    /// now, so a first calibration is measured over that span instead of waiting for the window
+    /// ([`clock::calibration_now`]): a process that lives a millisecond does not wait 2 ms more
+    /// at its exit.
+    pub(crate) fn run_is_ending(&mut self) {
+        self.ending = true;
+    }
+
     /// The calibration the first batch was decoded with.
     pub(crate) fn initial_calibration(&self) -> Calibration {
-        self.initial.unwrap_or_else(|| *clock::calibration())
+        self.initial.unwrap_or_else(clock::calibration_now)
     }
 
     /// The calibration refined to now. The first one is measured here, on the flusher (or by
@@ -177,7 +202,11 @@ impl Pipeline {
         let cal = match self.calibration {
             Some(cal) => cal.refined(),
             None => {
-                let first = *clock::calibration();
+                let first = if self.ending {
+                    clock::calibration_now()
+                } else {
+                    *clock::calibration()
+                };
                 self.initial = Some(first);
                 first.refined()
             }

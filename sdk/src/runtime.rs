@@ -269,8 +269,7 @@ fn start() -> Runtime {
     }
     // The first threads of the program attach without mapping memory (see `keep_free`).
     if settings.enabled {
-        let cpus = std::thread::available_parallelism().map_or(4, |n| n.get());
-        service.keep_free((2 * cpus).clamp(16, 64));
+        service.keep_free(crate::buffer::KEEP_FREE_BY_CPUS);
     }
     let run = RunInfo {
         output_dir,
@@ -545,6 +544,10 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
     if !rt.settings.enabled || rt.finished.swap(true, Ordering::AcqRel) {
         return None;
     }
+    rt.pipeline
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .run_is_ending();
     // The GPU backend's last records reach the sinks before they write.
     crate::gpu::flush_backend(true);
     crate::run_state::set(false);
@@ -602,17 +605,19 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
     // the run's metadata from memory.
     let write_first = pipeline.late_sinks_need(MetadataNeed::File) || !room_for_the_end;
     let mut metadata_error = None;
+    let mut first = None;
     if write_first || pipeline.late_sinks_need(MetadataNeed::Given) {
-        let first = std::sync::Arc::new(crate::metadata::build(
+        let built = std::sync::Arc::new(crate::metadata::build(
             &rt.facts(),
             &run,
             &mut pipeline,
             &errors,
         ));
         if write_first {
-            metadata_error = write_metadata_value(&first, &metadata_path).err();
+            metadata_error = write_metadata_value(&built, &metadata_path).err();
         }
-        pipeline.give_late_sinks_metadata(&first);
+        pipeline.give_late_sinks_metadata(&built);
+        first = Some(built);
     }
     let (late_files, late_errors) = pipeline.finish_late(&run);
     let late_changed = !late_files.is_empty() || !late_errors.is_empty();
@@ -620,8 +625,15 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
     errors.extend(late_errors);
     if !write_first || late_changed {
         // With the late outputs' reports; where this fails after a first version, that one
-        // stays in place.
-        let metadata = crate::metadata::build(&rt.facts(), &run, &mut pipeline, &errors);
+        // stays in place. The late sinks have let go of the first version: only what they
+        // changed (their reports, the errors) is made again.
+        let metadata = match first.map(std::sync::Arc::try_unwrap) {
+            Some(Ok(mut metadata)) => {
+                crate::metadata::refresh_outputs(&mut metadata, &pipeline, &errors);
+                metadata
+            }
+            _ => crate::metadata::build(&rt.facts(), &run, &mut pipeline, &errors),
+        };
         if let Err(e) = write_metadata_value(&metadata, &metadata_path) {
             metadata_error.get_or_insert(e);
         }
@@ -636,9 +648,7 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
             errors.push(e.clone());
         }
     }
-    // The run is complete: the folder no longer needs its claim marker (its files keep other
-    // runs out).
-    let _ = std::fs::remove_file(run.output_dir.join(output_path::CLAIM_MARKER));
+    pipeline.release_claim();
     let threads = pipeline.thread_stats();
     let written: u64 = threads.iter().map(|t| t.records_written).sum();
     let before_hooks = crate::thread_buffer::dropped_before_hooks();

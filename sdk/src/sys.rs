@@ -68,6 +68,33 @@ pub(crate) fn at_exit(f: extern "C" fn()) {
 static OWN_THREADS_STARTING: std::sync::atomic::AtomicUsize =
     std::sync::atomic::AtomicUsize::new(0);
 
+/// What a non-blocking exclusive lock of a file came to.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum TryLock {
+    /// This open file holds the lock (until it is closed).
+    Held,
+    /// Another open file holds it.
+    Taken,
+    /// The file system has no such locks (or another error): nothing is known.
+    Unsupported,
+}
+
+/// A non-blocking exclusive `flock` of `file` (a folder opened for reading works too): held
+/// until the file is closed, also across `fork` by the children that keep it open.
+pub(crate) fn try_lock_exclusive(file: &std::fs::File) -> TryLock {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `flock` on a descriptor this `File` owns and keeps open for the call; it reads
+    // no memory of ours.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc == 0 {
+        TryLock::Held
+    } else if std::io::Error::last_os_error().raw_os_error() == Some(libc::EWOULDBLOCK) {
+        TryLock::Taken
+    } else {
+        TryLock::Unsupported
+    }
+}
+
 /// Starts one of Metron's own threads, named `name`, so that the sampler never mistakes it for
 /// a program thread. The sampler leaves Metron's threads out of `METRON_SAMPLING_TIDS`'s
 /// numbering by their name, which the standard library sets only once the new thread runs; a

@@ -311,9 +311,13 @@ fn processes_given_one_folder_each_get_their_own() {
             "{}: {counts:?}",
             folder.display()
         );
+        let names: Vec<String> = std::fs::read_dir(folder)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
         assert!(
-            !folder.join(".metron-run").exists(),
-            "the claim marker is removed"
+            names.iter().all(|n| !n.starts_with('.')),
+            "no claim file or other hidden file is left: {names:?}"
         );
     }
     assert_eq!(pids.len(), 4, "each folder holds its own process");

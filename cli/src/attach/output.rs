@@ -11,7 +11,6 @@ use metron::sinks::summary::SummarySink;
 use metron::{Event, RunInfo, SampleTrigger, Sink, ThreadInfo};
 use serde_json::json;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 /// Writes the run folder of `sampled` and says where.
 pub(super) fn write(options: &Options, target: &Target, sampled: &Sampled) -> Result<(), String> {
@@ -28,7 +27,8 @@ pub(super) fn write(options: &Options, target: &Target, sampled: &Sampled) -> Re
         unwinder_modules,
     } = sampled;
     let (lost, stop) = (*lost, *stop);
-    let dir = run_folder(options, target)?;
+    let claim = run_folder(options, target)?;
+    let dir = claim.path().to_path_buf();
     let run = RunInfo {
         output_dir: dir.clone(),
         pid: target.pid,
@@ -131,7 +131,7 @@ pub(super) fn write(options: &Options, target: &Target, sampled: &Sampled) -> Re
         );
     }
     write_metadata(serde_json::Value::Object(outputs))?;
-    let _ = std::fs::remove_file(dir.join(metron::RUN_FOLDER_CLAIM_MARKER));
+    drop(claim);
     eprintln!(
         "metron: wrote {} ({samples} samples of {sampled} threads, {created} created while attached; {lost} lost; ended by {stop})",
         dir.display()
@@ -209,7 +209,7 @@ fn feed(sinks: &mut [Box<dyn Sink>], threads: &BTreeMap<u32, Thread>) {
 }
 
 /// The run folder: the template with the target's name and pid, claimed.
-fn run_folder(options: &Options, target: &Target) -> Result<PathBuf, String> {
+fn run_folder(options: &Options, target: &Target) -> Result<metron::ClaimedFolder, String> {
     let template = options
         .output
         .clone()

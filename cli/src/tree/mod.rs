@@ -43,8 +43,8 @@ pub(crate) fn run(mut command: Command, template: &Path, exe: &str) -> ExitCode 
         .map_or(0, |d| d.as_secs());
     let template_text = template.to_string_lossy();
     let wanted = metron::expand_output_path_for(&template_text, exe, std::process::id(), started);
-    let folder = match metron::claim_run_folder(&wanted) {
-        Ok(folder) => folder,
+    let claim = match metron::claim_run_folder(&wanted) {
+        Ok(claim) => claim,
         Err(e) => {
             eprintln!(
                 "metron run: cannot create the run folder {}: {e}",
@@ -53,6 +53,7 @@ pub(crate) fn run(mut command: Command, template: &Path, exe: &str) -> ExitCode 
             return ExitCode::from(1);
         }
     };
+    let folder = claim.path().to_path_buf();
     if folder != wanted {
         eprintln!(
             "metron run: {} is taken; this run writes {}",
@@ -67,7 +68,7 @@ pub(crate) fn run(mut command: Command, template: &Path, exe: &str) -> ExitCode 
     let child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
-            let _ = std::fs::remove_file(folder.join(metron::RUN_FOLDER_CLAIM_MARKER));
+            drop(claim);
             let _ = std::fs::remove_dir(&folder);
             return crate::run::spawn_failed(exe, &e);
         }
@@ -77,7 +78,7 @@ pub(crate) fn run(mut command: Command, template: &Path, exe: &str) -> ExitCode 
     let (ended, statuses, running) = wait_for_tree(program, reaper);
     let exit = ended.unwrap_or(Ended::Exited(1));
     let outcome = index::sort_folders(&folder, program, &statuses, &running);
-    let _ = std::fs::remove_file(folder.join(metron::RUN_FOLDER_CLAIM_MARKER));
+    drop(claim);
     // `%pid%` names the program the user ran, as its summary does, not this launcher: the
     // folder had to be claimed before the program had a pid, so it takes the program's now
     // (unless a process of the tree still runs and may write into it, or the name is taken).

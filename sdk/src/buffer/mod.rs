@@ -53,7 +53,7 @@ mod segment;
 pub(crate) mod service;
 
 pub use callback_thread::{CallbackThread, FLUSHER_THREAD_NAME};
-pub use service::{BufferedService, Producer};
+pub use service::{BufferedService, Producer, KEEP_FREE_BY_CPUS};
 
 /// True on a callback thread (which must never wait for itself at a backlog limit).
 pub(crate) fn on_callback_thread() -> bool {
