@@ -3,19 +3,18 @@
 
 use super::*;
 
-/// Why the backend never started (asked at the end of the run, not on a hot path).
+/// Why the backend never started (asked at the end of the run, not on a hot path). Nothing is
+/// loaded or searched for: trying to load the driver here cost every process that never used
+/// CUDA a search of the library folders at its end (and the driver's start on a GPU host).
 pub(crate) fn not_started() -> Status {
-    if sys::dlopen("libcuda.so.1", true).is_ok() {
+    if sys::object_loaded("libcuda.so") {
         return Status::off(
             "the CUDA driver is loaded but CUPTI was not started: run under `metron run` \
              (CUDA_INJECTION64_PATH) or call metron_gpu_nvidia::start()"
                 .into(),
         );
     }
-    match load_driver() {
-        Err(e) => Status::off(e),
-        Ok(_) => Status::off("the process did not use CUDA (the driver was never loaded)".into()),
-    }
+    Status::off("the process did not use CUDA (libcuda.so.1 was never loaded)".into())
 }
 
 /// The `gpu` section of `metadata.json`.

@@ -211,10 +211,10 @@ fn start() -> Runtime {
             // the blocked timer signals), neither at the flusher's first batch nor during the
             // program's start-up burst: after the trace's first batch, once SESSION_SETTLE has
             // passed; a run that ends before then has none.
-            let _ = crate::sys::spawn_own_thread(
-                "metron-trace-start",
-                trace.session_set_up(SESSION_SETTLE),
-            );
+            let set_up = trace.session_set_up(SESSION_SETTLE);
+            crate::sys::spawn_own_thread_soon("metron-trace-start", move || {
+                set_up();
+            });
         }
         sinks.push(Box::new(trace));
     }
