@@ -17,10 +17,12 @@ every configuration alike:
            a median of x1.51 to x1.53 before).
 
 Usage: scripts/bench-start-end.py [--runs N] [--loop-rounds N] [--lib DIR] [--metron PATH]
-                                  [--quickstart PATH] [--only first,small,loop,quick]
+                                  [--quickstart PATH] [--only first,small,loop,quick] [--in DIR]
   --lib DIR       where libmetron.so is (default target/release; build it with
                   `cargo build --release -p metron-user`)
   --metron PATH   the `metron` command (default target/release/metron)
+  --in DIR        where the run folders go (e.g. /dev/shm: the process's own cost without the
+                  file system's; default: the system's temporary folder)
   --quickstart PATH  the quickstart example (default target/release/examples/quickstart;
                   `cargo build --release -p metron-examples --example quickstart`)
 Run folders are kept until the script ends: on ext4 without a journal (this VM's disk), a
@@ -179,9 +181,16 @@ def main():
     ap.add_argument("--metron", default=os.path.join(REPO, "target/release/metron"))
     ap.add_argument("--quickstart", default=os.path.join(REPO, "target/release/examples/quickstart"))
     ap.add_argument("--only", default="first,small,loop,quick")
+    ap.add_argument(
+        "--in",
+        dest="under",
+        default=None,
+        help="where the run folders go (default: the system's temporary folder); /dev/shm "
+        "separates Metron's own cost from the file system's",
+    )
     args = ap.parse_args()
     parts = args.only.split(",")
-    work = tempfile.mkdtemp(prefix="metron-start-end.")
+    work = tempfile.mkdtemp(prefix="metron-start-end.", dir=args.under)
     try:
         exe = build(args.lib, work)
         if "first" in parts:
