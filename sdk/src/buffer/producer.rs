@@ -326,7 +326,7 @@ impl<R: Copy + Send + 'static> RawProducer<R> {
         // SAFETY: both pointers came from `Arc::into_raw` in `attach` and are released once
         // (the cells were nulled above).
         let service = unsafe { Arc::from_raw(service_ptr) };
-        service.wake();
+        service.retired_one();
         // SAFETY: as above.
         drop(unsafe { Arc::from_raw(shared_ptr) });
     }

@@ -40,6 +40,8 @@ pub(crate) struct ServiceInner<R> {
     /// How many free segments the drain keeps mapped ahead of need (see
     /// [`BufferedService::keep_free`]).
     keep_free: AtomicUsize,
+    /// Producers retired since the reader's last drain (see [`ServiceInner::retired_one`]).
+    retired_since_drain: AtomicUsize,
     pub(crate) segments_mapped: AtomicU64,
     pub(crate) records_delivered: AtomicU64,
     /// Segments handed to the reader and not yet recycled (the backlog), over all producers.
@@ -64,6 +66,9 @@ pub(crate) struct ServiceInner<R> {
 /// 16 to 64", worked out on the callback thread.
 pub const KEEP_FREE_BY_CPUS: usize = usize::MAX;
 
+/// How many ended threads' producers wake the reader once (see [`ServiceInner::retired_one`]).
+const RETIRED_PER_WAKE: usize = 32;
+
 /// How long a producer waits at the backlog limit for the reader to free a segment, at most.
 const STALLED_READER: Duration = Duration::from_secs(10);
 
@@ -85,6 +90,7 @@ impl<R: Copy + Send + 'static> ServiceInner<R> {
             free: Mutex::new(Vec::new()),
             thread,
             keep_free: AtomicUsize::new(0),
+            retired_since_drain: AtomicUsize::new(0),
             segments_mapped: AtomicU64::new(0),
             records_delivered: AtomicU64::new(0),
             backlog: AtomicUsize::new(0),
@@ -152,6 +158,18 @@ impl<R: Copy + Send + 'static> ServiceInner<R> {
         self.blocked_ns
             .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
         true
+    }
+
+    /// A producer retired (its thread ended): the reader is woken for every
+    /// [`RETIRED_PER_WAKE`]th, not for each. A program that runs a thread per task would
+    /// otherwise wake the flusher (a context switch and a batch with its own `write`) once per
+    /// thread; the others wait for that, a full segment, the flush interval or the end, with
+    /// at most that many ended threads' segments held meanwhile.
+    pub(crate) fn retired_one(&self) {
+        let n = self.retired_since_drain.fetch_add(1, Ordering::AcqRel) + 1;
+        if n % RETIRED_PER_WAKE == 0 {
+            self.thread.wake();
+        }
     }
 
     /// Counts a segment handed to the reader (the producer sealed it).
@@ -256,6 +274,7 @@ impl<R: Copy + Send + 'static> ServiceInner<R> {
                 shared,
                 dropped_reported: 0,
             }));
+        self.retired_since_drain.store(0, Ordering::Release);
         let DrainState { callback, tracked } = &mut *state;
         tracked.retain_mut(|t| self.drain_producer(t, callback));
         drop(state);
