@@ -544,15 +544,19 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
     if !rt.settings.enabled || rt.finished.swap(true, Ordering::AcqRel) {
         return None;
     }
+    let mut phases = EndPhases::start();
     rt.pipeline
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .run_is_ending();
     // The GPU backend's last records reach the sinks before they write.
     crate::gpu::flush_backend(true);
+    phases.done("gpu_records");
     crate::run_state::set(false);
     rt.service.flush();
+    phases.done("buffers");
     crate::sampling::finish();
+    phases.done("sampling");
     let mut pipeline = rt.pipeline.lock().unwrap_or_else(|e| e.into_inner());
     let run = {
         let mut run = rt.run.lock().unwrap_or_else(|e| e.into_inner());
@@ -587,6 +591,7 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
         crate::sinks::space::release(&run.output_dir);
     }
     let (mut files, mut errors) = pipeline.finish(&run, crash_ns.is_some());
+    phases.done("outputs");
     // Causal profiling's experiments (`profile.coz`), when this was a causal run.
     match crate::sampling::causal::write_profile(&run.output_dir) {
         Some(Ok(path)) => files.push(path),
@@ -619,7 +624,9 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
         pipeline.give_late_sinks_metadata(&built);
         first = Some(built);
     }
+    phases.done("metadata");
     let (late_files, late_errors) = pipeline.finish_late(&run);
+    phases.done("late_outputs");
     let late_changed = !late_files.is_empty() || !late_errors.is_empty();
     files.extend(late_files);
     errors.extend(late_errors);
@@ -627,13 +634,14 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
         // With the late outputs' reports; where this fails after a first version, that one
         // stays in place. The late sinks have let go of the first version: only what they
         // changed (their reports, the errors) is made again.
-        let metadata = match first.map(std::sync::Arc::try_unwrap) {
+        let mut metadata = match first.map(std::sync::Arc::try_unwrap) {
             Some(Ok(mut metadata)) => {
                 crate::metadata::refresh_outputs(&mut metadata, &pipeline, &errors);
                 metadata
             }
             _ => crate::metadata::build(&rt.facts(), &run, &mut pipeline, &errors),
         };
+        metadata["end_seconds"] = phases.json();
         if let Err(e) = write_metadata_value(&metadata, &metadata_path) {
             metadata_error.get_or_insert(e);
         }
@@ -694,6 +702,45 @@ fn finish_with(crash_ns: Option<u64>) -> Option<RunReport> {
         records_written: written,
         records_dropped: dropped,
     })
+}
+
+/// How long each step of the end of the run took (`metadata.json` → `end_seconds`): where a
+/// slow end goes, in the run's own folder.
+struct EndPhases {
+    start: std::time::Instant,
+    last: std::time::Instant,
+    steps: serde_json::Map<String, serde_json::Value>,
+}
+
+impl EndPhases {
+    fn start() -> EndPhases {
+        let now = std::time::Instant::now();
+        EndPhases {
+            start: now,
+            last: now,
+            steps: serde_json::Map::new(),
+        }
+    }
+
+    /// The step `name` ended now.
+    fn done(&mut self, name: &str) {
+        let now = std::time::Instant::now();
+        self.steps.insert(
+            name.into(),
+            serde_json::json!((now - self.last).as_secs_f64()),
+        );
+        self.last = now;
+    }
+
+    /// The steps, and the whole end up to now (`total`).
+    fn json(&self) -> serde_json::Value {
+        let mut steps = self.steps.clone();
+        steps.insert(
+            "total".into(),
+            serde_json::json!(self.start.elapsed().as_secs_f64()),
+        );
+        serde_json::Value::Object(steps)
+    }
 }
 
 /// `; recording held 3 times for 0.512 s at the backlog limit, METRON_BUFFER_BACKLOG=32768K`

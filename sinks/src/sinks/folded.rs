@@ -54,6 +54,16 @@ fn clean(name: &str) -> String {
     name.replace(';', ",").replace(['\n', '\r'], " ")
 }
 
+/// [`clean`], appended to `line` without a string of its own when the name needs nothing
+/// changed (nearly always: this runs for every frame of every stack).
+fn push_clean(line: &mut String, name: &str) {
+    if name.contains([';', '\n', '\r']) {
+        line.push_str(&clean(name));
+    } else {
+        line.push_str(name);
+    }
+}
+
 /// The folded lines of one clock's samples, sorted (equal runs give equal files): rooted at
 /// `program` (Metron's threads at `metron:name`), or at each thread with `per_thread`.
 pub(crate) fn folded_lines(
@@ -78,7 +88,7 @@ pub(crate) fn folded_lines(
             let mut line = thread.clone();
             for f in expanded.iter().rev() {
                 line.push(';');
-                line.push_str(&clean(&f.function));
+                push_clean(&mut line, &f.function);
             }
             *lines.entry(line).or_default() += n;
         }

@@ -231,7 +231,9 @@ struct TreeNode {
     total: u64,
     self_count: u64,
     children: Vec<usize>,
-    index: HashMap<(String, String), usize>,
+    /// Children by function name (then module, among the few of one name): looked up with
+    /// the frame's own strings, nothing cloned per frame.
+    index: HashMap<String, Vec<usize>>,
 }
 
 #[derive(Default)]
@@ -251,18 +253,30 @@ impl CallTree {
         let mut node = 0;
         self.nodes[0].total += count;
         for f in frames.iter().rev().take(MAX_TREE_DEPTH) {
-            let key = (f.function.clone(), f.module.to_string());
-            let next = match self.nodes[node].index.get(&key) {
-                Some(&n) => n,
+            let found = self.nodes[node]
+                .index
+                .get(f.function.as_str())
+                .and_then(|same_name| {
+                    same_name
+                        .iter()
+                        .copied()
+                        .find(|&n| *self.nodes[n].module == *f.module)
+                });
+            let next = match found {
+                Some(n) => n,
                 None => {
                     self.nodes.push(TreeNode {
-                        function: key.0.clone(),
-                        module: key.1.clone(),
+                        function: f.function.clone(),
+                        module: f.module.to_string(),
                         ..TreeNode::default()
                     });
                     let n = self.nodes.len() - 1;
                     self.nodes[node].children.push(n);
-                    self.nodes[node].index.insert(key, n);
+                    self.nodes[node]
+                        .index
+                        .entry(f.function.clone())
+                        .or_default()
+                        .push(n);
                     n
                 }
             };
@@ -385,14 +399,16 @@ impl ClockProfile {
         names: &Names,
         tree_per_thread: bool,
     ) -> ClockProfile {
-        let mut functions: HashMap<String, FlatRow> = HashMap::new();
-        let mut lines: HashMap<(String, String), FlatRow> = HashMap::new();
+        // Keyed by the frames' own strings (they live in `names` for the whole build), made
+        // into owned rows once at the end: a deep stack costs no clone or `format!` per frame.
+        let mut functions: HashMap<&str, FlatRow> = HashMap::new();
+        let mut lines: HashMap<LineKey<'_>, FlatRow> = HashMap::new();
         let mut tree = CallTree::new();
         let mut per_thread = Vec::new();
         let mut samples = 0;
         let mut expanded = Vec::new();
         let mut seen_f: HashSet<&str> = HashSet::new();
-        let mut seen_l: HashSet<(String, &str)> = HashSet::new();
+        let mut seen_l: HashSet<LineKey<'_>> = HashSet::new();
         for (info, counts) in threads.values() {
             let merged = !info.is_metron;
             let mut thread_tree = tree_per_thread.then(CallTree::new);
@@ -414,23 +430,23 @@ impl ClockProfile {
                 }
                 tree.add(&expanded, count);
                 let inner = expanded[0];
-                let row = functions.entry(inner.function.clone()).or_default();
+                let row = functions.entry(inner.function.as_str()).or_default();
                 row.self_count += count;
-                let line = lines.entry(line_key(inner)).or_default();
+                let line = lines.entry(LineKey::of(inner)).or_default();
                 line.self_count += count;
                 seen_f.clear();
                 seen_l.clear();
-                for f in &expanded {
+                for &f in &expanded {
                     if seen_f.insert(&f.function) {
-                        let row = functions.entry(f.function.clone()).or_default();
+                        let row = functions.entry(f.function.as_str()).or_default();
                         row.inclusive += count;
                         if row.module.is_empty() {
                             row.module = f.module.to_string();
                             row.file = f.file.clone();
                         }
                     }
-                    let key = line_key(f);
-                    if seen_l.insert((key.0.clone(), &f.function)) {
+                    let key = LineKey::of(f);
+                    if seen_l.insert(key) {
                         let row = lines.entry(key).or_default();
                         row.inclusive += count;
                         if row.module.is_empty() {
@@ -444,13 +460,19 @@ impl ClockProfile {
             }
             per_thread.push((info.clone(), thread_samples, thread_tree));
         }
-        let mut functions: Vec<(String, FlatRow)> = functions.into_iter().collect();
+        let mut functions: Vec<(String, FlatRow)> = functions
+            .into_iter()
+            .map(|(name, row)| (name.to_string(), row))
+            .collect();
         functions.sort_by(|a, b| {
             (b.1.self_count, b.1.inclusive)
                 .cmp(&(a.1.self_count, a.1.inclusive))
                 .then_with(|| a.0.cmp(&b.0))
         });
-        let mut lines: Vec<((String, String), FlatRow)> = lines.into_iter().collect();
+        let mut lines: Vec<((String, String), FlatRow)> = lines
+            .into_iter()
+            .map(|(key, row)| (key.owned(), row))
+            .collect();
         lines.sort_by(|a, b| {
             (b.1.self_count, b.1.inclusive)
                 .cmp(&(a.1.self_count, a.1.inclusive))
@@ -635,11 +657,33 @@ impl ClockProfile {
 }
 
 /// (`file:line`, or `?` without line tables; function) of a frame.
-fn line_key(f: &Frame) -> (String, String) {
-    (
-        f.location().unwrap_or_else(|| "?".into()),
-        f.function.clone(),
-    )
+/// A line of the flat profile while it is counted: the frame's file, line and function,
+/// borrowed.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct LineKey<'a> {
+    file: Option<&'a str>,
+    line: Option<u32>,
+    function: &'a str,
+}
+
+impl<'a> LineKey<'a> {
+    fn of(f: &'a Frame) -> LineKey<'a> {
+        LineKey {
+            file: f.file.as_deref(),
+            line: f.line,
+            function: &f.function,
+        }
+    }
+
+    /// `(location, function)`: the location as `Frame::location` writes it, `?` when unknown.
+    fn owned(&self) -> (String, String) {
+        let location = match (self.file, self.line) {
+            (Some(f), Some(l)) => format!("{f}:{l}"),
+            (Some(f), None) => f.to_string(),
+            _ => "?".to_string(),
+        };
+        (location, self.function.to_string())
+    }
 }
 
 /// The backtraces taken at the starts of one region.
