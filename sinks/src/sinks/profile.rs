@@ -17,7 +17,7 @@ use crate::callsite::Callsite;
 use crate::sink::{SampleTrigger, ThreadInfo};
 use metron_symbols::{Frame, Symbolizer};
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 /// Rows of the flat profiles kept in `summary.json` (and in the text, [`TEXT_ROWS`]).
@@ -231,9 +231,8 @@ struct TreeNode {
     total: u64,
     self_count: u64,
     children: Vec<usize>,
-    /// Children by function name (then module, among the few of one name): looked up with
-    /// the frame's own strings, nothing cloned per frame.
-    index: HashMap<String, Vec<usize>>,
+    /// Children by the [`FrameIds`] id of their (function, module).
+    index: HashMap<u32, usize>,
 }
 
 #[derive(Default)]
@@ -248,22 +247,13 @@ impl CallTree {
         }
     }
 
-    /// Adds a stack given innermost first.
-    fn add(&mut self, frames: &[&Frame], count: u64) {
+    /// Adds a stack given innermost first, with each frame's ids from one [`FrameIds`].
+    fn add(&mut self, frames: &[&Frame], ids: &[FrameId], count: u64) {
         let mut node = 0;
         self.nodes[0].total += count;
-        for f in frames.iter().rev().take(MAX_TREE_DEPTH) {
-            let found = self.nodes[node]
-                .index
-                .get(f.function.as_str())
-                .and_then(|same_name| {
-                    same_name
-                        .iter()
-                        .copied()
-                        .find(|&n| *self.nodes[n].module == *f.module)
-                });
-            let next = match found {
-                Some(n) => n,
+        for (f, id) in frames.iter().zip(ids).rev().take(MAX_TREE_DEPTH) {
+            let next = match self.nodes[node].index.get(&id.node) {
+                Some(&n) => n,
                 None => {
                     self.nodes.push(TreeNode {
                         function: f.function.clone(),
@@ -272,11 +262,7 @@ impl CallTree {
                     });
                     let n = self.nodes.len() - 1;
                     self.nodes[node].children.push(n);
-                    self.nodes[node]
-                        .index
-                        .entry(f.function.clone())
-                        .or_default()
-                        .push(n);
+                    self.nodes[node].index.insert(id.node, n);
                     n
                 }
             };
@@ -392,6 +378,74 @@ struct ClockProfile {
     tree: CallTree,
 }
 
+/// A frame's ids in one [`FrameIds`].
+#[derive(Clone, Copy, Debug)]
+struct FrameId {
+    /// Its (function, module): a call-tree node's key.
+    node: u32,
+    /// Its function: a row of the flat profile.
+    function: u32,
+    /// Its (file, line, function): a row of the lines profile.
+    line: u32,
+}
+
+/// Small ids for the frames of one profile: each distinct frame (one object per symbolized
+/// address and inlining level, shared by every stack through it) is looked up by its strings
+/// once; counting a stack then hashes a pointer per frame, never a function name (C++ names
+/// run to hundreds of bytes, and a deep profile has millions of frame visits).
+#[derive(Default)]
+struct FrameIds<'a> {
+    by_frame: HashMap<*const Frame, FrameId>,
+    nodes: HashMap<(&'a str, &'a str), u32>,
+    functions: HashMap<&'a str, u32>,
+    lines: HashMap<LineKey<'a>, u32>,
+    function_names: Vec<&'a str>,
+    line_keys: Vec<LineKey<'a>>,
+}
+
+impl<'a> FrameIds<'a> {
+    fn of(&mut self, f: &'a Frame) -> FrameId {
+        if let Some(&id) = self.by_frame.get(&(f as *const Frame)) {
+            return id;
+        }
+        let n = self.nodes.len() as u32;
+        let node = *self.nodes.entry((&f.function, &f.module)).or_insert(n);
+        let n = self.functions.len() as u32;
+        let function = *self.functions.entry(&f.function).or_insert_with(|| {
+            self.function_names.push(&f.function);
+            n
+        });
+        let key = LineKey::of(f);
+        let n = self.lines.len() as u32;
+        let line = *self.lines.entry(key).or_insert_with(|| {
+            self.line_keys.push(key);
+            n
+        });
+        let id = FrameId {
+            node,
+            function,
+            line,
+        };
+        self.by_frame.insert(f as *const Frame, id);
+        id
+    }
+
+    /// The ids of `frames`, into `out`.
+    fn all(&mut self, frames: &[&'a Frame], out: &mut Vec<FrameId>) {
+        out.clear();
+        out.extend(frames.iter().map(|f| self.of(f)));
+    }
+}
+
+/// Row `i` of `rows`, made (empty) if there is none yet.
+fn row_at(rows: &mut Vec<FlatRow>, i: u32) -> &mut FlatRow {
+    let i = i as usize;
+    if rows.len() <= i {
+        rows.resize_with(i + 1, FlatRow::default);
+    }
+    &mut rows[i]
+}
+
 impl ClockProfile {
     fn build(
         clock: Clock,
@@ -399,16 +453,20 @@ impl ClockProfile {
         names: &Names,
         tree_per_thread: bool,
     ) -> ClockProfile {
-        // Keyed by the frames' own strings (they live in `names` for the whole build), made
-        // into owned rows once at the end: a deep stack costs no clone or `format!` per frame.
-        let mut functions: HashMap<&str, FlatRow> = HashMap::new();
-        let mut lines: HashMap<LineKey<'_>, FlatRow> = HashMap::new();
+        // Rows by frame id (see `FrameIds`), made into owned rows once at the end.
+        let mut ids = FrameIds::default();
+        let mut functions: Vec<FlatRow> = Vec::new();
+        let mut lines: Vec<FlatRow> = Vec::new();
+        // The last stack that counted each row's inclusive samples (a recursive stack counts a
+        // function once): stack numbers start at 1.
+        let mut seen_f: Vec<u64> = Vec::new();
+        let mut seen_l: Vec<u64> = Vec::new();
+        let mut stack_no = 0u64;
         let mut tree = CallTree::new();
         let mut per_thread = Vec::new();
         let mut samples = 0;
         let mut expanded = Vec::new();
-        let mut seen_f: HashSet<&str> = HashSet::new();
-        let mut seen_l: HashSet<LineKey<'_>> = HashSet::new();
+        let mut frame_ids = Vec::new();
         for (info, counts) in threads.values() {
             let merged = !info.is_metron;
             let mut thread_tree = tree_per_thread.then(CallTree::new);
@@ -421,33 +479,40 @@ impl ClockProfile {
                 if expanded.is_empty() {
                     continue;
                 }
+                ids.all(&expanded, &mut frame_ids);
                 thread_samples += count;
                 if let Some(t) = &mut thread_tree {
-                    t.add(&expanded, count);
+                    t.add(&expanded, &frame_ids, count);
                 }
                 if !merged {
                     continue;
                 }
-                tree.add(&expanded, count);
-                let inner = expanded[0];
-                let row = functions.entry(inner.function.as_str()).or_default();
-                row.self_count += count;
-                let line = lines.entry(LineKey::of(inner)).or_default();
-                line.self_count += count;
-                seen_f.clear();
-                seen_l.clear();
-                for &f in &expanded {
-                    if seen_f.insert(&f.function) {
-                        let row = functions.entry(f.function.as_str()).or_default();
+                tree.add(&expanded, &frame_ids, count);
+                let inner = frame_ids[0];
+                row_at(&mut functions, inner.function).self_count += count;
+                row_at(&mut lines, inner.line).self_count += count;
+                stack_no += 1;
+                for (f, id) in expanded.iter().zip(&frame_ids) {
+                    let fi = id.function as usize;
+                    if seen_f.len() <= fi {
+                        seen_f.resize(fi + 1, 0);
+                    }
+                    if seen_f[fi] != stack_no {
+                        seen_f[fi] = stack_no;
+                        let row = row_at(&mut functions, id.function);
                         row.inclusive += count;
                         if row.module.is_empty() {
                             row.module = f.module.to_string();
                             row.file = f.file.clone();
                         }
                     }
-                    let key = LineKey::of(f);
-                    if seen_l.insert(key) {
-                        let row = lines.entry(key).or_default();
+                    let li = id.line as usize;
+                    if seen_l.len() <= li {
+                        seen_l.resize(li + 1, 0);
+                    }
+                    if seen_l[li] != stack_no {
+                        seen_l[li] = stack_no;
+                        let row = row_at(&mut lines, id.line);
                         row.inclusive += count;
                         if row.module.is_empty() {
                             row.module = f.module.to_string();
@@ -462,7 +527,9 @@ impl ClockProfile {
         }
         let mut functions: Vec<(String, FlatRow)> = functions
             .into_iter()
-            .map(|(name, row)| (name.to_string(), row))
+            .enumerate()
+            .filter(|(_, row)| row.inclusive > 0)
+            .map(|(i, row)| (ids.function_names[i].to_string(), row))
             .collect();
         functions.sort_by(|a, b| {
             (b.1.self_count, b.1.inclusive)
@@ -471,7 +538,9 @@ impl ClockProfile {
         });
         let mut lines: Vec<((String, String), FlatRow)> = lines
             .into_iter()
-            .map(|(key, row)| (key.owned(), row))
+            .enumerate()
+            .filter(|(_, row)| row.inclusive > 0)
+            .map(|(i, row)| (ids.line_keys[i].owned(), row))
             .collect();
         lines.sort_by(|a, b| {
             (b.1.self_count, b.1.inclusive)
@@ -829,7 +898,10 @@ mod tests {
         let frames: Vec<Frame> = (0..300).map(|i| frame(format!("f{i}"))).collect();
         let refs: Vec<&Frame> = frames.iter().collect();
         let mut tree = CallTree::new();
-        tree.add(&refs, 3);
+        let mut ids = FrameIds::default();
+        let mut frame_ids = Vec::new();
+        ids.all(&refs, &mut frame_ids);
+        tree.add(&refs, &frame_ids, 3);
         let text = serde_json::to_string(
             &json!({ "a": { "b": [ { "call_tree": tree.to_json(0, 3, 0, &tree.shown(3)) } ] } }),
         )
