@@ -7,7 +7,7 @@ use super::*;
 /// loaded or searched for: trying to load the driver here cost every process that never used
 /// CUDA a search of the library folders at its end (and the driver's start on a GPU host).
 pub(crate) fn not_started() -> Status {
-    if sys::object_loaded("libcuda.so") {
+    if metron::gpu::object_loaded("libcuda.so") {
         return Status::off(
             "the CUDA driver is loaded but CUPTI was not started: run under `metron run` \
              (CUDA_INJECTION64_PATH) or call metron_gpu_nvidia::start()"

@@ -255,6 +255,13 @@ pub fn demangle_kernel(name: &str) -> String {
     s
 }
 
+/// Whether a library is in the process already, by the start of its file name (`libcuda.so`
+/// matches `libcuda.so.1`): what a backend's `metadata.json` section asks at the end of a run
+/// to say why it is off, without opening a file (see `sys::object_loaded`).
+pub fn object_loaded(prefix: &str) -> bool {
+    crate::sys::object_loaded(prefix)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -121,6 +121,45 @@ pub(crate) fn spawn_own_thread<T: Send + 'static>(
     spawned
 }
 
+/// Whether an object already in the process has a file name starting with `prefix`
+/// (`libcuda.so` matches `libcuda.so.1` and `libcuda.so.550.54`). Walks the loaded objects
+/// (`dl_iterate_phdr`): no file is opened, where `dlopen(RTLD_NOLOAD)` of a library that is not
+/// loaded searches every library folder (tens of failed `open`s at each run's end).
+pub(crate) fn object_loaded(prefix: &str) -> bool {
+    unsafe extern "C" fn each(
+        info: *mut libc::dl_phdr_info,
+        _size: usize,
+        data: *mut std::ffi::c_void,
+    ) -> std::ffi::c_int {
+        // SAFETY: `dl_iterate_phdr` passes a valid `info` for the call, and `data` is the
+        // `(&[u8], bool)` that `object_loaded` passed, alive and not otherwise borrowed.
+        let (prefix, found) = unsafe { &mut *(data as *mut (&[u8], bool)) };
+        // SAFETY: as above; `dlpi_name` is null or a NUL-terminated string owned by the loader.
+        let name = unsafe { (*info).dlpi_name };
+        if name.is_null() {
+            return 0;
+        }
+        // SAFETY: non-null and NUL-terminated (above).
+        let path = unsafe { std::ffi::CStr::from_ptr(name) }.to_bytes();
+        let file = path.rsplit(|&b| b == b'/').next().unwrap_or(path);
+        if file.starts_with(prefix) {
+            *found = true;
+            return 1;
+        }
+        0
+    }
+    let mut data: (&[u8], bool) = (prefix.as_bytes(), false);
+    // SAFETY: `each` only reads what the loader passes and writes `data`, which outlives the
+    // call.
+    unsafe {
+        libc::dl_iterate_phdr(
+            Some(each),
+            &mut data as *mut (&[u8], bool) as *mut std::ffi::c_void,
+        )
+    };
+    data.1
+}
+
 /// A thread of Metron's own to start, waiting for the flusher.
 type SoonThread = (&'static str, Box<dyn FnOnce() + Send>);
 

@@ -437,6 +437,17 @@ impl<'a> FrameIds<'a> {
     }
 }
 
+/// Whether row `i` is seen for the first time in stack `stack_no` (and notes that it is now).
+fn first_in_stack(seen: &mut Vec<u64>, i: u32, stack_no: u64) -> bool {
+    let i = i as usize;
+    if seen.len() <= i {
+        seen.resize(i + 1, 0);
+    }
+    let first = seen[i] != stack_no;
+    seen[i] = stack_no;
+    first
+}
+
 /// Row `i` of `rows`, made (empty) if there is none yet.
 fn row_at(rows: &mut Vec<FlatRow>, i: u32) -> &mut FlatRow {
     let i = i as usize;
@@ -493,12 +504,7 @@ impl ClockProfile {
                 row_at(&mut lines, inner.line).self_count += count;
                 stack_no += 1;
                 for (f, id) in expanded.iter().zip(&frame_ids) {
-                    let fi = id.function as usize;
-                    if seen_f.len() <= fi {
-                        seen_f.resize(fi + 1, 0);
-                    }
-                    if seen_f[fi] != stack_no {
-                        seen_f[fi] = stack_no;
+                    if first_in_stack(&mut seen_f, id.function, stack_no) {
                         let row = row_at(&mut functions, id.function);
                         row.inclusive += count;
                         if row.module.is_empty() {
@@ -506,12 +512,7 @@ impl ClockProfile {
                             row.file = f.file.clone();
                         }
                     }
-                    let li = id.line as usize;
-                    if seen_l.len() <= li {
-                        seen_l.resize(li + 1, 0);
-                    }
-                    if seen_l[li] != stack_no {
-                        seen_l[li] = stack_no;
+                    if first_in_stack(&mut seen_l, id.line, stack_no) {
                         let row = row_at(&mut lines, id.line);
                         row.inclusive += count;
                         if row.module.is_empty() {
