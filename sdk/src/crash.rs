@@ -104,7 +104,7 @@ pub(crate) fn start(hooks: CrashHooks) {
         return;
     };
     // Started by the flusher: a crash before then finds its wake-up byte in the pipe.
-    crate::sys::spawn_own_thread_soon("metron-crash", move || {
+    crate::buffer::spawn_own_thread_soon("metron-crash", move || {
         wait_for_crash(wake_read, done_write)
     });
     WAKE_WRITE.store(wake_write, Ordering::Release);

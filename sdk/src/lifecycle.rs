@@ -132,7 +132,7 @@ mod signals {
         let (wake_read, wake_write) = sys::pipe()?;
         WAKE_WRITE.store(wake_write, Ordering::Relaxed);
         // Started by the flusher: a signal before then finds its wake-up byte in the pipe.
-        crate::sys::spawn_own_thread_soon("metron-signals", move || wait_for_signals(wake_read));
+        crate::buffer::spawn_own_thread_soon("metron-signals", move || wait_for_signals(wake_read));
         for (i, sig) in HANDLED.iter().enumerate() {
             if sys::install_if_default(*sig, on_signal) {
                 INSTALLED[i].store(true, Ordering::Relaxed);

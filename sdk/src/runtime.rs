@@ -212,7 +212,7 @@ fn start() -> Runtime {
             // program's start-up burst: after the trace's first batch, once SESSION_SETTLE has
             // passed; a run that ends before then has none.
             let set_up = trace.session_set_up(SESSION_SETTLE);
-            crate::sys::spawn_own_thread_soon("metron-trace-start", move || {
+            crate::buffer::spawn_own_thread_soon("metron-trace-start", move || {
                 set_up();
             });
         }

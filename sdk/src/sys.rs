@@ -160,39 +160,6 @@ pub(crate) fn object_loaded(prefix: &str) -> bool {
     data.1
 }
 
-/// A thread of Metron's own to start, waiting for the flusher.
-type SoonThread = (&'static str, Box<dyn FnOnce() + Send>);
-
-static SOON: std::sync::Mutex<Vec<SoonThread>> = std::sync::Mutex::new(Vec::new());
-static SOON_PENDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// [`spawn_own_thread`], done by the flusher at its next wake-up (right after Metron's start)
-/// instead of on the calling thread: a thread start costs the caller a `clone` and a stack
-/// mapping (50–100 µs on the development VM), which at Metron's start is the program's first
-/// thread. For threads that only wait (for a crash, a signal, the trace session's time): their
-/// work can always wait that long, and what wakes them (a pipe, a timer) keeps until they run.
-pub(crate) fn spawn_own_thread_soon(name: &'static str, f: impl FnOnce() + Send + 'static) {
-    SOON.lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push((name, Box::new(f)));
-    SOON_PENDING.store(true, std::sync::atomic::Ordering::Release);
-    crate::buffer::CallbackThread::shared().wake();
-}
-
-/// Starts the threads [`spawn_own_thread_soon`] left (the flusher, after each wake-up; one
-/// atomic load when there are none).
-pub(crate) fn start_soon_threads() {
-    if !SOON_PENDING.swap(false, std::sync::atomic::Ordering::AcqRel) {
-        return;
-    }
-    let soon = std::mem::take(&mut *SOON.lock().unwrap_or_else(|e| e.into_inner()));
-    for (name, f) in soon {
-        if let Err(e) = spawn_own_thread(name, f) {
-            eprintln!("metron: cannot start the {name} thread: {e}");
-        }
-    }
-}
-
 /// Blocks, on the calling thread (one of Metron's own), the timer signals a program arms for
 /// itself (`setitimer`'s `SIGPROF`, `SIGVTALRM` and `SIGALRM`, `alarm`): they are
 /// process-directed, so the kernel may deliver them to any thread that does not block them,

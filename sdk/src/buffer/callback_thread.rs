@@ -119,7 +119,7 @@ fn run(inner: Arc<Inner>) {
             Some(d) => std::thread::park_timeout(d),
             None => std::thread::park(),
         }
-        crate::sys::start_soon_threads();
+        super::soon_threads::start_soon_threads();
         let services: Vec<Arc<dyn Drainable>> = {
             let mut list = inner.services.lock().unwrap_or_else(|e| e.into_inner());
             list.retain(|w| w.strong_count() > 0);

@@ -51,9 +51,11 @@ pub(crate) mod producer;
 mod sealed;
 mod segment;
 pub(crate) mod service;
+mod soon_threads;
 
 pub use callback_thread::{CallbackThread, FLUSHER_THREAD_NAME};
 pub use service::{BufferedService, Producer, KEEP_FREE_BY_CPUS};
+pub(crate) use soon_threads::spawn_own_thread_soon;
 
 /// True on a callback thread (which must never wait for itself at a backlog limit).
 pub(crate) fn on_callback_thread() -> bool {
