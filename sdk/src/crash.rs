@@ -2,8 +2,7 @@
 //! process dies.
 //!
 //! # How
-//! When the runtime starts, the flusher starts a `metron-crash` thread that waits on a pipe (a
-//! crash before it runs finds its wake-up byte there). At the run's
+//! When the runtime starts, a `metron-crash` thread is made that waits on a pipe. At the run's
 //! first use (a thread's first record, `init`), a handler is installed for each crash signal,
 //! keeping the action it replaces (the program's own handler, or Rust's stack-overflow handler,
 //! which the standard library installs before `main`). On a crash the handler, on the faulting
@@ -103,10 +102,16 @@ pub(crate) fn start(hooks: CrashHooks) {
         eprintln!("metron: crash handling off (no pipe); a crash writes no output");
         return;
     };
-    // Started by the flusher: a crash before then finds its wake-up byte in the pipe.
-    crate::buffer::spawn_own_thread_soon("metron-crash", move || {
+    // Started here, not by the flusher: a flusher busy with a large backlog would start it
+    // late, and a crash meanwhile would wait for it.
+    if crate::sys::spawn_own_thread("metron-crash", move || {
         wait_for_crash(wake_read, done_write)
-    });
+    })
+    .is_err()
+    {
+        eprintln!("metron: crash handling off (no thread); a crash writes no output");
+        return;
+    }
     WAKE_WRITE.store(wake_write, Ordering::Release);
     DONE_READ.store(done_read, Ordering::Release);
 }

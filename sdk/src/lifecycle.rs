@@ -131,8 +131,9 @@ mod signals {
     pub(super) fn install() -> std::io::Result<()> {
         let (wake_read, wake_write) = sys::pipe()?;
         WAKE_WRITE.store(wake_write, Ordering::Relaxed);
-        // Started by the flusher: a signal before then finds its wake-up byte in the pipe.
-        crate::buffer::spawn_own_thread_soon("metron-signals", move || wait_for_signals(wake_read));
+        // Started here, not by the flusher: a flusher busy with a large backlog would start it
+        // late, and the signal's outputs (and the process's death by it) would wait.
+        crate::sys::spawn_own_thread("metron-signals", move || wait_for_signals(wake_read))?;
         for (i, sig) in HANDLED.iter().enumerate() {
             if sys::install_if_default(*sig, on_signal) {
                 INSTALLED[i].store(true, Ordering::Relaxed);

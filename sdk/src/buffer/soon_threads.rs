@@ -1,5 +1,6 @@
-//! Metron's threads that only wait (for a crash, a signal, the trace session's time), started
-//! by the flusher instead of the program's thread that starts Metron.
+//! Metron's threads that only wait and may start late (the trace session's set-up, which waits
+//! 200 ms anyway), started by the flusher instead of the program's thread that starts Metron.
+//! Not the crash and signal threads: a flusher busy with a large backlog would start them late.
 
 /// A thread of Metron's own to start, waiting for the flusher.
 type SoonThread = (&'static str, Box<dyn FnOnce() + Send>);
@@ -10,8 +11,7 @@ static SOON_PENDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBo
 /// [`crate::sys::spawn_own_thread`], done by the flusher at its next wake-up (right after Metron's start)
 /// instead of on the calling thread: a thread start costs the caller a `clone` and a stack
 /// mapping (50–100 µs on the development VM), which at Metron's start is the program's first
-/// thread. For threads that only wait (for a crash, a signal, the trace session's time): their
-/// work can always wait that long, and what wakes them (a pipe, a timer) keeps until they run.
+/// thread. For threads whose work can wait for the flusher's next wake-up.
 pub(crate) fn spawn_own_thread_soon(name: &'static str, f: impl FnOnce() + Send + 'static) {
     SOON.lock()
         .unwrap_or_else(|e| e.into_inner())
