@@ -9,6 +9,8 @@
 //! - `metron report DIR...`: flame graphs and a one-page `report.html` of run folders.
 //! - `metron export --format atp|occupancy|apilog [-o OUT] DIR`: a run folder in the reference
 //!   profilers' formats (`.atp`, `.occupancy`, API log).
+//! - `metron whatif DIR --faster NAME=P% [--per REGION]`: the critical path of a run and the
+//!   run predicted with kernels, regions or API calls faster (`whatif.rs`).
 //! - `metron avail [--json]`: components, settings (from `metron::settings::REGISTRY`) and the
 //!   counters this machine offers.
 //!
@@ -26,6 +28,7 @@ mod report;
 mod run;
 mod sample;
 mod tree;
+mod whatif;
 
 use std::process::ExitCode;
 
@@ -50,6 +53,10 @@ Usage:
   metron export --format atp|occupancy|apilog|all [-o OUT] DIR
                                                 write a run folder as session.atp,
                                                 session.occupancy or api.log
+  metron whatif DIR [--faster NAME=P%]... [--per REGION] [--json]
+                                                the critical path of a CPU+GPU run, and the
+                                                run predicted with kernels, regions or API
+                                                calls faster
   metron avail [--json] [--components] [--settings] [--counters]
                                                 list what Metron can measure and configure
   metron --version | --help
@@ -90,9 +97,10 @@ fn main() -> ExitCode {
         Some("merge") => merge::main(&args[1..]),
         Some("report") => report::main(&args[1..]),
         Some("export") => export::main(&args[1..]),
+        Some("whatif") => whatif::main(&args[1..]),
         Some("causal") => causal::main(&args[1..]),
         Some(other) => usage_error(&format!(
-            "unknown command {other:?}; the commands are run, sample, causal, merge, report, export and avail (see metron --help)"
+            "unknown command {other:?}; the commands are run, sample, causal, merge, report, export, whatif and avail (see metron --help)"
         )),
     }
 }
