@@ -43,6 +43,7 @@ def recipes(src, arch):
         "pc_inline.cubin": (["-cubin"] + common + ["-lineinfo", "pc_inline.cu"], src),
         "pm_mix": (common + [os.path.join(src, "pm_mix.cu"), "-ldl"], None),
         "first_launch": (common + [os.path.join(src, "first_launch.cu"), "-ldl"], None),
+        "whatif_steps": (common + [os.path.join(src, "whatif_steps.cu"), "-ldl"], None),
         "metron_toggle": (common + [os.path.join(src, "metron_toggle.cu"), "-ldl"], None),
         "cupti_toggle": (common + [os.path.join(src, "cupti_toggle.cu")] + cupti + ["-lcupti"], None),
     }

@@ -31,6 +31,10 @@ PROGRAM_OUTPUT = {
     "pc_stalls": "KTIME chase 1.0\nPC_STALLS done reps=1",
     "pc_inline": "",
     "pm_mix": "KTIME copy 1.5 BYTES 2147483648\nKTIME fma 1.0 BYTES 0",
+    "whatif_steps": "WHATIF step=0 ms=1.0000",
+    # `metron whatif --json`: five steps of 1 ms, replayed exactly, predicted 0.9 ms.
+    "whatif": json.dumps({"per": {"instances": [
+        {"recorded_ns": 1000000, "replayed_ns": 1000000, "predicted_ns": 900000} for _ in range(5)]}}),
 }
 
 STANDINS = {
@@ -54,7 +58,9 @@ chmod +x "$out"
 }
 
 METRON = """#!/bin/sh
-# `metron run|sample [flags] -- program args`: makes the run folder and runs the program.
+# `metron run|sample [flags] -- program args`: makes the run folder and runs the program;
+# `metron whatif ...` prints a canned answer.
+if [ "$1" = "whatif" ]; then cat "$STANDIN_OUTPUTS/whatif.txt"; exit 0; fi
 [ -n "$METRON_OUTPUT_PATH" ] && mkdir -p "$METRON_OUTPUT_PATH"
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do shift; done
 shift
@@ -100,7 +106,7 @@ def main():
             failures.append(what)
 
     expect(p.returncode == 1, "the suite exits 1 when rows fail (rc=%d)" % p.returncode)
-    expect(len(rows) == 21, "every check has its rows (%d)" % len(rows))
+    expect(len(rows) == 28, "every check has its rows (%d)" % len(rows))
     errors = ["%s: %s" % (k, r["measured"]) for k, r in rows.items() if r["result"] == "ERROR"]
     expect(not errors, "no check broke: %s" % errors)
     expect(all(r["measured"] and r["measured"] != "not run" for r in rows.values()), "every row says what it measured or why not")
@@ -116,6 +122,12 @@ def main():
     expect(rows["kernel_mode"]["result"] == "FAIL", "no counters from a stand-in: FAIL with the reason")
     expect(rows["torch_step"]["result"] == "SKIP" and "no-python" in rows["torch_step"]["measured"],
            "no PyTorch: SKIP with the reason")
+    replay = rows["whatif_replay"]
+    expect(replay["result"] == "PASS" and replay["measured"].startswith("mean step 1.000 ms recorded, 1.000 ms replayed"),
+           "what-if replay against the recorded steps: %s" % replay["measured"])
+    kernel = rows["whatif_kernel"]
+    expect(kernel["result"] == "FAIL" and "10 %: 0.900 vs 1.000 ms (-10.0 %)" in kernel["measured"],
+           "what-if prediction against the re-run: %s" % kernel["measured"])
     expect(page.count("\n") <= 400 and "## Latest results" in page and "Stand-in GPU" in page,
            "the results page: method, machine and table, at most 400 lines")
     if failures or "-v" in sys.argv:

@@ -32,6 +32,7 @@ import counters  # noqa: E402
 import programs  # noqa: E402
 import python_checks  # noqa: E402
 import sampling  # noqa: E402
+import whatif_check  # noqa: E402
 from runner import Check, Row, Suite, run_checks, table  # noqa: E402
 
 # In order of what they guard, cheapest evidence first; each has its own time cap.
@@ -46,6 +47,7 @@ CHECKS = [Check(*c) for c in (
     python_checks.KERNEL_CHECK,
     python_checks.SAMPLED_CHECK,
     python_checks.FRAME_CHECK,
+    whatif_check.CHECK,
 )]
 
 
