@@ -5,7 +5,10 @@
 // (metron_region_begin/end found with dlsym: the program runs with or without Metron); the CPU
 // part is a region `cpu`.
 //   nvcc -O2 -arch=sm_90 -o whatif_steps whatif_steps.cu -ldl
-//   ./whatif_steps MODE STEPS CPU_US A_US B_US C_US
+//   ./whatif_steps MODE STEPS CPU_US A_US B_US C_US [CPU2_US A2_US B2_US C2_US]
+// With the second set, odd steps use it and are the region `alt` instead of `step`: the
+// changed part is measured in the same process, minute and host state as the prediction's
+// baseline.
 // MODE streams: CPU part; spin_a on stream 1; spin_b on stream 2; stream 2 waits for an event
 //   recorded after spin_a; spin_c on stream 2; cudaStreamSynchronize(stream 2). The step is
 //   CPU + max(A, B) + C: A is critical while A > B, then B.
@@ -48,16 +51,21 @@ static void cpu_part(double us) {
 }
 
 int main(int argc, char** argv) {
-    if (argc < 7) {
-        std::fprintf(stderr, "usage: whatif_steps streams|launch|cpu STEPS CPU_US A_US B_US C_US\n");
+    if (argc != 7 && argc != 11) {
+        std::fprintf(stderr, "usage: whatif_steps streams|launch|cpu STEPS CPU_US A_US B_US C_US [CPU2_US A2_US B2_US C2_US]\n");
         return 2;
     }
     const char* mode = argv[1];
     int steps = std::atoi(argv[2]);
-    double cpu_us = std::atof(argv[3]);
-    unsigned long long a = (unsigned long long)(std::atof(argv[4]) * 1000);
-    unsigned long long b = (unsigned long long)(std::atof(argv[5]) * 1000);
-    unsigned long long c = (unsigned long long)(std::atof(argv[6]) * 1000);
+    double cpu_set[2];
+    unsigned long long a_set[2], b_set[2], c_set[2];
+    for (int k = 0; k < 2; ++k) {
+        int at = argc == 11 && k == 1 ? 7 : 3;
+        cpu_set[k] = std::atof(argv[at]);
+        a_set[k] = (unsigned long long)(std::atof(argv[at + 1]) * 1000);
+        b_set[k] = (unsigned long long)(std::atof(argv[at + 2]) * 1000);
+        c_set[k] = (unsigned long long)(std::atof(argv[at + 3]) * 1000);
+    }
     begin_region = reinterpret_cast<RegionFn>(dlsym(RTLD_DEFAULT, "metron_region_begin"));
     end_region = reinterpret_cast<RegionFn>(dlsym(RTLD_DEFAULT, "metron_region_end"));
     cudaStream_t s1, s2;
@@ -71,8 +79,12 @@ int main(int argc, char** argv) {
     spin_c<<<1, 1, 0, s2>>>(1000);
     cudaDeviceSynchronize();
     for (int i = 0; i < steps; ++i) {
+        int k = argc == 11 ? i % 2 : 0;
+        const char* region = k ? "alt" : "step";
+        double cpu_us = cpu_set[k];
+        unsigned long long a = a_set[k], b = b_set[k], c = c_set[k];
         auto t0 = std::chrono::steady_clock::now();
-        if (begin_region) begin_region("step");
+        if (begin_region) begin_region(region);
         if (std::strcmp(mode, "streams") == 0) {
             cpu_part(cpu_us);
             spin_a<<<1, 1, 0, s1>>>(a);
@@ -93,9 +105,9 @@ int main(int argc, char** argv) {
             cpu_part(cpu_us);
             cudaStreamSynchronize(s1);
         }
-        if (end_region) end_region("step");
+        if (end_region) end_region(region);
         auto t1 = std::chrono::steady_clock::now();
-        std::printf("WHATIF step=%d ms=%.4f\n", i, std::chrono::duration<double, std::milli>(t1 - t0).count());
+        std::printf("WHATIF step=%d %s ms=%.4f\n", i, region, std::chrono::duration<double, std::milli>(t1 - t0).count());
     }
     cudaError_t e = cudaDeviceSynchronize();
     if (e != cudaSuccess) {

@@ -10,7 +10,8 @@
 //!   for has ended plus the wake-up lag.
 //!
 //! The constraint that decided a time in the recording keeps its measured lag; the others get
-//! the smallest lag of their kind seen in the run (never more than their own measured one), so
+//! the typical lag of their kind in the run (never more than their own measured one: the
+//! smallest launch latency, the median gap after a stream or event that decided), so
 //! the replay of the unchanged graph gives back every recorded time exactly, and a change moves
 //! a node as soon as another constraint would have let it go earlier.
 
@@ -471,19 +472,19 @@ impl Graph {
                 .min()
                 .unwrap_or(0)
         };
-        // The next work of a stream can start as soon as the previous one ended: a stream
-        // edge that did not decide costs nothing (sparse runs show no typical gap to use).
         let launch_lag = least(Why::Launch, self);
-        let stream_lag = 0;
+        // Deciding which constraint held an op, a stream edge costs nothing: the next work of
+        // a stream can start as soon as the previous one ended.
+        let typical = |e: &Edge| match e.why {
+            Why::Launch => launch_lag,
+            _ => 0,
+        };
         // Ops by end time, to find what held an op that none of its constraints explains.
         let mut by_end: Vec<usize> = (first_op..self.nodes.len()).collect();
         by_end.sort_by_key(|&n| self.nodes[n].end);
+        let mut decided_by = vec![None; self.nodes.len()];
         for n in first_op..self.nodes.len() {
             let start = self.nodes[n].start;
-            let typical = |e: &Edge| match e.why {
-                Why::Launch => launch_lag,
-                _ => stream_lag,
-            };
             let earliest = self.nodes[n]
                 .after
                 .iter()
@@ -493,7 +494,6 @@ impl Graph {
                 self.nodes[n].release = Some(start);
                 continue;
             };
-            let mut binding = None;
             if start - earliest > HELD_BY_ANOTHER_STREAM_NS {
                 let Kind::Op { stream } = self.nodes[n].kind else {
                     unreachable!()
@@ -514,19 +514,32 @@ impl Graph {
                         why: Why::OtherStream,
                     });
                     self.inferred_other_stream += 1;
-                    binding = Some(self.nodes[n].after.len() - 1);
+                    decided_by[n] = Some(self.nodes[n].after.len() - 1);
+                    continue;
                 }
             }
-            let binding = binding.or_else(|| {
-                (0..self.nodes[n].after.len()).max_by_key(|&k| {
-                    let e = self.nodes[n].after[k];
-                    self.time(e.from, e.at) + typical(&e).min(e.lag)
-                })
+            decided_by[n] = (0..self.nodes[n].after.len()).max_by_key(|&k| {
+                let e = self.nodes[n].after[k];
+                self.time(e.from, e.at) + typical(&e).min(e.lag)
             });
+        }
+        // Once a stream or an event decided, the GPU took this long to start the next work:
+        // the gap a stream edge that did not decide gets (the median of those that did).
+        let mut gaps: Vec<i64> = (first_op..self.nodes.len())
+            .filter_map(|n| decided_by[n].map(|k| self.nodes[n].after[k]))
+            .filter(|e| matches!(e.why, Why::Stream | Why::OtherStream))
+            .map(|e| e.lag.max(0))
+            .collect();
+        gaps.sort_unstable();
+        let device_gap = gaps.get(gaps.len() / 2).copied().unwrap_or(0);
+        for n in first_op..self.nodes.len() {
             for k in 0..self.nodes[n].after.len() {
-                if Some(k) != binding {
+                if Some(k) != decided_by[n] {
                     let e = &mut self.nodes[n].after[k];
-                    e.lag = e.lag.min(typical(e));
+                    e.lag = e.lag.min(match e.why {
+                        Why::Launch => launch_lag,
+                        _ => device_gap,
+                    });
                 }
             }
         }

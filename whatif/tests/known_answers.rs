@@ -164,15 +164,17 @@ fn a_kernel_held_by_another_stream_follows_it_until_the_path_switches_streams() 
     assert_eq!(predicted(&g, &[]), 130.0);
     // b is off the critical path.
     assert_eq!(predicted(&g, &["b=50%"]), 130.0);
-    // a shortened by 100·P: c starts at max(57, 106 − 100·P); the step is c's end + 2 + 2.
+    // a shortened by 100·P: c starts 1 µs after the later of a and b (the gap the GPU took
+    // after a, the event that decided c's start, now also after b); the step is c's end + 2
+    // (the sync's wake-up) + 2 (CPU after it).
     assert_eq!(predicted(&g, &["a=10%"]), 120.0);
     assert_eq!(predicted(&g, &["a=25%"]), 105.0);
-    // The switch: at P = 49 % both constraints meet; past it the path runs through b.
-    assert_eq!(predicted(&g, &["a=49%"]), 81.0);
-    assert_eq!(predicted(&g, &["a=50%"]), 81.0);
-    assert_eq!(predicted(&g, &["a=75%"]), 81.0);
-    // After the switch, b is critical.
-    assert_eq!(predicted(&g, &["a=75%", "b=50%"]), 81.0 - 25.0);
+    // The switch: at P = 48 % a and b end together; past it the path runs through b.
+    assert_eq!(predicted(&g, &["a=48%"]), 82.0);
+    assert_eq!(predicted(&g, &["a=49%"]), 82.0);
+    assert_eq!(predicted(&g, &["a=75%"]), 82.0);
+    // After the switch, b is critical: 25 µs saved.
+    assert_eq!(predicted(&g, &["a=75%", "b=50%"]), 82.0 - 25.0);
     let s = Speedups::resolve(vec![Speedup::parse("a=75%").unwrap()], &g).unwrap();
     let r = replay(&g, &s).unwrap();
     let p = critical::path(&g, &s, &r, r.last().unwrap());
