@@ -3,9 +3,11 @@
 
 use crate::critical::{self, Path, Resource, Row};
 use crate::graph::{Graph, Kind};
+use crate::idle::{idle, Idle};
 use crate::replay::{replay, Replay};
 use crate::speedup::{Speedup, Speedups};
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// One instance of the region asked for (`--per`).
@@ -38,6 +40,8 @@ pub struct Answer {
     pub after: Path,
     /// Counts of the graph (threads, streams, calls, operations, inferred constraints).
     pub counts: Value,
+    /// Per device, its idle time and the causes (the run as recorded).
+    pub idle: BTreeMap<String, Idle>,
 }
 
 /// Answers a what-if on `g`.
@@ -83,6 +87,7 @@ pub fn answer(g: &Graph, speedups: Vec<Speedup>, per: Option<&str>) -> Result<An
         table,
         after,
         counts,
+        idle: idle(g),
     })
 }
 
@@ -241,6 +246,20 @@ impl Answer {
                 gain
             );
         }
+        for (device, i) in &self.idle {
+            if i.idle > 0 {
+                let _ = writeln!(
+                    out,
+                    "\n{device} idle {} of {} ({:.0} %): waiting for launches {}, after a sync {}, copies only {}",
+                    ms(i.idle),
+                    ms(i.span),
+                    i.idle as f64 * 100.0 / i.span.max(1) as f64,
+                    ms(i.waiting_for_launches),
+                    ms(i.after_sync),
+                    ms(i.copies_only)
+                );
+            }
+        }
         if !self.speedups.is_empty() {
             let _ = writeln!(
                 out,
@@ -277,6 +296,7 @@ impl Answer {
             })).collect::<Vec<_>>(),
             "critical_path_predicted": path(&self.after),
             "graph": self.counts,
+            "gpu_idle": self.idle.iter().map(|(d, i)| (d.clone(), i.json())).collect::<serde_json::Map<_, _>>(),
             "limits": LIMITS,
         })
     }

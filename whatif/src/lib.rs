@@ -15,6 +15,7 @@ pub mod answer;
 pub mod critical;
 pub mod from_run;
 pub mod graph;
+pub mod idle;
 pub mod replay;
 pub mod speedup;
 

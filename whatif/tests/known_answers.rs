@@ -299,3 +299,47 @@ fn a_speedup_that_matches_nothing_says_what_the_run_has() {
     let err = answer(&g, Vec::new(), Some("nope")).unwrap_err();
     assert!(err.contains("no region of that name"), "{err}");
 }
+
+#[test]
+fn gpu_idle_time_is_split_by_its_cause() {
+    // A launch-bound loop: 49 gaps of 9 µs between 3 µs kernels, each waiting for a launch.
+    let idle = metron_whatif::idle::idle(&launch_bound());
+    let s1 = &idle["s1"];
+    assert_eq!(
+        (
+            s1.idle,
+            s1.waiting_for_launches,
+            s1.after_sync,
+            s1.copies_only
+        ),
+        (441 * US, 441 * US, 0, 0)
+    );
+    // k1, a sync, 43 µs of CPU, k2; a copy then k3 on the same stream.
+    let g = Graph::build(&Recording {
+        threads: vec![ThreadRecord {
+            tid: 1,
+            calls: vec![
+                call("cudaLaunchKernel", 0, 2, &[1]),
+                call("cudaStreamSynchronize", 2, 107, &[]),
+                call("cudaLaunchKernel", 150, 152, &[2]),
+                call("cudaMemcpyAsync", 152, 153, &[3]),
+                call("cudaLaunchKernel", 153, 154, &[4]),
+                call("cudaStreamSynchronize", 154, 302, &[]),
+            ],
+            regions: Vec::new(),
+        }],
+        ops: vec![
+            op("k1", "s1", 5, 105, 1),
+            op("k2", "s1", 155, 255, 2),
+            op("CopyDtoH", "s1", 255, 265, 3),
+            op("k3", "s1", 266, 300, 4),
+        ],
+    });
+    assert_replays_exactly(&g);
+    let i = &metron_whatif::idle::idle(&g)["s1"];
+    assert_eq!(i.span, 295 * US);
+    assert_eq!(
+        (i.idle, i.after_sync, i.copies_only, i.waiting_for_launches),
+        (61 * US, 50 * US, 10 * US, US)
+    );
+}
