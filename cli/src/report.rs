@@ -1,4 +1,5 @@
-//! `metron report DIR...`: writes `flamegraph.svg` (when the folder has `stacks.folded`),
+//! `metron report DIR...`: writes `critical_path.txt`/`.json` (a run with GPU work),
+//! `flamegraph.svg` (when the folder has `stacks.folded`),
 //! `gpu_stalls.svg` (with `gpu_stalls.folded`), `regions.svg` and `report.html` into each run
 //! folder (or folder of `metron merge`), from the files already there. Runs write them at
 //! their end too unless `METRON_REPORT=off`.
@@ -13,8 +14,10 @@ Writes into each run folder (or folder written by `metron merge`), from its file
   flamegraph.svg  the call-stack samples of stacks.folded (when the run sampled)
   gpu_stalls.svg  the GPU PC samples of gpu_stalls.folded (when the run sampled them)
   regions.svg     the region tree, each region weighted by its self time
+  critical_path.txt, critical_path.json
+                  the critical path of a run with GPU work (see metron whatif)
   report.html     one page with the metadata, top regions, both flame graphs, GPU tables,
-                  sampling and drop statistics; it needs no network
+                  the critical path, sampling and drop statistics; it needs no network
 Runs write the same files at their end unless METRON_REPORT=off.
 ";
 
@@ -34,6 +37,16 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
     }
     let mut failed = false;
     for dir in args {
+        // The critical path first: report.html shows it.
+        match metron_whatif::files::write(Path::new(dir), None) {
+            Ok(Ok(files)) => {
+                for f in files {
+                    println!("{}", f.display());
+                }
+            }
+            Ok(Err(skipped)) => eprintln!("metron report: {skipped}"),
+            Err(e) => eprintln!("metron report: {dir}: the critical path: {e}"),
+        }
         match metron_report::write_pictures(Path::new(dir)) {
             Ok(files) => {
                 for f in files {

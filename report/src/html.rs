@@ -425,6 +425,15 @@ fn causal_section(out: &mut String, f: &Folder) {
     let _ = write!(out, "<div id=causal-svg>{svg}</div>");
 }
 
+/// The critical path of a run with GPU work (`critical_path.txt`, written by `metron-whatif`).
+fn critical_path_section(out: &mut String, f: &Folder) {
+    let Ok(text) = std::fs::read_to_string(f.dir.join("critical_path.txt")) else {
+        return;
+    };
+    out.push_str("<h2 id=critical-path>What to optimise: the critical path</h2><p class=note>From the trace: the chain of CPU work, launches, kernels and waits that decided the run's end, the time of each item on it and what the run would gain were it twice as fast, and why the GPU was idle (see <code>critical_path.json</code>; <code>metron whatif DIR --faster NAME=P% --per REGION</code> predicts any change).</p>");
+    let _ = write!(out, "<pre id=critical-path-table>{}</pre>", esc(&text));
+}
+
 /// The page.
 pub(crate) fn page(f: &Folder) -> String {
     let exe = f.summary["exe"]
@@ -463,6 +472,7 @@ pub(crate) fn page(f: &Folder) -> String {
         "No call-stack samples: run with METRON_SAMPLING=on (or `metron sample`) for a flame graph of where the CPU time goes.",
     );
     gpu_section(&mut out, f);
+    critical_path_section(&mut out, f);
     if f.gpu_stalls.is_some() {
         svg_frame(
             &mut out,

@@ -53,6 +53,12 @@ fn a_faster_kernel_shortens_each_step_by_what_it_saves() {
     metron::gpu::submit(&batch);
     let out = metron::finish().expect("finished").output_dir;
 
+    // The run wrote its critical path, and report.html shows it.
+    let table = std::fs::read_to_string(out.join("critical_path.txt")).expect("critical_path.txt");
+    assert!(table.contains("kernel busy_kernel"), "{table}");
+    let html = std::fs::read_to_string(out.join("report.html")).expect("report.html");
+    assert!(html.contains("id=critical-path-table") && html.contains("kernel busy_kernel"));
+
     let run = metron_export::Run::read(&out).expect("the run folder reads");
     let graph = metron_whatif::from_run(&run);
     assert_eq!(

@@ -7,7 +7,7 @@ use crate::idle::{idle, Idle};
 use crate::replay::{replay, Replay};
 use crate::speedup::{Speedup, Speedups};
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 /// One instance of the region asked for (`--per`).
@@ -104,17 +104,24 @@ fn instances(
             "--per {name:?}: no region of that name in this run"
         ));
     };
-    let out: Vec<Instance> = g
-        .regions
-        .iter()
-        .filter(|r| r.name == index)
-        .map(|r| Instance {
+    // Each Work node's piece boundaries, once per node, as replayed and as predicted.
+    let mut cache: HashMap<usize, (Vec<i64>, Vec<i64>)> = HashMap::new();
+    let mut at = |(node, pieces): (usize, usize)| {
+        let (p0, p1) = cache
+            .entry(node)
+            .or_insert_with(|| (none.prefixes(g, node), changed.prefixes(g, node)));
+        (base.at(node, pieces, p0), predicted.at(node, pieces, p1))
+    };
+    let mut out = Vec::new();
+    for r in g.regions.iter().filter(|r| r.name == index) {
+        let ((b0, b1), (e0, e1)) = (at(r.begin), at(r.end));
+        out.push(Instance {
             tid: g.threads[r.thread],
             recorded: r.end_ns - r.start_ns,
-            replayed: base.at(g, none, r.end) - base.at(g, none, r.begin),
-            predicted: predicted.at(g, changed, r.end) - predicted.at(g, changed, r.begin),
-        })
-        .collect();
+            replayed: e0 - b0,
+            predicted: e1 - b1,
+        });
+    }
     if out.is_empty() {
         return Err(format!(
             "--per {name:?}: no region of that name in this run"

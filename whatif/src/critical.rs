@@ -75,13 +75,26 @@ pub fn path(g: &Graph, s: &Speedups, r: &Replay, n: usize) -> Path {
     path_to(g, s, r, n, At::End)
 }
 
+/// An item or a resource by indices, while the path is walked (named at the end).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Key {
+    Kernel(usize),
+    Region(usize),
+    Thread(usize),
+    Api(usize),
+    Latency(Why),
+    OnThread(usize),
+    OnStream(usize),
+    Between,
+}
+
 /// The critical path that ends at node `n`'s start or end.
 pub fn path_to(g: &Graph, s: &Speedups, r: &Replay, mut n: usize, at: At) -> Path {
     let mut at = at;
-    let mut items: HashMap<Item, i64> = HashMap::new();
-    let mut resources: HashMap<Resource, i64> = HashMap::new();
+    let mut items: HashMap<Key, i64> = HashMap::new();
+    let mut resources: HashMap<Key, i64> = HashMap::new();
     let end = if at == At::End { r.end[n] } else { r.start[n] };
-    let mut add = |item: Item, resource: Resource, ns: i64| {
+    let mut add = |item: Key, resource: Key, ns: i64| {
         if ns > 0 {
             *items.entry(item).or_default() += ns;
             *resources.entry(resource).or_default() += ns;
@@ -93,7 +106,7 @@ pub fn path_to(g: &Graph, s: &Speedups, r: &Replay, mut n: usize, at: At) -> Pat
             match r.end_by[n] {
                 Decided::Wait(k) => {
                     let e = g.nodes[n].waits[k];
-                    add(Item::Latency(Why::Sync), Resource::Between, e.lag);
+                    add(Key::Latency(Why::Sync), Key::Between, e.lag);
                     n = e.from;
                     at = e.at;
                     continue;
@@ -104,7 +117,7 @@ pub fn path_to(g: &Graph, s: &Speedups, r: &Replay, mut n: usize, at: At) -> Pat
         match r.start_by[n] {
             Decided::After(k) => {
                 let e = g.nodes[n].after[k];
-                add(Item::Latency(e.why), Resource::Between, e.lag);
+                add(Key::Latency(e.why), Key::Between, e.lag);
                 n = e.from;
                 at = e.at;
             }
@@ -114,9 +127,25 @@ pub fn path_to(g: &Graph, s: &Speedups, r: &Replay, mut n: usize, at: At) -> Pat
             }
         }
     }
-    let mut items: Vec<(Item, i64)> = items.into_iter().collect();
+    let item = |k: Key| match k {
+        Key::Kernel(i) => Item::Kernel(g.names[i].clone()),
+        Key::Region(i) => Item::Region(g.names[i].clone()),
+        Key::Thread(t) => Item::Thread(g.threads[t]),
+        Key::Api(i) => Item::Api(g.names[i].clone()),
+        Key::Latency(w) => Item::Latency(w),
+        _ => unreachable!("resources are not items"),
+    };
+    let resource = |k: Key| match k {
+        Key::OnThread(t) => Resource::Thread(g.threads[t]),
+        Key::OnStream(s) => Resource::Stream(g.streams[s].clone()),
+        _ => Resource::Between,
+    };
+    let mut items: Vec<(Item, i64)> = items.into_iter().map(|(k, ns)| (item(k), ns)).collect();
     items.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    let mut resources: Vec<(Resource, i64)> = resources.into_iter().collect();
+    let mut resources: Vec<(Resource, i64)> = resources
+        .into_iter()
+        .map(|(k, ns)| (resource(k), ns))
+        .collect();
     resources.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     Path {
         items,
@@ -126,35 +155,26 @@ pub fn path_to(g: &Graph, s: &Speedups, r: &Replay, mut n: usize, at: At) -> Pat
 }
 
 /// Adds node `n`'s own time to the path.
-fn own_time(
-    g: &Graph,
-    s: &Speedups,
-    r: &Replay,
-    n: usize,
-    add: &mut impl FnMut(Item, Resource, i64),
-) {
+fn own_time(g: &Graph, s: &Speedups, r: &Replay, n: usize, add: &mut impl FnMut(Key, Key, i64)) {
     let node = &g.nodes[n];
     match node.kind {
         Kind::Op { stream } => add(
-            Item::Kernel(g.names[node.name].clone()),
-            Resource::Stream(g.streams[stream].clone()),
+            Key::Kernel(node.name),
+            Key::OnStream(stream),
             r.end[n] - r.start[n],
         ),
         Kind::Call { thread } => add(
-            Item::Api(g.names[node.name].clone()),
-            Resource::Thread(g.threads[thread]),
+            Key::Api(node.name),
+            Key::OnThread(thread),
             r.end[n] - r.start[n],
         ),
         Kind::Work { thread } => {
-            let tid = g.threads[thread];
             for (k, piece) in node.pieces.iter().enumerate() {
-                let len = s.prefix(g, n, k + 1) - s.prefix(g, n, k);
-                let _ = piece.len;
                 let item = match g.stacks[piece.stack].last() {
-                    Some(&name) => Item::Region(g.names[name].clone()),
-                    None => Item::Thread(tid),
+                    Some(&name) => Key::Region(name),
+                    None => Key::Thread(thread),
                 };
-                add(item, Resource::Thread(tid), len);
+                add(item, Key::OnThread(thread), s.piece(g, n, k));
             }
         }
     }

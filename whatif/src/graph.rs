@@ -292,9 +292,8 @@ impl Graph {
     pub fn build(recording: &Recording) -> Graph {
         let mut g = Graph::default();
         let mut names = Names::new();
-        let mut stacks: HashMap<Vec<usize>, usize> = HashMap::new();
+        let mut children: HashMap<(usize, usize), usize> = HashMap::new();
         g.stacks.push(Vec::new());
-        stacks.insert(Vec::new(), 0);
         // Per correlation id, the call node that launched it.
         let mut launched_by: HashMap<u64, usize> = HashMap::new();
         let mut calls_of_thread: Vec<Vec<usize>> = Vec::new();
@@ -316,8 +315,14 @@ impl Graph {
                 calls_of_thread.push(Vec::new());
                 continue;
             };
-            let mut open: Vec<usize> = Vec::new(); // region indices
-            let mut region_begin: HashMap<usize, (usize, usize)> = HashMap::new();
+            // Open regions (indices), and the stack id with each of them open: a stack is
+            // found from its parent and its innermost name, so a piece costs no hashing of
+            // the whole stack.
+            let region_name: Vec<usize> =
+                thread.regions.iter().map(|r| names.get(&r.name)).collect();
+            let mut open: Vec<usize> = Vec::new();
+            let mut open_stack: Vec<usize> = Vec::new();
+            let mut region_begin: Vec<Option<(usize, usize)>> = vec![None; thread.regions.len()];
             let mut work = g.push_work(ti, first, None);
             g.nodes[work].release = Some(first);
             let mut at = first;
@@ -325,15 +330,7 @@ impl Graph {
             let mut thread_calls = Vec::new();
             for (t, cut, _) in cuts {
                 if !in_call && t > at {
-                    let stack = open
-                        .iter()
-                        .map(|&r| names.get(&thread.regions[r].name))
-                        .collect::<Vec<_>>();
-                    let next = stacks.len();
-                    let s = *stacks.entry(stack.clone()).or_insert(next);
-                    if s == g.stacks.len() {
-                        g.stacks.push(stack);
-                    }
+                    let s = open_stack.last().copied().unwrap_or(0);
                     let node = &mut g.nodes[work];
                     node.pieces.push(Piece {
                         len: t - at,
@@ -346,17 +343,29 @@ impl Graph {
                 let here = (work, g.nodes[work].pieces.len());
                 match cut {
                     Cut::RegionBegin(r) => {
+                        let parent = open_stack.last().copied().unwrap_or(0);
                         open.push(r);
-                        region_begin.insert(r, here);
+                        open_stack.push(g.child_stack(&mut children, parent, region_name[r]));
+                        region_begin[r] = Some(here);
                     }
                     Cut::RegionEnd(r) => {
                         if let Some(p) = open.iter().rposition(|&o| o == r) {
                             open.remove(p);
+                            open_stack.truncate(p);
+                            // Improperly nested: the stacks above it are rebuilt.
+                            for &o in &open[p..] {
+                                let parent = open_stack.last().copied().unwrap_or(0);
+                                open_stack.push(g.child_stack(
+                                    &mut children,
+                                    parent,
+                                    region_name[o],
+                                ));
+                            }
                         }
-                        if let Some(begin) = region_begin.remove(&r) {
+                        if let Some(begin) = region_begin[r].take() {
                             let span = &thread.regions[r];
                             g.regions.push(RegionInstance {
-                                name: names.get(&span.name),
+                                name: region_name[r],
                                 thread: ti,
                                 begin,
                                 end: here,
@@ -400,6 +409,21 @@ impl Graph {
         let calls: Vec<usize> = calls_of_thread.into_iter().flatten().collect();
         g.add_waits(&calls);
         g
+    }
+
+    /// The stack of `parent` with region name `name` opened inside it.
+    fn child_stack(
+        &mut self,
+        children: &mut HashMap<(usize, usize), usize>,
+        parent: usize,
+        name: usize,
+    ) -> usize {
+        *children.entry((parent, name)).or_insert_with(|| {
+            let mut stack = self.stacks[parent].clone();
+            stack.push(name);
+            self.stacks.push(stack);
+            self.stacks.len() - 1
+        })
     }
 
     fn push_work(&mut self, thread: usize, start: i64, after_call: Option<usize>) -> usize {
@@ -483,6 +507,7 @@ impl Graph {
         let mut by_end: Vec<usize> = (first_op..self.nodes.len()).collect();
         by_end.sort_by_key(|&n| self.nodes[n].end);
         let mut decided_by = vec![None; self.nodes.len()];
+        #[allow(clippy::needless_range_loop)] // `n` indexes the nodes it reads and pushes to
         for n in first_op..self.nodes.len() {
             let start = self.nodes[n].start;
             let earliest = self.nodes[n]
@@ -532,10 +557,9 @@ impl Graph {
             .collect();
         gaps.sort_unstable();
         let device_gap = gaps.get(gaps.len() / 2).copied().unwrap_or(0);
-        for n in first_op..self.nodes.len() {
-            for k in 0..self.nodes[n].after.len() {
-                if Some(k) != decided_by[n] {
-                    let e = &mut self.nodes[n].after[k];
+        for (node, decided) in self.nodes.iter_mut().zip(&decided_by).skip(first_op) {
+            for (k, e) in node.after.iter_mut().enumerate() {
+                if Some(k) != *decided {
                     e.lag = e.lag.min(match e.why {
                         Why::Launch => launch_lag,
                         _ => device_gap,

@@ -44,9 +44,10 @@ impl Replay {
         }
     }
 
-    /// Where a point of a `Work` node falls: its start plus its first `pieces` pieces.
-    pub fn at(&self, g: &Graph, s: &Speedups, (node, pieces): (usize, usize)) -> i64 {
-        self.start[node] + s.prefix(g, node, pieces)
+    /// Where a point of a `Work` node falls: its start plus its first `pieces` pieces
+    /// (`prefixes`: the node's [`Speedups::prefixes`]).
+    pub fn at(&self, node: usize, pieces: usize, prefixes: &[i64]) -> i64 {
+        self.start[node] + prefixes[pieces]
     }
 }
 

@@ -133,12 +133,23 @@ impl Speedups {
         }
     }
 
-    /// The length of the first `pieces` pieces of `Work` node `n` under the speedups.
-    pub fn prefix(&self, g: &Graph, n: usize, pieces: usize) -> i64 {
-        g.nodes[n].pieces[..pieces]
-            .iter()
-            .map(|p| scale(p.len, self.stack_factor[p.stack]))
-            .sum()
+    /// The length of piece `k` of `Work` node `n` under the speedups.
+    pub fn piece(&self, g: &Graph, n: usize, k: usize) -> i64 {
+        let p = g.nodes[n].pieces[k];
+        scale(p.len, self.stack_factor[p.stack])
+    }
+
+    /// Per piece boundary of `Work` node `n`, the length before it under the speedups
+    /// (`pieces + 1` values, from 0 to the node's duration).
+    pub fn prefixes(&self, g: &Graph, n: usize) -> Vec<i64> {
+        let mut out = Vec::with_capacity(g.nodes[n].pieces.len() + 1);
+        let mut sum = 0;
+        out.push(0);
+        for k in 0..g.nodes[n].pieces.len() {
+            sum += self.piece(g, n, k);
+            out.push(sum);
+        }
+        out
     }
 }
 

@@ -1,7 +1,8 @@
 //! Sinks that write files at the end of a run from the files the other sinks wrote, and record
 //! nothing while the program runs. They finish late (after `metadata.json` and the trace),
 //! and report in `metadata.json` what they wrote and how long it took:
-//! - `report` (`METRON_REPORT`, on by default): `flamegraph.svg`, `regions.svg` and
+//! - `report` (`METRON_REPORT`, on by default): `critical_path.txt`/`.json` for a run with GPU
+//!   work (`metron-whatif`), then `flamegraph.svg`, `regions.svg` and
 //!   `report.html`, made by `metron-report` (`metron report DIR` writes the same afterwards),
 //!   at the end of every run whatever the size of its files: `metron-report` reads of
 //!   `summary.json` only what the pictures show, and folds flame-graph frames narrower than a
@@ -42,13 +43,25 @@ impl LateFilesSink {
         LateFilesSink {
             name: "report",
             write: Box::new(|dir, metadata| {
+                // The critical path first: report.html shows it.
+                let (mut files, critical_path) =
+                    match metron_whatif::files::write(dir, metadata.as_deref()) {
+                        Ok(Ok(files)) => (files, Value::Null),
+                        Ok(Err(skipped)) => (Vec::new(), json!({ "skipped": skipped })),
+                        Err(e) => (Vec::new(), json!({ "error": e.to_string() })),
+                    };
                 let pictures = metron_report::write_pictures_given(dir, metadata)?;
                 let folded: serde_json::Map<String, Value> = pictures
                     .folded
                     .iter()
                     .map(|(file, folding)| (file.to_string(), json!(folding)))
                     .collect();
-                Ok((pictures.files, json!({ "folded": folded })))
+                files.extend(pictures.files);
+                let mut about = json!({ "folded": folded });
+                if !critical_path.is_null() {
+                    about["critical_path"] = critical_path;
+                }
+                Ok((files, about))
             }),
             about: json!({}),
             metadata_need: MetadataNeed::Given,

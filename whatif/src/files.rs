@@ -1,0 +1,68 @@
+//! `critical_path.txt` and `critical_path.json`: the critical-path table and the GPU's idle
+//! time of a run, written into its folder at the end of a run that used a GPU (before
+//! `report.html`, which shows the text) and by `metron report`.
+
+use crate::answer::answer;
+use serde_json::Value;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// The text file.
+pub const CRITICAL_PATH_TXT: &str = "critical_path.txt";
+/// The JSON file.
+pub const CRITICAL_PATH_JSON: &str = "critical_path.json";
+/// A trace larger than this is not read at the end of the run (decoding it would lengthen the
+/// end by seconds); `metron whatif DIR` reads it afterwards.
+pub const LARGEST_TRACE_AT_END: u64 = 16 << 20;
+
+/// Writes the two files when the folder's trace holds GPU work; returns the files written
+/// (none for a run without GPU work), or a note of why it was skipped. `metadata` is the
+/// run's (read from the folder when `None`): a run whose trace has no GPU record is not read.
+pub fn write(dir: &Path, metadata: Option<&Value>) -> io::Result<Result<Vec<PathBuf>, String>> {
+    let from_file;
+    let metadata = match metadata {
+        Some(m) => Some(m),
+        None => {
+            from_file = std::fs::read(dir.join("metadata.json"))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
+            from_file.as_ref()
+        }
+    };
+    let gpu_records =
+        metadata.and_then(|m| m["outputs"]["trace"]["gpu"]["records_written"].as_u64());
+    if gpu_records == Some(0) {
+        return Ok(Ok(Vec::new()));
+    }
+    let trace = dir.join("trace.pftrace");
+    let size = match std::fs::metadata(&trace) {
+        Ok(m) => m.len(),
+        Err(_) => return Ok(Ok(Vec::new())),
+    };
+    if size > LARGEST_TRACE_AT_END {
+        return Ok(Err(format!(
+            "the trace is {} MB (over {} MB): run `metron whatif {}` for the critical path",
+            size >> 20,
+            LARGEST_TRACE_AT_END >> 20,
+            dir.display()
+        )));
+    }
+    let run = metron_export::Run::read(dir)?;
+    let graph = crate::from_run(&run);
+    if !graph
+        .nodes
+        .iter()
+        .any(|n| matches!(n.kind, crate::graph::Kind::Op { .. }))
+    {
+        return Ok(Ok(Vec::new()));
+    }
+    let a = answer(&graph, Vec::new(), None).map_err(io::Error::other)?;
+    let txt = dir.join(CRITICAL_PATH_TXT);
+    let json = dir.join(CRITICAL_PATH_JSON);
+    std::fs::write(&txt, a.text())?;
+    std::fs::write(
+        &json,
+        serde_json::to_string_pretty(&a.json()).unwrap_or_default(),
+    )?;
+    Ok(Ok(vec![txt, json]))
+}
