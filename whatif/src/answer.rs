@@ -50,6 +50,7 @@ pub fn answer(g: &Graph, speedups: Vec<Speedup>, per: Option<&str>) -> Result<An
     let changed = Speedups::resolve(speedups.clone(), g)?;
     let base = replay(g, &none)?;
     let predicted = replay(g, &changed)?;
+    // The run ends with the node that ended last; a prediction moves that node's end.
     let recorded_span = match (
         g.nodes.iter().map(|n| n.start).min(),
         g.nodes.iter().map(|n| n.end).max(),
@@ -65,7 +66,7 @@ pub fn answer(g: &Graph, speedups: Vec<Speedup>, per: Option<&str>) -> Result<An
         None => None,
     };
     let (before, table) = critical::table(g, 12)?;
-    let after = match predicted.last() {
+    let after = match base.last() {
         Some(last) => critical::path(g, &changed, &predicted, last),
         None => Path::default(),
     };
@@ -81,7 +82,10 @@ pub fn answer(g: &Graph, speedups: Vec<Speedup>, per: Option<&str>) -> Result<An
     });
     Ok(Answer {
         speedups,
-        run: (recorded_span, base.span(), predicted.span()),
+        run: match base.last() {
+            Some(last) => (recorded_span, base.span_to(last), predicted.span_to(last)),
+            None => (0, 0, 0),
+        },
         per,
         before,
         table,

@@ -201,7 +201,7 @@ pub fn table(g: &Graph, top: usize) -> Result<(Path, Vec<Row>), String> {
         return Ok((Path::default(), Vec::new()));
     };
     let p = path(g, &none, &base, last);
-    let span = base.span();
+    let span = base.span_to(last);
     let mut rows = Vec::new();
     for (item, on_path) in p.items.iter().take(top) {
         let gain_if_2x = match item.speedup_name() {
@@ -212,7 +212,7 @@ pub fn table(g: &Graph, top: usize) -> Result<(Path, Vec<Row>), String> {
                     exact: true,
                 };
                 let s = Speedups::resolve(vec![speedup], g)?;
-                Some(span - replay(g, &s)?.span())
+                Some(span - replay(g, &s)?.span_to(last))
             }
             None => None,
         };

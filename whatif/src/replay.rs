@@ -36,12 +36,12 @@ impl Replay {
         (0..self.end.len()).max_by_key(|&n| (self.end[n], n))
     }
 
-    /// The run's span: first start to last end.
-    pub fn span(&self) -> i64 {
-        match (self.start.iter().min(), self.end.iter().max()) {
-            (Some(a), Some(b)) => b - a,
-            _ => 0,
-        }
+    /// The run's span: from the first start to the end of node `last` (the node that ended
+    /// last in the recording: its thread or stream is the one whose end is the run's end; a
+    /// thread that merely outlives the work, such as a helper thread idle until exit, does
+    /// not pin the prediction).
+    pub fn span_to(&self, last: usize) -> i64 {
+        self.end[last] - self.start.iter().min().copied().unwrap_or(0)
     }
 
     /// Where a point of a `Work` node falls: its start plus its first `pieces` pieces

@@ -41,7 +41,8 @@ fn region(name: &str, start: i64, end: i64) -> Span {
 fn predicted(g: &Graph, changes: &[&str]) -> f64 {
     let list = changes.iter().map(|c| Speedup::parse(c).unwrap()).collect();
     let s = Speedups::resolve(list, g).unwrap();
-    replay(g, &s).unwrap().span() as f64 / US as f64
+    let last = replay(g, &Speedups::none(g)).unwrap().last().unwrap();
+    replay(g, &s).unwrap().span_to(last) as f64 / US as f64
 }
 
 /// Replaying the unchanged graph gives back every recorded start and end.
