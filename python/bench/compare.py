@@ -6,10 +6,16 @@ Times are the measuring thread's CPU time (`time.thread_time_ns`), so other proc
 machine do not count; a quiet machine gives the same numbers in wall time.
 
 1. Per region block: `with metron.region(...)`, `@metron.profile`, `nvtx.annotate` (PyPI `nvtx`,
-   no NVTX tool attached) — nanoseconds added per block over an empty loop, best of 7.
+   no NVTX tool attached) — nanoseconds added per block over an empty loop, best of 7. Next to
+   them, the interpreter's own floor in the same run: `with` on a `threading.Lock()`, a context
+   manager written in C (its two calls take and release the lock, about what Metron's two C
+   calls cost), so a reader sees how much of a block is CPython's `with` protocol.
 2. Per traced call: Metron's function tracer (`METRON_FUNCTIONS`) and VizTracer (PyPI
    `viztracer`, default settings), each in its own process on the same program — nanoseconds
-   added per call over the untraced program, best of 5.
+   added per call over the untraced program, best of 5. The floor row is Metron's tracer with
+   no function selected: the interpreter's per-call profiling hook plus Metron's per-code
+   lookup, nothing recorded (with `sys.monitoring`, 3.12 and later, an unselected function
+   costs nothing after its first call, so that floor is near 0).
 3. Time: the known-answer program's `spin` (200 ms by its own clock) against its region's
    inclusive time in the summary.
 
@@ -23,12 +29,15 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KNOWN_ANSWER = os.path.join(os.path.dirname(HERE), "tests", "programs", "known_answer.py")
 BLOCKS = 200_000
 CALLS = 200_000
+FLOOR_WITH = "floor: with <a threading.Lock()> (C)"
+FLOOR_TRACED = "floor: tracing, no function selected"
 
 
 def best_ns(fn, repeat):
@@ -62,6 +71,13 @@ def region_costs():
             with metron.region("bench.step"):
                 pass
 
+    lock = threading.Lock()
+
+    def with_lock():
+        for _ in r:
+            with lock:
+                pass
+
     def plain():
         return None
 
@@ -82,6 +98,7 @@ def region_costs():
     costs = {
         "with metron.region(name)": (best_ns(with_region_lookup, 7) - base) / BLOCKS,
         "with <a kept metron.region>": (best_ns(with_region_object, 7) - base) / BLOCKS,
+        FLOOR_WITH: (best_ns(with_lock, 7) - base) / BLOCKS,
         "@metron.profile (over a plain call)": (best_ns(call_profiled, 7) - call_base) / BLOCKS,
     }
     try:
@@ -117,6 +134,9 @@ TRACED_PROGRAM = textwrap.dedent("""
     if tracer == "metron":
         from metron import _functions
         _functions.start(r"^__main__\\.(leaf|loop)$")
+    elif tracer == "metron-none":
+        from metron import _functions
+        _functions.start(r"^__main__\\.no_such_function$")
     elif tracer == "viztracer":
         from viztracer import VizTracer
         v = VizTracer(verbose=0)
@@ -141,9 +161,10 @@ def traced_call_costs():
         )
         return int(done.stdout.split()[-1])
 
-    best = {t: min(once(t) for _ in range(5)) for t in ("none", "metron", "viztracer")}
+    best = {t: min(once(t) for _ in range(5)) for t in ("none", "metron-none", "metron", "viztracer")}
     return {
         "Metron function tracing": (best["metron"] - best["none"]) / (CALLS + 1),
+        FLOOR_TRACED: (best["metron-none"] - best["none"]) / (CALLS + 1),
         "VizTracer (default settings)": (best["viztracer"] - best["none"]) / (CALLS + 1),
     }
 
@@ -178,6 +199,7 @@ def main():
     print("\nper region block (ns added over an empty loop, best of 7, %d blocks)" % BLOCKS)
     for name, ns in costs.items():
         print("  %-40s %8.1f" % (name, ns))
+    print("  (floor: the interpreter's own cost of a C context manager, measured in this run)")
     nv = costs.get("with nvtx.annotate(name)")
     for name in ("with metron.region(name)", "@metron.profile (over a plain call)"):
         ns = costs[name]
@@ -190,6 +212,7 @@ def main():
         print("\nper traced call (ns added over the untraced program, best of 5, %d calls)" % CALLS)
         for name, ns in calls.items():
             print("  %-40s %8.1f" % (name, ns))
+        print("  (floor: the interpreter's profiling hook and Metron's per-code lookup, nothing recorded)")
         ratio = calls["Metron function tracing"] / calls["VizTracer (default settings)"]
         print("  Metron / VizTracer: %.2f (target <= 0.50)" % ratio)
         if ratio > 0.5:

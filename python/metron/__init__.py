@@ -25,7 +25,8 @@ import inspect as _inspect
 import os as _os
 
 from metron import _metron
-from metron._metron import MetronError, Region, annotate, counter, flush, mark
+# `region` is native: no Python frame between `with metron.region(name):` and the lookup.
+from metron._metron import MetronError, Region, annotate, counter, flush, mark, region
 
 __all__ = [
     "MetronError",
@@ -39,7 +40,6 @@ __all__ = [
     "region",
 ]
 
-_region = _metron.region
 _begin = _metron._begin
 _end = _metron._end
 _region_id = _metron._region_id
@@ -56,21 +56,6 @@ def _configured_gpu_metrics():
     mode = _os.environ.get("METRON_GPU_COUNTER_MODE", "").strip().lower()
     metrics = [m.strip() for m in _os.environ.get("METRON_GPU_METRICS", "").split(",") if m.strip()]
     return mode, metrics
-
-
-def region(name, gpu_metrics=None):
-    """The region ``name``, for ``with metron.region(name):`` (one region per block).
-
-    The same object comes back for the same name. ``gpu_metrics`` asks for GPU counters over
-    the region (the region mode of C regions): the names must be among the run's
-    ``METRON_GPU_METRICS`` (``metron run --gpu-metrics``) with
-    ``METRON_GPU_COUNTER_MODE=region``; each outermost region instance is one CUPTI range and
-    its values annotate it as ``gpu.<metric>`` in the trace and the summary. Anything else
-    raises ``ValueError`` saying what is accepted.
-    """
-    if gpu_metrics is not None:
-        _check_gpu_metrics(gpu_metrics)
-    return _region(name)
 
 
 def _check_gpu_metrics(gpu_metrics):
@@ -92,6 +77,10 @@ def _check_gpu_metrics(gpu_metrics):
             "gpu_metrics %s not counted in this run; METRON_GPU_METRICS has %s"
             % (", ".join(missing), ", ".join(configured))
         )
+
+
+# Called by the native `region` when `gpu_metrics` is given.
+_metron._set_gpu_metrics_check(_check_gpu_metrics)
 
 
 def _qualified(fn):

@@ -12,6 +12,7 @@
 //! marks and counters go to C through a stack buffer.
 
 mod binding;
+mod hot;
 mod names;
 mod profiled;
 mod sys;
@@ -23,8 +24,7 @@ use binding::{c_api, check};
 use names::with_c_name;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::sync::GILOnceCell;
-use pyo3::types::{PyDict, PyFloat, PyInt, PyString};
+use pyo3::types::{PyFloat, PyInt, PyString};
 
 // The C API is linked in whole: its exports are the runtime this package starts alone.
 use metron_c as _;
@@ -40,28 +40,9 @@ struct Region {
     name: Py<PyString>,
 }
 
+// `__enter__` and `__exit__` are C functions added by `hot::add_to`.
 #[pymethods]
 impl Region {
-    fn __enter__<'py>(slf: &Bound<'py, Self>) -> Bound<'py, Self> {
-        // SAFETY: `id` came from region_id of the same C API.
-        unsafe { (c_api().begin_id)(slf.get().id) };
-        slf.clone()
-    }
-
-    fn __exit__(
-        &self,
-        _kind: &Bound<'_, PyAny>,
-        _value: &Bound<'_, PyAny>,
-        _traceback: &Bound<'_, PyAny>,
-    ) -> bool {
-        // A mismatched end (a region left open across an `await` while another task ran) is
-        // refused and counted by the C API (`metadata.json` `c_api.errors`); raising here would
-        // hide the block's own exception.
-        // SAFETY: `id` came from region_id of the same C API.
-        unsafe { (c_api().end_id)(self.id) };
-        false
-    }
-
     /// The region's id in the C API (the same for equal names, in every thread).
     #[getter]
     fn id(&self) -> u32 {
@@ -73,26 +54,9 @@ impl Region {
     }
 }
 
-static REGIONS: GILOnceCell<Py<PyDict>> = GILOnceCell::new();
-
-/// The region named `name` (one object per name, made at its first use).
-#[pyfunction]
-fn region<'py>(name: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    let py = name.py();
-    let cache = REGIONS
-        .get_or_init(py, || PyDict::new(py).unbind())
-        .bind(py);
-    if let Some(found) = cache.get_item(name)? {
-        return Ok(found);
-    }
-    new_region(name, cache)
-}
-
+/// A new `Region` for `name` (a str), not yet in `region`'s cache.
 #[cold]
-fn new_region<'py>(
-    name: &Bound<'py, PyAny>,
-    cache: &Bound<'py, PyDict>,
-) -> PyResult<Bound<'py, PyAny>> {
+fn new_region<'py>(name: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     let py = name.py();
     let text = name.downcast::<PyString>().map_err(|_| {
         PyTypeError::new_err(format!(
@@ -111,7 +75,6 @@ fn new_region<'py>(
         },
     )?
     .into_any();
-    cache.set_item(name, &made)?;
     Ok(made)
 }
 
@@ -213,7 +176,7 @@ fn _metron(m: &Bound<'_, PyModule>) -> PyResult<()> {
     binding::get();
     m.add_class::<Region>()?;
     m.add_class::<profiled::Profiled>()?;
-    m.add_function(wrap_pyfunction!(region, m)?)?;
+    hot::add_to(m)?;
     m.add_function(wrap_pyfunction!(region_id, m)?)?;
     m.add_function(wrap_pyfunction!(begin, m)?)?;
     m.add_function(wrap_pyfunction!(end, m)?)?;
