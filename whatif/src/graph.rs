@@ -204,8 +204,7 @@ pub struct Graph {
     pub streams: Vec<String>,
     /// Every region instance.
     pub regions: Vec<RegionInstance>,
-    /// How many start constraints were found from the times alone (work held by another
-    /// stream), and how many synchronizing calls waited for device work.
+    /// Start constraints found from the times alone (work held by another stream).
     pub inferred_other_stream: usize,
     /// Synchronizing calls that waited for device work in the recording.
     pub blocked_syncs: usize,
