@@ -43,13 +43,20 @@ impl LateFilesSink {
         LateFilesSink {
             name: "report",
             write: Box::new(|dir, metadata| {
-                // The critical path first: report.html shows it.
-                let (mut files, critical_path) =
-                    match metron_whatif::files::write(dir, metadata.as_deref()) {
-                        Ok(Ok(files)) => (files, Value::Null),
-                        Ok(Err(skipped)) => (Vec::new(), json!({ "skipped": skipped })),
-                        Err(e) => (Vec::new(), json!({ "error": e.to_string() })),
-                    };
+                // The critical path first: report.html shows it. A failure of it (even a
+                // panic) is reported and costs the run none of its other files.
+                let critical = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    metron_whatif::files::write(dir, metadata.as_deref())
+                }));
+                let (mut files, critical_path) = match critical {
+                    Ok(Ok(Ok(files))) => (files, Value::Null),
+                    Ok(Ok(Err(skipped))) => (Vec::new(), json!({ "skipped": skipped })),
+                    Ok(Err(e)) => (Vec::new(), json!({ "error": e.to_string() })),
+                    Err(_) => (
+                        Vec::new(),
+                        json!({ "error": "the critical path's computation panicked" }),
+                    ),
+                };
                 let pictures = metron_report::write_pictures_given(dir, metadata)?;
                 let folded: serde_json::Map<String, Value> = pictures
                     .folded
