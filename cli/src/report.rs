@@ -1,4 +1,5 @@
-//! `metron report DIR...`: writes `critical_path.txt`/`.json` (a run with GPU work),
+//! `metron report DIR...`: writes `critical_path.txt`/`.json` (a run with GPU work; their top
+//! rows go into `summary.txt`/`.json`),
 //! `flamegraph.svg` (when the folder has `stacks.folded`),
 //! `gpu_stalls.svg` (with `gpu_stalls.folded`), `regions.svg` and `report.html` into each run
 //! folder (or folder of `metron merge`), from the files already there. Runs write them at
@@ -15,7 +16,8 @@ Writes into each run folder (or folder written by `metron merge`), from its file
   gpu_stalls.svg  the GPU PC samples of gpu_stalls.folded (when the run sampled them)
   regions.svg     the region tree, each region weighted by its self time
   critical_path.txt, critical_path.json
-                  the critical path of a run with GPU work (see metron whatif)
+                  the critical path of a run with GPU work (see metron whatif); its top
+                  rows are added to summary.txt and summary.json (replacing earlier ones)
   report.html     one page with the metadata, top regions, both flame graphs, GPU tables,
                   the critical path, sampling and drop statistics; it needs no network
 Runs write the same files at their end unless METRON_REPORT=off.
@@ -39,9 +41,12 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
     for dir in args {
         // The critical path first: report.html shows it.
         match metron_whatif::files::write(Path::new(dir), None) {
-            Ok(Ok(files)) => {
-                for f in files {
+            Ok(Ok(written)) => {
+                for f in written.files {
                     println!("{}", f.display());
+                }
+                if let Some(e) = written.summary_error {
+                    eprintln!("metron report: {dir}: the critical path in the summary: {e}");
                 }
             }
             Ok(Err(skipped)) => eprintln!("metron report: {skipped}"),

@@ -355,6 +355,18 @@ pub enum GpuKind {
     /// A sampled GPU metric (NVIDIA PM sampling): `name` is the metric, `value` its value over
     /// the sample `start_ns..end_ns` on `device`.
     Counter,
+    /// A synchronizing call and what it waited for (NVIDIA): `name` says which (`Stream
+    /// synchronize`, `Event synchronize`, `Stream wait event`, `Context synchronize`), the
+    /// times are the call's, `correlation` is the call's, `stream` the stream it waited for
+    /// (or, for a stream wait event, the stream made to wait; [`gpu::NO_STREAM`] for a context
+    /// synchronize), `event_record` the event record waited for (0 when none).
+    ///
+    /// [`gpu::NO_STREAM`]: crate::sink::gpu::NO_STREAM
+    Sync,
+    /// A CUDA event recorded on a stream (NVIDIA): `correlation` is the `cudaEventRecord`
+    /// call's, `stream` the stream, `event_record` the record's unique id, `start_ns` =
+    /// `end_ns` the time the event completed on the device (0 when not known).
+    EventRecord,
 }
 
 /// One GPU activity record, timestamps on Metron's clock (`CLOCK_MONOTONIC` ns).
@@ -404,6 +416,9 @@ pub struct GpuRecord {
     pub graph_node: u64,
     /// The metric's value (counter samples).
     pub value: f64,
+    /// A CUDA event record's unique id ([`GpuKind::EventRecord`], [`GpuKind::Sync`]; 0
+    /// otherwise): an event object recorded again gets a new one.
+    pub event_record: u64,
 }
 
 impl GpuRecord {
@@ -432,6 +447,7 @@ impl GpuRecord {
             graph_id: 0,
             graph_node: 0,
             value: 0.0,
+            event_record: 0,
         }
     }
 

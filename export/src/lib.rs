@@ -15,6 +15,9 @@
 //!
 //! Strings that hold whitespace (demangled kernel names, region names) are written between
 //! double quotes, with `\"` and `\\` escaped; [`split_fields`] reads such a line back.
+//!
+//! [`wildcard`] is the name-pattern matcher of `metron whatif --faster` and of the causal
+//! profiler's scopes: this crate is the one both depend on.
 
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -25,6 +28,7 @@ use std::path::{Path, PathBuf};
 mod atp;
 pub mod occupancy;
 pub mod trace;
+pub mod wildcard;
 
 pub use atp::atp;
 use atp::write_atp;

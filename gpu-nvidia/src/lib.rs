@@ -138,13 +138,20 @@ static CUPTI_DROPPED: AtomicU64 = AtomicU64::new(0);
 static BUFFERS_ALLOCATED: AtomicU64 = AtomicU64::new(0);
 static BUFFERS_REFUSED: AtomicU64 = AtomicU64::new(0);
 static BUFFER_BYTES: AtomicU64 = AtomicU64::new(4 << 20);
-static COUNTS: [AtomicU64; 5] = [
+/// Records decoded: kernels, copies, sets, runtime calls, driver calls, synchronizations,
+/// event records, event records left out for want of a device time.
+static COUNTS: [AtomicU64; 8] = [
+    AtomicU64::new(0),
+    AtomicU64::new(0),
+    AtomicU64::new(0),
     AtomicU64::new(0),
     AtomicU64::new(0),
     AtomicU64::new(0),
     AtomicU64::new(0),
     AtomicU64::new(0),
 ];
+/// What the dependency records (`METRON_GPU_SYNC`) got: on, and why not or what is missing.
+static DEPENDENCIES: Mutex<(bool, Option<String>)> = Mutex::new((false, None));
 /// Free activity buffers (addresses).
 static POOL: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 /// Buffers preallocated at start.
@@ -277,6 +284,12 @@ fn start_inner() -> Result<Status, Status> {
     }
     for &k in &kinds {
         sys::enable(cupti, k).map_err(|e| fail(&status, e))?;
+    }
+    if env_bool("METRON_GPU_SYNC", true) {
+        enable_dependencies(cupti, &diag_has);
+    } else {
+        *DEPENDENCIES.lock().unwrap_or_else(|e| e.into_inner()) =
+            (false, Some("METRON_GPU_SYNC is off".into()));
     }
     LAUNCH_KEY_ID.store(
         metron::intern(metron::gpu::LAUNCH_KEY, metron::CallsiteKind::AnnotationKey),
@@ -497,6 +510,34 @@ fn context_created(ctx: *mut c_void) {
             crate::per_thread::THREAD.with(|t| t.warming_up.set(false));
         }
     }
+}
+
+/// The synchronization and CUDA event records (what waited for what, for `metron whatif`):
+/// not essential, so a CUPTI that refuses them leaves the run traced without them (said in
+/// `metadata.json`).
+fn enable_dependencies(cupti: &sys::Cupti, diag_has: &dyn Fn(&str) -> bool) {
+    let mut state = (true, None);
+    // Event records cost a launch-bound PyTorch step about 5 % (H200, paired runs): asked for.
+    let events = env_bool("METRON_GPU_EVENTS", false);
+    let kinds = [
+        (sys::kind::SYNCHRONIZATION, true),
+        (sys::kind::CUDA_EVENT, events),
+    ];
+    for (k, _) in kinds.iter().filter(|(_, on)| *on) {
+        if let Err(e) = sys::enable(cupti, *k) {
+            state = (false, Some(e));
+        }
+    }
+    if state.0 && events && !diag_has("no_event_ts") {
+        // Without a device time an event record cannot be placed (it is counted, not traced).
+        if let Err(e) = sys::enable_event_timestamps(cupti, true) {
+            state.1 = Some(format!("event records without a device time: {e}"));
+        }
+    }
+    if state.0 {
+        let _ = sys::enable_all_sync_records(cupti, false);
+    }
+    *DEPENDENCIES.lock().unwrap_or_else(|e| e.into_inner()) = state;
 }
 
 /// `METRON_GPU_WARM_UP`: a kernel of Metron's own is launched once at context creation.

@@ -34,7 +34,18 @@ pub fn metadata() -> Value {
         "memset": COUNTS[2].load(Ordering::Relaxed),
         "runtime_api": COUNTS[3].load(Ordering::Relaxed),
         "driver_api": COUNTS[4].load(Ordering::Relaxed),
+        "synchronizations": COUNTS[5].load(Ordering::Relaxed),
+        "event_records": COUNTS[6].load(Ordering::Relaxed),
+        "event_records_without_time": COUNTS[7].load(Ordering::Relaxed),
     });
+    {
+        let d = DEPENDENCIES.lock().unwrap_or_else(|e| e.into_inner());
+        v["dependencies"] = json!({
+            "recorded": d.0,
+            "source": "CUPTI SYNCHRONIZATION and CUDA_EVENT activity records (METRON_GPU_SYNC)",
+            "note": d.1,
+        });
+    }
     v["cupti_dropped"] = json!(CUPTI_DROPPED.load(Ordering::Relaxed));
     v["cupti_internal_kernels"] = json!({
         "filtered": CUPTI_INTERNAL.load(Ordering::Relaxed),

@@ -131,6 +131,8 @@ pub(crate) extern "C" fn buffer_completed(
             GpuKind::RuntimeApi => 3,
             // CUPTI never produces HSA records.
             GpuKind::DriverApi | GpuKind::HsaApi | GpuKind::HipApi => 4,
+            GpuKind::Sync => 5,
+            GpuKind::EventRecord => 6,
             GpuKind::Counter => continue,
         };
         COUNTS[i].fetch_add(1, Ordering::Relaxed);
@@ -227,6 +229,39 @@ pub(crate) unsafe fn decode(loaded: &Loaded, names: &mut Names, p: *const u8) ->
             r.bytes = m.bytes;
             Some(r)
         }
+        sys::kind::SYNCHRONIZATION => {
+            // SAFETY: the kind says CUpti_ActivitySynchronization2.
+            let y: sys::ActivitySynchronization = unsafe { sys::read_record(p) };
+            let name = sync_name(y.sync_type)?;
+            let mut r = GpuRecord::new(GpuKind::Sync, name.into());
+            r.start_ns = y.start;
+            r.end_ns = y.end;
+            r.context = y.context_id;
+            r.correlation = y.correlation_id;
+            r.stream = y.stream_id;
+            r.status = y.return_value;
+            if y.event_id != sys::SYNC_INVALID && y.sync_id != u64::from(sys::SYNC_INVALID) {
+                r.event_record = y.sync_id;
+            }
+            Some(r)
+        }
+        sys::kind::CUDA_EVENT => {
+            // SAFETY: the kind says CUpti_ActivityCudaEvent2.
+            let v: sys::ActivityCudaEvent = unsafe { sys::read_record(p) };
+            if v.device_timestamp == 0 {
+                COUNTS[7].fetch_add(1, Ordering::Relaxed);
+                return None;
+            }
+            let mut r = GpuRecord::new(GpuKind::EventRecord, "Event record".into());
+            r.start_ns = v.device_timestamp;
+            r.end_ns = v.device_timestamp;
+            r.device = v.device_id;
+            r.context = v.context_id;
+            r.correlation = v.correlation_id;
+            r.stream = v.stream_id;
+            r.event_record = v.sync_id;
+            Some(r)
+        }
         sys::kind::RUNTIME | sys::kind::DRIVER => {
             // SAFETY: the kind says CUpti_ActivityAPI.
             let a: sys::ActivityApi = unsafe { sys::read_record(p) };
@@ -261,6 +296,18 @@ pub(crate) unsafe fn decode(loaded: &Loaded, names: &mut Names, p: *const u8) ->
         }
         _ => None,
     }
+}
+
+/// The slice name of a synchronization record of type `t` (`None` for a type Metron does not
+/// know: left out rather than guessed).
+pub(crate) fn sync_name(t: u32) -> Option<&'static str> {
+    Some(match t {
+        sys::sync_type::EVENT_SYNCHRONIZE => "Event synchronize",
+        sys::sync_type::STREAM_WAIT_EVENT => "Stream wait event",
+        sys::sync_type::STREAM_SYNCHRONIZE => "Stream synchronize",
+        sys::sync_type::CONTEXT_SYNCHRONIZE => "Context synchronize",
+        _ => return None,
+    })
 }
 
 /// The API calls recorded since the last drain, as records for the sinks (CUPTI's completion

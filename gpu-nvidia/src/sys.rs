@@ -112,6 +112,10 @@ pub struct Cupti {
     pub get_callback_name: unsafe extern "C" fn(i32, u32, *mut *const c_char) -> CuptiResult,
     /// `cuptiSetThreadIdType`.
     pub set_thread_id_type: unsafe extern "C" fn(i32) -> CuptiResult,
+    /// `cuptiActivityEnableCudaEventDeviceTimestamps` (CUPTI 12.8 and later).
+    pub enable_event_timestamps: Option<unsafe extern "C" fn(u8) -> CuptiResult>,
+    /// `cuptiActivityEnableAllSyncRecords`.
+    pub enable_all_sync_records: Option<unsafe extern "C" fn(u8) -> CuptiResult>,
 }
 
 /// The CUDA driver functions Metron calls.
@@ -261,6 +265,12 @@ impl Cupti {
                 enable_domain: sym(handle, "cuptiEnableDomain")?,
                 get_callback_name: sym(handle, "cuptiGetCallbackName")?,
                 set_thread_id_type: sym(handle, "cuptiSetThreadIdType")?,
+                enable_event_timestamps: sym(
+                    handle,
+                    "cuptiActivityEnableCudaEventDeviceTimestamps",
+                )
+                .ok(),
+                enable_all_sync_records: sym(handle, "cuptiActivityEnableAllSyncRecords").ok(),
             })
         }
     }
@@ -384,6 +394,30 @@ pub fn enable(c: &Cupti, kind: i32) -> Result<(), String> {
     // SAFETY: no pointers.
     c.check(&format!("cuptiActivityEnable({kind})"), unsafe {
         (c.activity_enable)(kind)
+    })
+}
+
+/// `cuptiActivityEnableCudaEventDeviceTimestamps(on)`.
+pub fn enable_event_timestamps(c: &Cupti, on: bool) -> Result<(), String> {
+    let f = c
+        .enable_event_timestamps
+        .ok_or("this CUPTI has no cuptiActivityEnableCudaEventDeviceTimestamps")?;
+    // SAFETY: no pointers.
+    c.check("cuptiActivityEnableCudaEventDeviceTimestamps", unsafe {
+        f(u8::from(on))
+    })
+}
+
+/// `cuptiActivityEnableAllSyncRecords(on)`: off leaves out the queries (`cudaEventQuery`,
+/// `cudaStreamQuery`) that found the work unfinished, which a polling loop makes by the
+/// thousand.
+pub fn enable_all_sync_records(c: &Cupti, on: bool) -> Result<(), String> {
+    let f = c
+        .enable_all_sync_records
+        .ok_or("this CUPTI has no cuptiActivityEnableAllSyncRecords")?;
+    // SAFETY: no pointers.
+    c.check("cuptiActivityEnableAllSyncRecords", unsafe {
+        f(u8::from(on))
     })
 }
 

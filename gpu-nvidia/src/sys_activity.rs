@@ -1,5 +1,6 @@
 //! The CUPTI activity records Metron reads (`cupti_activity.h`, CUPTI 13: `CUpti_ActivityKernel10`,
-//! `CUpti_ActivityMemcpy6`, `CUpti_ActivityMemset4`, `CUpti_ActivityAPI`): the kinds, the
+//! `CUpti_ActivityMemcpy6`, `CUpti_ActivityMemset4`, `CUpti_ActivityAPI`,
+//! `CUpti_ActivityCudaEvent2`, `CUpti_ActivitySynchronization2`): the kinds, the
 //! hand-written layouts (checked against the header by `tests/gpu_headers.rs` where it exists)
 //! and the reads of a record out of a completed buffer. CUPTI writes each kind in its newest
 //! layout; a CUPTI older than 13 is refused at start.
@@ -21,7 +22,26 @@ pub mod kind {
     pub const KERNEL: i32 = 3;
     /// `CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL`.
     pub const CONCURRENT_KERNEL: i32 = 10;
+    /// `CUPTI_ACTIVITY_KIND_CUDA_EVENT`.
+    pub const CUDA_EVENT: i32 = 36;
+    /// `CUPTI_ACTIVITY_KIND_SYNCHRONIZATION`.
+    pub const SYNCHRONIZATION: i32 = 38;
 }
+
+/// `CUpti_ActivitySynchronizationType` values.
+pub mod sync_type {
+    /// `cuEventSynchronize`.
+    pub const EVENT_SYNCHRONIZE: u32 = 1;
+    /// `cuStreamWaitEvent`.
+    pub const STREAM_WAIT_EVENT: u32 = 2;
+    /// `cuStreamSynchronize`.
+    pub const STREAM_SYNCHRONIZE: u32 = 3;
+    /// `cuCtxSynchronize`.
+    pub const CONTEXT_SYNCHRONIZE: u32 = 4;
+}
+
+/// `CUPTI_SYNCHRONIZATION_INVALID_VALUE`: a field that does not apply to the record.
+pub const SYNC_INVALID: u32 = u32::MAX;
 
 /// `CUpti_ActivityKernel10` (216 bytes), the fields Metron reads.
 #[repr(C)]
@@ -163,6 +183,62 @@ pub struct ActivityApi {
     pub correlation_id: u32,
     /// `returnValue`.
     pub return_value: u32,
+}
+
+/// `CUpti_ActivityCudaEvent2` (56 bytes): a `cudaEventRecord`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ActivityCudaEvent {
+    /// `kind`.
+    pub kind: i32,
+    /// `correlationId`: the `cudaEventRecord` call's.
+    pub correlation_id: u32,
+    /// `contextId`.
+    pub context_id: u32,
+    /// `streamId`: the stream the event was recorded on.
+    pub stream_id: u32,
+    /// `eventId` (the event object's: reused when the event is recorded again).
+    pub event_id: u32,
+    /// `pad`.
+    pub _pad: u32,
+    /// `deviceId`.
+    pub device_id: u32,
+    /// `pad2`.
+    pub _pad2: u32,
+    /// `reserved0`.
+    pub _reserved0: u64,
+    /// `deviceTimestamp`: when the event completed on the device (0 unless enabled).
+    pub device_timestamp: u64,
+    /// `cudaEventSyncId`: unique per record, what a synchronization names.
+    pub sync_id: u64,
+}
+
+/// `CUpti_ActivitySynchronization2` (56 bytes): a synchronizing call and what it waited for.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ActivitySynchronization {
+    /// `kind`.
+    pub kind: i32,
+    /// `type` ([`sync_type`]).
+    pub sync_type: u32,
+    /// `start`.
+    pub start: u64,
+    /// `end`.
+    pub end: u64,
+    /// `correlationId`: the synchronizing call's.
+    pub correlation_id: u32,
+    /// `contextId`.
+    pub context_id: u32,
+    /// `streamId` ([`SYNC_INVALID`] for event and context syncs).
+    pub stream_id: u32,
+    /// `cudaEventId` ([`SYNC_INVALID`] for stream and context syncs).
+    pub event_id: u32,
+    /// `cudaEventSyncId`: the [`ActivityCudaEvent`] record waited for (event syncs).
+    pub sync_id: u64,
+    /// `returnValue`.
+    pub return_value: u32,
+    /// `pad`.
+    pub _pad: u32,
 }
 
 /// Reads the record kind and copies the record as `T` (records are 8-byte aligned).
@@ -327,6 +403,62 @@ pub fn layouts() -> Vec<(&'static str, usize)> {
             "CUpti_ActivityAPI.returnValue",
             offset_of!(ActivityApi, return_value),
         ),
+        (
+            "sizeof CUpti_ActivityCudaEvent2",
+            size_of::<ActivityCudaEvent>(),
+        ),
+        (
+            "CUpti_ActivityCudaEvent2.correlationId",
+            offset_of!(ActivityCudaEvent, correlation_id),
+        ),
+        (
+            "CUpti_ActivityCudaEvent2.streamId",
+            offset_of!(ActivityCudaEvent, stream_id),
+        ),
+        (
+            "CUpti_ActivityCudaEvent2.deviceId",
+            offset_of!(ActivityCudaEvent, device_id),
+        ),
+        (
+            "CUpti_ActivityCudaEvent2.deviceTimestamp",
+            offset_of!(ActivityCudaEvent, device_timestamp),
+        ),
+        (
+            "CUpti_ActivityCudaEvent2.cudaEventSyncId",
+            offset_of!(ActivityCudaEvent, sync_id),
+        ),
+        (
+            "sizeof CUpti_ActivitySynchronization2",
+            size_of::<ActivitySynchronization>(),
+        ),
+        (
+            "CUpti_ActivitySynchronization2.type",
+            offset_of!(ActivitySynchronization, sync_type),
+        ),
+        (
+            "CUpti_ActivitySynchronization2.start",
+            offset_of!(ActivitySynchronization, start),
+        ),
+        (
+            "CUpti_ActivitySynchronization2.correlationId",
+            offset_of!(ActivitySynchronization, correlation_id),
+        ),
+        (
+            "CUpti_ActivitySynchronization2.streamId",
+            offset_of!(ActivitySynchronization, stream_id),
+        ),
+        (
+            "CUpti_ActivitySynchronization2.cudaEventId",
+            offset_of!(ActivitySynchronization, event_id),
+        ),
+        (
+            "CUpti_ActivitySynchronization2.cudaEventSyncId",
+            offset_of!(ActivitySynchronization, sync_id),
+        ),
+        (
+            "CUpti_ActivitySynchronization2.returnValue",
+            offset_of!(ActivitySynchronization, return_value),
+        ),
         ("sizeof CUpti_CallbackData", size_of::<CallbackData>()),
         (
             "CUpti_CallbackData.callbackSite",
@@ -367,6 +499,13 @@ mod tests {
         assert_eq!(offset_of!(ActivityMemset, correlation_id), 44);
         assert_eq!(size_of::<ActivityApi>(), 40);
         assert_eq!(offset_of!(ActivityApi, thread_id), 28);
+        assert_eq!(size_of::<ActivityCudaEvent>(), 56);
+        assert_eq!(offset_of!(ActivityCudaEvent, device_timestamp), 40);
+        assert_eq!(offset_of!(ActivityCudaEvent, sync_id), 48);
+        assert_eq!(size_of::<ActivitySynchronization>(), 56);
+        assert_eq!(offset_of!(ActivitySynchronization, correlation_id), 24);
+        assert_eq!(offset_of!(ActivitySynchronization, sync_id), 40);
+        assert_eq!(offset_of!(ActivitySynchronization, return_value), 48);
         assert_eq!(size_of::<CallbackData>(), 72);
         assert_eq!(offset_of!(CallbackData, correlation_id), 64);
     }

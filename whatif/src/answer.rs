@@ -79,6 +79,7 @@ pub fn answer(g: &Graph, speedups: Vec<Speedup>, per: Option<&str>) -> Result<An
         "regions": g.regions.len(),
         "blocked_syncs": g.blocked_syncs,
         "waits_on_another_stream": g.inferred_other_stream,
+        "recorded_waits": g.recorded_waits,
     });
     Ok(Answer {
         speedups,
@@ -234,42 +235,12 @@ impl Answer {
                 );
             }
         }
-        let _ = writeln!(
-            out,
-            "\ncritical path of the run as recorded ({}): {}",
-            ms(self.before.length),
-            shares(&self.before)
-        );
-        let _ = writeln!(
-            out,
-            "  {:<60} {:>12} {:>16}",
-            "item", "on the path", "gain if 2x faster"
-        );
-        for row in &self.table {
-            let gain = row.gain_if_2x.map_or("—".to_string(), |g| {
-                format!("{} ({})", ms(g), change(self.run.1, self.run.1 - g))
-            });
-            let _ = writeln!(
-                out,
-                "  {:<60} {:>12} {:>16}",
-                truncate(&row.item.label(), 60),
-                ms(row.on_path),
-                gain
-            );
+        let _ = writeln!(out, "\n{}", self.path_line());
+        for line in self.table_lines(self.table.len()) {
+            let _ = writeln!(out, "{line}");
         }
-        for (device, i) in &self.idle {
-            if i.idle > 0 {
-                let _ = writeln!(
-                    out,
-                    "\n{device} idle {} of {} ({:.0} %): waiting for launches {}, after a sync {}, copies only {}",
-                    ms(i.idle),
-                    ms(i.span),
-                    i.idle as f64 * 100.0 / i.span.max(1) as f64,
-                    ms(i.waiting_for_launches),
-                    ms(i.after_sync),
-                    ms(i.copies_only)
-                );
-            }
+        for line in self.idle_lines() {
+            let _ = writeln!(out, "\n{line}");
         }
         if !self.speedups.is_empty() {
             let _ = writeln!(
@@ -283,15 +254,89 @@ impl Answer {
         out
     }
 
+    /// The line that heads the table: the length of the critical path and its share per
+    /// resource.
+    pub(crate) fn path_line(&self) -> String {
+        format!(
+            "critical path of the run as recorded ({}): {}",
+            ms(self.before.length),
+            shares(&self.before)
+        )
+    }
+
+    /// The table's header and its first `rows` rows, indented.
+    pub(crate) fn table_lines(&self, rows: usize) -> Vec<String> {
+        let mut lines = vec![format!(
+            "  {:<60} {:>12} {:>16}",
+            "item", "on the path", "gain if 2x faster"
+        )];
+        for row in self.table.iter().take(rows) {
+            let gain = row.gain_if_2x.map_or("—".to_string(), |g| {
+                format!("{} ({})", ms(g), change(self.run.1, self.run.1 - g))
+            });
+            lines.push(format!(
+                "  {:<60} {:>12} {:>16}",
+                truncate(&row.item.label(), 60),
+                ms(row.on_path),
+                gain
+            ));
+        }
+        lines
+    }
+
+    /// Per device that was idle, one line: its idle time and the causes.
+    pub(crate) fn idle_lines(&self) -> Vec<String> {
+        self.idle
+            .iter()
+            .filter(|(_, i)| i.idle > 0)
+            .map(|(device, i)| {
+                format!(
+                    "{device} idle {} of {} ({:.0} %): waiting for launches {}, after a sync {}, copies only {}",
+                    ms(i.idle),
+                    ms(i.span),
+                    i.idle as f64 * 100.0 / i.span.max(1) as f64,
+                    ms(i.waiting_for_launches),
+                    ms(i.after_sync),
+                    ms(i.copies_only)
+                )
+            })
+            .collect()
+    }
+
+    /// A row of the table as JSON.
+    pub(crate) fn row_json(row: &Row) -> Value {
+        json!({"item": row.item.label(), "on_path_ns": row.on_path, "gain_if_2x_ns": row.gain_if_2x})
+    }
+
+    /// The critical path's length and its time per resource, as JSON.
+    pub(crate) fn path_json(p: &Path) -> Value {
+        json!({
+            "length_ns": p.length,
+            "items": p.items.iter().map(|(i, ns)| json!({"item": i.label(), "ns": ns})).collect::<Vec<_>>(),
+            "resources": Answer::resources_json(p),
+        })
+    }
+
+    /// The critical path's time per resource, as JSON.
+    pub(crate) fn resources_json(p: &Path) -> Value {
+        p.resources
+            .iter()
+            .map(|(r, ns)| json!({"resource": resource(r), "ns": ns}))
+            .collect()
+    }
+
+    /// The idle time of each device, as JSON.
+    pub(crate) fn idle_json(&self) -> Value {
+        Value::Object(
+            self.idle
+                .iter()
+                .map(|(d, i)| (d.clone(), i.json()))
+                .collect(),
+        )
+    }
+
     /// The answer as JSON.
     pub fn json(&self) -> Value {
-        let path = |p: &Path| {
-            json!({
-                "length_ns": p.length,
-                "items": p.items.iter().map(|(i, ns)| json!({"item": i.label(), "ns": ns})).collect::<Vec<_>>(),
-                "resources": p.resources.iter().map(|(r, ns)| json!({"resource": resource(r), "ns": ns})).collect::<Vec<_>>(),
-            })
-        };
         json!({
             "speedups": self.speedups.iter().map(|s| json!({"name": s.pattern, "percent": s.fraction * 100.0})).collect::<Vec<_>>(),
             "run": {"recorded_ns": self.run.0, "replayed_ns": self.run.1, "predicted_ns": self.run.2},
@@ -301,13 +346,11 @@ impl Answer {
                     "tid": i.tid, "recorded_ns": i.recorded, "replayed_ns": i.replayed, "predicted_ns": i.predicted,
                 })).collect::<Vec<_>>(),
             })),
-            "critical_path": path(&self.before),
-            "table": self.table.iter().map(|r| json!({
-                "item": r.item.label(), "on_path_ns": r.on_path, "gain_if_2x_ns": r.gain_if_2x,
-            })).collect::<Vec<_>>(),
-            "critical_path_predicted": path(&self.after),
+            "critical_path": Answer::path_json(&self.before),
+            "table": self.table.iter().map(Answer::row_json).collect::<Vec<_>>(),
+            "critical_path_predicted": Answer::path_json(&self.after),
             "graph": self.counts,
-            "gpu_idle": self.idle.iter().map(|(d, i)| (d.clone(), i.json())).collect::<serde_json::Map<_, _>>(),
+            "gpu_idle": self.idle_json(),
             "limits": LIMITS,
         })
     }

@@ -2,6 +2,7 @@
 //! decided each time, and the time each kernel, region, API function and latency has on it.
 
 use crate::graph::{At, Graph, Kind, Why};
+use crate::op_kind::OpKind;
 use crate::replay::{replay, Decided, Replay};
 use crate::speedup::{Speedup, Speedups};
 use std::collections::HashMap;
@@ -9,7 +10,7 @@ use std::collections::HashMap;
 /// What a stretch of the critical path is.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Item {
-    /// A kernel, copy or set (by name).
+    /// A device operation: a kernel, copy or set (by name; labelled by its [`OpKind`]).
     Kernel(String),
     /// CPU time in a region (the innermost open one).
     Region(String),
@@ -25,7 +26,7 @@ impl Item {
     /// How the item is written in the table.
     pub fn label(&self) -> String {
         match self {
-            Item::Kernel(n) => format!("kernel {n}"),
+            Item::Kernel(n) => format!("{} {n}", OpKind::of(n).word()),
             Item::Region(n) => format!("region {n}"),
             Item::Thread(t) => format!("thread {t} (outside regions)"),
             Item::Api(n) => format!("API {n}"),

@@ -1,7 +1,9 @@
 //! A run folder's trace as a [`Recording`]: each thread's regions and GPU API calls, each
 //! stream's kernels, copies and sets (their tracks as `trace.pftrace` lays them out).
 
-use crate::graph::{CallRecord, Graph, OpRecord, Recording, Span, ThreadRecord};
+use crate::graph::{
+    CallRecord, EventRecord, Graph, OpRecord, Recording, Span, SyncRecord, ThreadRecord, Waited,
+};
 use metron_export::trace::{Slice, Track};
 use metron_export::Run;
 use std::collections::BTreeMap;
@@ -16,6 +18,7 @@ pub fn recording(run: &Run) -> Recording {
     let tracks = &run.trace.tracks;
     let mut threads: BTreeMap<u32, ThreadRecord> = BTreeMap::new();
     let mut ops = Vec::new();
+    let (mut syncs, mut events) = (Vec::new(), Vec::new());
     let mut by_track: BTreeMap<u64, Vec<&Slice>> = BTreeMap::new();
     for s in &run.trace.slices {
         by_track.entry(s.track).or_default().push(s);
@@ -24,6 +27,32 @@ pub fn recording(run: &Run) -> Recording {
         let Some(track) = tracks.get(&uuid) else {
             continue;
         };
+        if is_sync_track(tracks, track) {
+            for s in slices {
+                let Some(correlation) = correlation(s) else {
+                    continue;
+                };
+                let arg = |k: &str| s.args.get(k).and_then(|a| a.as_u64());
+                let stream = arg("stream").and_then(|n| u32::try_from(n).ok());
+                if &*s.name == EVENT_RECORD_SLICE {
+                    if let (Some(stream), Some(id)) = (stream, arg("event_record")) {
+                        events.push(EventRecord {
+                            correlation,
+                            stream,
+                            id,
+                        });
+                    }
+                } else if let Some(kind) = Waited::from_slice_name(&s.name) {
+                    syncs.push(SyncRecord {
+                        kind,
+                        correlation,
+                        stream,
+                        event_record: arg("event_record"),
+                    });
+                }
+            }
+            continue;
+        }
         let closed = slices
             .into_iter()
             .filter_map(|s| s.end_ns.map(|e| (s, e as i64)));
@@ -55,6 +84,8 @@ pub fn recording(run: &Run) -> Recording {
     Recording {
         threads: threads.into_values().collect(),
         ops,
+        syncs,
+        events,
     }
 }
 
@@ -67,6 +98,16 @@ fn new_thread(tid: u32) -> ThreadRecord {
 
 fn correlation(s: &Slice) -> Option<u64> {
     s.args.get("correlation_id").and_then(|a| a.as_u64())
+}
+
+/// The name of an event record's slice on a synchronization track.
+const EVENT_RECORD_SLICE: &str = "Event record";
+
+/// A track of synchronizations and event records (`CUDA synchronization context <n>`, or a
+/// lane of one).
+fn is_sync_track(tracks: &BTreeMap<u64, Track>, track: &Track) -> bool {
+    let sync = |t: &Track| t.name.starts_with("CUDA synchronization context ");
+    sync(track) || tracks.get(&track.parent).is_some_and(sync)
 }
 
 /// The thread of an API track (`CUDA runtime API tid <n>`, `HIP API tid <n>`, ...).

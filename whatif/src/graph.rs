@@ -29,6 +29,62 @@ pub struct Recording {
     pub threads: Vec<ThreadRecord>,
     /// Kernels, copies and sets.
     pub ops: Vec<OpRecord>,
+    /// What each synchronizing call waited for, as the GPU tracer recorded it (empty when the
+    /// run has none: the waits are then found from the times).
+    pub syncs: Vec<SyncRecord>,
+    /// Where each CUDA event was recorded.
+    pub events: Vec<EventRecord>,
+}
+
+/// What a synchronizing call waited for (CUPTI's synchronization record).
+#[derive(Clone, Debug)]
+pub struct SyncRecord {
+    /// Which kind of wait.
+    pub kind: Waited,
+    /// The correlation id of the call.
+    pub correlation: u64,
+    /// The stream waited for (a stream synchronize) or made to wait (a stream wait event).
+    pub stream: Option<u32>,
+    /// The event record waited for (event synchronize, stream wait event).
+    pub event_record: Option<u64>,
+}
+
+/// The kinds of recorded wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Waited {
+    /// The call returned once the event's work was done (`cudaEventSynchronize`).
+    Event,
+    /// The stream's later work waits for the event's work (`cudaStreamWaitEvent`).
+    StreamWaitsEvent,
+    /// The call returned once the stream's work was done (`cudaStreamSynchronize`).
+    Stream,
+    /// The call returned once all the context's work was done (`cudaDeviceSynchronize`).
+    Context,
+}
+
+impl Waited {
+    /// The kind of the synchronization slice named `name` in the trace.
+    pub fn from_slice_name(name: &str) -> Option<Waited> {
+        Some(match name {
+            "Event synchronize" => Waited::Event,
+            "Stream wait event" => Waited::StreamWaitsEvent,
+            "Stream synchronize" => Waited::Stream,
+            "Context synchronize" => Waited::Context,
+            _ => return None,
+        })
+    }
+}
+
+/// A CUDA event recorded on a stream: it completes when the stream's work launched before the
+/// `cudaEventRecord` call is done.
+#[derive(Clone, Debug)]
+pub struct EventRecord {
+    /// The correlation id of the `cudaEventRecord` call.
+    pub correlation: u64,
+    /// The stream.
+    pub stream: u32,
+    /// The record's unique id (an event object recorded again gets a new one).
+    pub id: u64,
 }
 
 /// One CPU thread's calls and regions.
@@ -111,7 +167,8 @@ pub enum Why {
     Launch,
     /// The previous work on the same stream.
     Stream,
-    /// Work on another stream (an event wait, found from the times).
+    /// Work on another stream (an event wait: recorded by the GPU tracer, or found from the
+    /// times).
     OtherStream,
     /// Device work a synchronizing call waited for (wake-up latency).
     Sync,
@@ -206,6 +263,9 @@ pub struct Graph {
     pub regions: Vec<RegionInstance>,
     /// Start constraints found from the times alone (work held by another stream).
     pub inferred_other_stream: usize,
+    /// Waits taken from the GPU tracer's synchronization and event records (stream waits and
+    /// synchronizing calls).
+    pub recorded_waits: usize,
     /// Synchronizing calls that waited for device work in the recording.
     pub blocked_syncs: usize,
 }
@@ -403,10 +463,11 @@ impl Graph {
             }
             calls_of_thread.push(thread_calls);
         }
-        g.add_ops(recording, &mut names, &launched_by);
+        let recorded = Recorded::new(recording, &launched_by);
+        g.add_ops(recording, &mut names, &launched_by, &recorded);
         g.names = names.list;
         let calls: Vec<usize> = calls_of_thread.into_iter().flatten().collect();
-        g.add_waits(&calls);
+        g.add_waits(&calls, &recorded);
         g
     }
 
@@ -441,7 +502,13 @@ impl Graph {
     }
 
     /// The device work nodes and their start constraints.
-    fn add_ops(&mut self, rec: &Recording, names: &mut Names, launched_by: &HashMap<u64, usize>) {
+    fn add_ops(
+        &mut self,
+        rec: &Recording,
+        names: &mut Names,
+        launched_by: &HashMap<u64, usize>,
+        recorded: &Recorded,
+    ) {
         let mut order: Vec<usize> = (0..rec.ops.len()).collect();
         order.sort_by_key(|&i| (rec.ops[i].start, rec.ops[i].end, i));
         let mut stream_index: HashMap<&str, usize> = HashMap::new();
@@ -485,6 +552,7 @@ impl Graph {
                 pieces: Vec::new(),
             });
         }
+        self.add_stream_waits(recorded);
         // The smallest lag of each kind: what a constraint that did not decide costs.
         let least = |why: Why, g: &Graph| {
             g.nodes[first_op..]
@@ -518,7 +586,7 @@ impl Graph {
                 self.nodes[n].release = Some(start);
                 continue;
             };
-            if start - earliest > HELD_BY_ANOTHER_STREAM_NS {
+            if !recorded.any() && start - earliest > HELD_BY_ANOTHER_STREAM_NS {
                 let Kind::Op { stream } = self.nodes[n].kind else {
                     unreachable!()
                 };
@@ -577,15 +645,25 @@ impl Graph {
 
     /// The device work each synchronizing call waits for, its own duration, and the lags of
     /// the waits that did not decide its end (the smallest wake-up seen in the run).
-    fn add_waits(&mut self, calls: &[usize]) {
+    fn add_waits(&mut self, calls: &[usize], recorded: &Recorded) {
         let index = OpIndex::new(self);
         let mut decided_by_wait = Vec::new();
         for &c in calls {
-            let kind = sync_kind(&self.names[self.nodes[c].name]);
-            if kind == SyncKind::None {
-                continue;
-            }
-            let waited = index.waited(self, c, kind);
+            let waited = match recorded.sync_of(c) {
+                // A stream made to wait holds its work (`add_stream_waits`), not the call.
+                Some(sync) if sync.kind == Waited::StreamWaitsEvent => continue,
+                Some(sync) if index.resolves(self, sync, recorded) => {
+                    self.recorded_waits += 1;
+                    index.recorded(self, c, sync, recorded)
+                }
+                _ => {
+                    let kind = sync_kind(&self.names[self.nodes[c].name]);
+                    if kind == SyncKind::None {
+                        continue;
+                    }
+                    index.waited(self, c, kind)
+                }
+            };
             let (s, f) = (self.nodes[c].start, self.nodes[c].end);
             let latest = waited
                 .iter()
@@ -715,7 +793,150 @@ impl OpIndex {
     }
 }
 
+impl OpIndex {
+    /// What call `c` waited for by its synchronization record.
+    fn recorded(&self, g: &Graph, c: usize, sync: &SyncRecord, recorded: &Recorded) -> Vec<usize> {
+        match sync.kind {
+            Waited::Context => (0..self.per_stream.len())
+                .filter_map(|stream| self.last_of_stream(g, stream, c))
+                .collect(),
+            Waited::Stream => sync
+                .stream
+                .and_then(|n| g.stream_numbered(n))
+                .and_then(|stream| self.last_of_stream(g, stream, c))
+                .into_iter()
+                .collect(),
+            Waited::Event => sync
+                .event_record
+                .and_then(|id| recorded.event_work(g, self, id))
+                .into_iter()
+                .collect(),
+            Waited::StreamWaitsEvent => Vec::new(),
+        }
+    }
+
+    /// Whether the records say what `sync` waited for (an event synchronize needs the event's
+    /// record; without it the wait is found from the times).
+    fn resolves(&self, g: &Graph, sync: &SyncRecord, recorded: &Recorded) -> bool {
+        match sync.kind {
+            Waited::Event => sync
+                .event_record
+                .is_some_and(|id| recorded.events.contains_key(&id)),
+            Waited::Stream => sync.stream.and_then(|n| g.stream_numbered(n)).is_some(),
+            _ => true,
+        }
+    }
+
+    /// The last operation of `stream` launched before call `c` started, done or not.
+    fn last_launched_before(&self, g: &Graph, stream: usize, c: usize) -> Option<usize> {
+        self.per_stream[stream]
+            .iter()
+            .rev()
+            .copied()
+            .find(|&o| g.launch_of(o) != Some(c) && Self::launched_before(g, o, c))
+    }
+}
+
+/// The recorded synchronizations and event records, joined to the calls that made them.
+struct Recorded {
+    /// Call node → its synchronization record.
+    syncs: HashMap<usize, SyncRecord>,
+    /// Event record id → (the `cudaEventRecord` call node, the stream number).
+    events: HashMap<u64, (usize, u32)>,
+}
+
+impl Recording {
+    /// Whether the GPU tracer recorded what the waits waited for.
+    pub fn has_recorded_waits(&self) -> bool {
+        !self.syncs.is_empty() || !self.events.is_empty()
+    }
+}
+
+impl Recorded {
+    fn new(rec: &Recording, call_of: &HashMap<u64, usize>) -> Recorded {
+        let syncs = rec
+            .syncs
+            .iter()
+            .filter_map(|s| Some((*call_of.get(&s.correlation)?, s.clone())))
+            .collect();
+        let events = rec
+            .events
+            .iter()
+            .filter_map(|e| Some((e.id, (*call_of.get(&e.correlation)?, e.stream))))
+            .collect();
+        Recorded { syncs, events }
+    }
+
+    /// Whether the run recorded where its events were recorded (then no stream wait is found
+    /// from the times).
+    fn any(&self) -> bool {
+        !self.events.is_empty()
+    }
+
+    fn sync_of(&self, call: usize) -> Option<&SyncRecord> {
+        self.syncs.get(&call)
+    }
+
+    /// The work event record `id` completes after: the last operation of its stream launched
+    /// before its `cudaEventRecord` call (none: the stream was idle, the event completes at
+    /// once).
+    fn event_work(&self, g: &Graph, index: &OpIndex, id: u64) -> Option<usize> {
+        let &(call, number) = self.events.get(&id)?;
+        let stream = g.stream_numbered(number)?;
+        index.last_launched_before(g, stream, call)
+    }
+}
+
 impl Graph {
+    /// The stream index of stream number `n` (the number its track's name ends with).
+    pub fn stream_numbered(&self, n: u32) -> Option<usize> {
+        self.streams
+            .iter()
+            .position(|name| stream_number(name) == Some(n))
+    }
+
+    /// Each recorded stream wait: the first operation its stream launched after the
+    /// `cudaStreamWaitEvent` call starts after the event's work ends.
+    fn add_stream_waits(&mut self, recorded: &Recorded) {
+        if !recorded.any() {
+            return;
+        }
+        let index = OpIndex::new(self);
+        let mut waits: Vec<(usize, usize)> = Vec::new();
+        for (&call, sync) in &recorded.syncs {
+            if sync.kind != Waited::StreamWaitsEvent {
+                continue;
+            }
+            let Some(work) = sync
+                .event_record
+                .and_then(|id| recorded.event_work(self, &index, id))
+            else {
+                continue;
+            };
+            let Some(stream) = sync.stream.and_then(|n| self.stream_numbered(n)) else {
+                continue;
+            };
+            let held = index.per_stream[stream]
+                .iter()
+                .copied()
+                .find(|&o| !OpIndex::launched_before(self, o, call) && o != work);
+            if let Some(o) = held {
+                waits.push((o, work));
+            }
+        }
+        waits.sort_unstable();
+        for (o, work) in waits {
+            let lag = self.nodes[o].start - self.nodes[work].end;
+            self.nodes[o].after.push(Edge {
+                from: work,
+                at: At::End,
+                lag,
+                why: Why::OtherStream,
+            });
+            self.recorded_waits += 1;
+        }
+    }
+
     /// The call that launched operation `o`.
     pub fn launch_of(&self, o: usize) -> Option<usize> {
         self.nodes[o]
@@ -724,6 +945,11 @@ impl Graph {
             .find(|e| e.why == Why::Launch)
             .map(|e| e.from)
     }
+}
+
+/// The number a stream track's name ends with (`GPU 0 NVIDIA H100 stream 7` → 7).
+pub fn stream_number(track: &str) -> Option<u32> {
+    track.rsplit(' ').next()?.parse().ok()
 }
 
 /// The order of cuts at one time (see [`Cut`]).

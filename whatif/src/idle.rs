@@ -9,6 +9,7 @@
 //!   CPU was busy elsewhere, or the launch latency).
 
 use crate::graph::{Graph, Kind, Why};
+use crate::op_kind::OpKind;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -40,16 +41,6 @@ impl Idle {
     }
 }
 
-/// Whether a kernel, copy or set name is a copy or a set (the names CUPTI gives them).
-fn is_copy(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
-    n.starts_with("memcpy")
-        || n.starts_with("memset")
-        || n.starts_with("copy")
-        || n.contains("[memcpy")
-        || n.contains("[memset")
-}
-
 /// The device a stream track belongs to (`GPU <dev> ...`), or the stream's name.
 fn device_of(stream: &str) -> String {
     let mut words = stream.split(' ');
@@ -77,32 +68,61 @@ pub fn idle(g: &Graph) -> BTreeMap<String, Idle> {
                 - list.first().map_or(0, |&o| g.nodes[o].start),
             ..Idle::default()
         };
-        // Sweep in start order: the end of the kernels and of all work seen so far.
-        let (mut kernels_until, mut any_until) = (None::<i64>, i64::MIN);
+        // What copies and sets covered, as disjoint intervals in time order: a gap between
+        // kernels counts the part of it they cover, wherever in the gap they ran (a copy
+        // to the device just before the next kernel as well as one back after the last).
+        let copies = union(
+            list.iter()
+                .map(|&o| &g.nodes[o])
+                .filter(|n| OpKind::of(&g.names[n.name]) != OpKind::Kernel)
+                .map(|n| (n.start, n.end)),
+        );
+        // Sweep the kernels in start order: the end of the kernels seen so far.
+        let mut kernels_until = None::<i64>;
         for &o in &list {
             let n = &g.nodes[o];
-            let copy = is_copy(&g.names[n.name]);
-            if !copy {
-                if let Some(until) = kernels_until.filter(|&u| n.start > u) {
-                    // A gap without kernels: copies ran up to `any_until`, then nothing.
-                    let gap = n.start - until;
-                    let nothing_from = any_until.max(until);
-                    let nothing = (n.start - nothing_from).clamp(0, gap);
-                    idle.idle += gap;
-                    idle.copies_only += gap - nothing;
-                    if synced_during(g, o, nothing_from, n.start) {
-                        idle.after_sync += nothing;
-                    } else {
-                        idle.waiting_for_launches += nothing;
-                    }
-                }
-                kernels_until = Some(kernels_until.map_or(n.end, |u| u.max(n.end)));
+            if OpKind::of(&g.names[n.name]) != OpKind::Kernel {
+                continue;
             }
-            any_until = any_until.max(n.end);
+            if let Some(until) = kernels_until.filter(|&u| n.start > u) {
+                let gap = n.start - until;
+                let copying = covered(&copies, until, n.start);
+                let nothing = gap - copying;
+                idle.idle += gap;
+                idle.copies_only += copying;
+                if synced_during(g, o, until, n.start) {
+                    idle.after_sync += nothing;
+                } else {
+                    idle.waiting_for_launches += nothing;
+                }
+            }
+            kernels_until = Some(kernels_until.map_or(n.end, |u| u.max(n.end)));
         }
         out.insert(device, idle);
     }
     out
+}
+
+/// The union of `intervals` (sorted by start) as disjoint intervals in time order.
+fn union(intervals: impl Iterator<Item = (i64, i64)>) -> Vec<(i64, i64)> {
+    let mut out: Vec<(i64, i64)> = Vec::new();
+    for (start, end) in intervals {
+        match out.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => out.push((start, end)),
+        }
+    }
+    out
+}
+
+/// How much of `from`..`to` the disjoint, ordered `intervals` cover.
+fn covered(intervals: &[(i64, i64)], from: i64, to: i64) -> i64 {
+    let first = intervals.partition_point(|&(_, end)| end <= from);
+    intervals[first..]
+        .iter()
+        .take_while(|&&(start, _)| start < to)
+        .map(|&(start, end)| end.min(to) - start.max(from))
+        .sum()
 }
 
 /// Whether the thread that launched op `o` came out of a synchronizing call between `from`

@@ -17,7 +17,9 @@ pub mod files;
 pub mod from_run;
 pub mod graph;
 pub mod idle;
+pub mod op_kind;
 pub mod replay;
 pub mod speedup;
+pub mod summary;
 
 pub use from_run::from_run;

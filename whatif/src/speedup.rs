@@ -42,28 +42,8 @@ impl Speedup {
         if self.exact {
             return self.pattern == name;
         }
-        glob_match(&self.pattern, name)
+        metron_export::wildcard::wildcard_match(&self.pattern, name, '*')
     }
-}
-
-/// `*` matches any run of characters; everything else matches itself.
-fn glob_match(pattern: &str, text: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    if parts.len() == 1 {
-        return pattern == text;
-    }
-    let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !text.starts_with(first) || text.len() < first.len() + last.len() || !text.ends_with(last) {
-        return false;
-    }
-    let mut rest = &text[first.len()..text.len() - last.len()];
-    for part in &parts[1..parts.len() - 1] {
-        match rest.find(part) {
-            Some(i) => rest = &rest[i + part.len()..],
-            None => return false,
-        }
-    }
-    true
 }
 
 /// The speedups of a what-if, resolved against a graph's names.

@@ -77,6 +77,7 @@ fn one_stream() -> Graph {
             ],
         }],
         ops: vec![op("k", "s1", 15, 115, 1)],
+        ..Recording::default()
     })
 }
 
@@ -154,6 +155,7 @@ fn two_streams() -> Graph {
             op("b", "s2", 7, 57, 2),
             op("c", "s2", 106, 126, 3),
         ],
+        ..Recording::default()
     })
 }
 
@@ -212,6 +214,7 @@ fn launch_bound() -> Graph {
             regions,
         }],
         ops,
+        ..Recording::default()
     })
 }
 
@@ -242,6 +245,7 @@ fn blocking_copies_wait_for_their_own_work_and_graph_launches_for_each_node() {
             op("g1", "s1", 16, 26, 1),
             op("CopyDtoH", "s1", 27, 38, 2),
         ],
+        ..Recording::default()
     });
     assert_replays_exactly(&g);
     assert_eq!(g.blocked_syncs, 1);
@@ -275,6 +279,7 @@ fn two_threads_keep_their_own_program_order() {
             },
         ],
         ops: vec![op("x", "s1", 3, 103, 1), op("y", "s2", 4, 54, 2)],
+        ..Recording::default()
     });
     assert_replays_exactly(&g);
     let a = answer(&g, vec![Speedup::parse("x=50%").unwrap()], Some("t2")).unwrap();
@@ -335,6 +340,7 @@ fn gpu_idle_time_is_split_by_its_cause() {
             op("CopyDtoH", "s1", 255, 265, 3),
             op("k3", "s1", 266, 300, 4),
         ],
+        ..Recording::default()
     });
     assert_replays_exactly(&g);
     let i = &metron_whatif::idle::idle(&g)["s1"];
@@ -342,5 +348,80 @@ fn gpu_idle_time_is_split_by_its_cause() {
     assert_eq!(
         (i.idle, i.after_sync, i.copies_only, i.waiting_for_launches),
         (61 * US, 50 * US, 10 * US, US)
+    );
+    // A copy to the device just before the next kernel: the gap 105–172 is 20 µs of copy
+    // (152–172) and, before it, 47 µs with nothing running after the sync returned at 107.
+    let g = Graph::build(&Recording {
+        threads: vec![ThreadRecord {
+            tid: 1,
+            calls: vec![
+                call("cudaLaunchKernel", 0, 2, &[1]),
+                call("cudaStreamSynchronize", 2, 107, &[]),
+                call("cudaMemcpyAsync", 150, 151, &[2]),
+                call("cudaLaunchKernel", 151, 152, &[3]),
+                call("cudaStreamSynchronize", 152, 274, &[]),
+            ],
+            regions: Vec::new(),
+        }],
+        ops: vec![
+            op("k1", "s1", 5, 105, 1),
+            op("Memcpy HtoD", "s1", 152, 172, 2),
+            op("k2", "s1", 172, 272, 3),
+        ],
+        ..Recording::default()
+    });
+    let i = &metron_whatif::idle::idle(&g)["s1"];
+    assert_eq!(
+        (i.idle, i.after_sync, i.copies_only, i.waiting_for_launches),
+        (67 * US, 47 * US, 20 * US, 0)
+    );
+}
+
+#[test]
+fn copies_and_sets_on_the_critical_path_are_labelled_as_such() {
+    // A set (3–8), a copy (8–28) and a kernel (28–78) on one stream, launched at 0, 1 and 2;
+    // a stream sync woken 2 µs after the kernel, then CPU `post` 80–90. Each op after the
+    // first starts when the one before it ends: the path is post, the wake-up, the kernel, the
+    // copy, the set and the set's launch latency.
+    let g = Graph::build(&Recording {
+        threads: vec![ThreadRecord {
+            tid: 4,
+            calls: vec![
+                call("cudaMemsetAsync", 0, 1, &[1]),
+                call("cudaMemcpyAsync", 1, 2, &[2]),
+                call("cudaLaunchKernel", 2, 3, &[3]),
+                call("cudaStreamSynchronize", 3, 80, &[]),
+            ],
+            regions: vec![region("post", 80, 90)],
+        }],
+        ops: vec![
+            op("Memset", "s1", 3, 8, 1),
+            op("Memcpy HtoD", "s1", 8, 28, 2),
+            op("k", "s1", 28, 78, 3),
+        ],
+        ..Recording::default()
+    });
+    assert_replays_exactly(&g);
+    let (path, rows) = critical::table(&g, 10).unwrap();
+    assert_eq!(path.length, 90 * US);
+    let row = |label: &str| {
+        rows.iter()
+            .find(|r| r.item.label() == label)
+            .map(|r| (r.on_path, r.gain_if_2x))
+            .unwrap_or_else(|| panic!("no row {label:?} in {rows:?}"))
+    };
+    assert_eq!(row("kernel k"), (50 * US, Some(25 * US)));
+    assert_eq!(row("copy Memcpy HtoD"), (20 * US, Some(10 * US)));
+    assert_eq!(row("set Memset"), (5 * US, Some(5 * US / 2)));
+    assert_eq!(row("region post"), (10 * US, Some(5 * US)));
+    assert!(
+        rows.iter()
+            .all(|r| !r.item.label().starts_with("kernel Mem")),
+        "{rows:?}"
+    );
+    let text = answer(&g, Vec::new(), None).unwrap().text();
+    assert!(
+        text.contains("  copy Memcpy HtoD ") && text.contains("  set Memset "),
+        "{text}"
     );
 }

@@ -284,6 +284,8 @@ impl Settings {
             "METRON_GPU_PM_INTERVAL",
             "METRON_GPU_PM_DEBUG",
             "METRON_GPU_WARM_UP",
+            "METRON_GPU_SYNC",
+            "METRON_GPU_EVENTS",
             "METRON_GPU_DIAG",
             "METRON_NVTX_FOLD",
             "METRON_GPU_AMD_SIGNALS",

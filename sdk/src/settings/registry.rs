@@ -474,6 +474,18 @@ pub static REGISTRY: &[SettingSpec] = &[
         description: "NVIDIA: when a CUDA context is created, launch a one-instruction kernel of Metron's own (through PC sampling and counters when they are on) so that CUPTI's first-launch work (2.5 ms for tracing, 0.3-0.7 s for PC sampling or counters) lands in a `metron set-up` slice there rather than in the program's first kernel; its records are left out of the run",
     },
     SettingSpec {
+        name: "METRON_GPU_SYNC",
+        kind: Kind::Bool,
+        default: "true",
+        description: "NVIDIA: record what each synchronizing call waited for (CUPTI's synchronization records: the stream, the event record) on a `CUDA synchronization context <n>` track of the trace; `metron whatif` and the critical path use them instead of working the waits out from the times",
+    },
+    SettingSpec {
+        name: "METRON_GPU_EVENTS",
+        kind: Kind::Bool,
+        default: "false",
+        description: "NVIDIA: record where each CUDA event was recorded (CUPTI's CUDA event records, keyed by a unique record id, with the time the event completed on the device) beside METRON_GPU_SYNC: `cudaStreamWaitEvent` and `cudaEventSynchronize` are then bound to the exact record they named rather than worked out from the times; costs a launch-bound PyTorch step about 5 %",
+    },
+    SettingSpec {
         name: "METRON_GPU_DIAG",
         kind: Kind::Text,
         default: "",

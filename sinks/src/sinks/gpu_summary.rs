@@ -240,8 +240,9 @@ impl GpuSummary {
                 GpuKind::RuntimeApi | GpuKind::DriverApi | GpuKind::HsaApi | GpuKind::HipApi => {
                     t.apis.entry(Arc::clone(&r.name)).or_default().push(ns);
                 }
-                // Metric samples (PM sampling) are summarized by the backend, not here.
-                GpuKind::Counter => continue,
+                // Metric samples (PM sampling) are summarized by the backend, not here;
+                // synchronizations and event records say what waited for what (the trace).
+                GpuKind::Counter | GpuKind::Sync | GpuKind::EventRecord => continue,
             }
             self.seen += 1;
         }

@@ -2,7 +2,8 @@
 //! nothing while the program runs. They finish late (after `metadata.json` and the trace),
 //! and report in `metadata.json` what they wrote and how long it took:
 //! - `report` (`METRON_REPORT`, on by default): `critical_path.txt`/`.json` for a run with GPU
-//!   work (`metron-whatif`), then `flamegraph.svg`, `regions.svg` and
+//!   work (`metron-whatif`, which adds their top rows to `summary.txt` and `summary.json`),
+//!   then `flamegraph.svg`, `regions.svg` and
 //!   `report.html`, made by `metron-report` (`metron report DIR` writes the same afterwards),
 //!   at the end of every run whatever the size of its files: `metron-report` reads of
 //!   `summary.json` only what the pictures show, and folds flame-graph frames narrower than a
@@ -49,7 +50,14 @@ impl LateFilesSink {
                     metron_whatif::files::write(dir, metadata.as_deref())
                 }));
                 let (mut files, critical_path) = match critical {
-                    Ok(Ok(Ok(files))) => (files, Value::Null),
+                    Ok(Ok(Ok(written))) => (
+                        written.files,
+                        // The summary sink's files were written before (it finishes early);
+                        // one that could not take the critical path is left as it was.
+                        written
+                            .summary_error
+                            .map_or(Value::Null, |e| json!({ "summary_error": e })),
+                    ),
                     Ok(Ok(Err(skipped))) => (Vec::new(), json!({ "skipped": skipped })),
                     Ok(Err(e)) => (Vec::new(), json!({ "error": e.to_string() })),
                     Err(_) => (

@@ -8,6 +8,15 @@
 //! - **One track per host thread and API** (`CUDA runtime API tid <n>`, `CUDA driver API tid
 //!   <n>`, `HSA API tid <n>`, `HIP API tid <n>`): the API calls; a call that failed carries
 //!   `status`.
+//! - The API calls a synchronization or event record names (synchronizes, event records,
+//!   stream waits) carry `correlation_id` too, so a reader joins the two.
+//! - **One track per CUDA context for what waited for what** (`CUDA synchronization context
+//!   <n>`): each synchronizing call as a slice named by its kind (`Stream synchronize`, `Event
+//!   synchronize`, `Stream wait event`, `Context synchronize`) with `correlation_id` (the
+//!   call's), `stream` (the stream waited for, or made to wait) and `event_record` (the event
+//!   record waited for); each event record as an empty slice `Event record` at the time the
+//!   event completed on the device, with `correlation_id` (the `cudaEventRecord` call's),
+//!   `stream` and `event_record` (its unique id: an event recorded again gets a new one).
 //! - A slice that overlaps the previous one on its track (the parallel branches of a CUDA
 //!   graph, records delivered out of order) goes on a **lane**, a child track named
 //!   `<track> lane <n>`, so every track's slices nest properly.
@@ -92,6 +101,7 @@ enum TrackKey {
     Api { tid: u32, driver: bool },
     HsaApi { tid: u32 },
     HipApi { tid: u32 },
+    Sync { context: u32 },
 }
 
 impl TrackKey {
@@ -111,6 +121,7 @@ impl TrackKey {
             },
             GpuKind::HsaApi => TrackKey::HsaApi { tid: r.tid },
             GpuKind::HipApi => TrackKey::HipApi { tid: r.tid },
+            GpuKind::Sync | GpuKind::EventRecord => TrackKey::Sync { context: r.context },
             GpuKind::Counter => return None,
         })
     }
@@ -229,8 +240,12 @@ impl GpuTracks {
         };
         let with_ann = text.is_some() || r.status != 0;
         let new_ann = with_ann && lane.state.intern_annotation_name(ann);
-        let with_corr =
-            r.correlation != 0 && (r.on_device() || matches!(flow, Some(Flow::Starts(_))));
+        let dependency = matches!(r.kind, GpuKind::Sync | GpuKind::EventRecord);
+        let with_corr = r.correlation != 0
+            && (r.on_device()
+                || dependency
+                || matches!(flow, Some(Flow::Starts(_)))
+                || (!r.on_device() && names_a_dependency(&r.name)));
         let new_corr = with_corr && lane.state.intern_annotation_name(ANN_CORRELATION);
         let new_text = match text {
             Some(Text::Interned(iid)) => set_bit(&mut lane.texts, iid),
@@ -289,6 +304,15 @@ impl GpuTracks {
             e.uint(annotation::NAME_IID, ANN_CORRELATION);
             e.uint(annotation::UINT_VALUE, u64::from(r.correlation));
             e.close(a);
+        }
+        if dependency {
+            // Few per run (one per synchronizing call or event record): names inline.
+            if r.stream != NO_STREAM {
+                arg_u(e, "stream", u64::from(r.stream));
+            }
+            if r.event_record != 0 {
+                arg_u(e, "event_record", r.event_record);
+            }
         }
         match flow {
             Some(Flow::Starts(id)) => e.uint(FLOW_IDS_OLD, id),
@@ -580,15 +604,25 @@ fn flow_of(r: &GpuRecord) -> Option<Flow> {
 
 /// An API call that puts work on a device: a kernel launch, a copy or a set (CUDA, HIP).
 pub(crate) fn launches_work(name: &str) -> bool {
-    let has = |word: &str| {
-        name.as_bytes()
-            .windows(word.len())
-            .any(|w| w.eq_ignore_ascii_case(word.as_bytes()))
-    };
+    let has = |word: &str| has_word(name, word);
     (has("launch") && !has("hostfunc") && !has("attribute"))
         || has("memcpy")
         || has("memset")
         || has("memprefetch")
+}
+
+/// An API call that a synchronization or event record names by its correlation id: a
+/// synchronize, an event record, a stream wait.
+pub(crate) fn names_a_dependency(name: &str) -> bool {
+    let has = |word: &str| has_word(name, word);
+    has("synchronize") || has("eventrecord") || has("streamwaitevent")
+}
+
+/// Whether `name` contains `word`, ignoring ASCII case.
+fn has_word(name: &str, word: &str) -> bool {
+    name.as_bytes()
+        .windows(word.len())
+        .any(|w| w.eq_ignore_ascii_case(word.as_bytes()))
 }
 
 /// The slice name of `r`.
@@ -616,6 +650,7 @@ fn track_name(gpu: &GpuContext, key: TrackKey) -> String {
         ),
         TrackKey::HsaApi { tid } => format!("HSA API tid {tid}"),
         TrackKey::HipApi { tid } => format!("HIP API tid {tid}"),
+        TrackKey::Sync { context } => format!("CUDA synchronization context {context}"),
     }
 }
 

@@ -95,14 +95,34 @@ fn every_slice_begins_and_ends_on_its_own_sequence_with_one_arrow_per_launch() {
     // call in these records and ends nowhere visible.
     assert_eq!(begins.iter().map(|d| d.flow_out.len()).sum::<usize>(), 1);
     // Device work carries its launch text and its correlation id; a successful launching
-    // call only the correlation id, a call that launches nothing no annotation.
+    // call only the correlation id; a synchronizing call its correlation id too (what its
+    // synchronization record names it by).
     assert_eq!(kernel.annotations, 2);
     assert_eq!(launch.annotations, 1);
     let sync = begins
         .iter()
         .find(|d| d.seq == launch.seq && d.flow_out.is_empty())
         .unwrap();
-    assert_eq!(sync.annotations, 0);
+    assert_eq!(sync.annotations, 1);
+}
+
+#[test]
+fn calls_that_launch_or_wait_for_nothing_carry_no_annotation() {
+    assert!(names_a_dependency("cudaStreamSynchronize"));
+    assert!(names_a_dependency("cudaEventRecord"));
+    assert!(names_a_dependency("cuStreamWaitEvent"));
+    assert!(!names_a_dependency("cudaGetDevice"));
+    let mut g = GpuTracks::default();
+    let mut e = Encoder::default();
+    let mut counts = TraceCounts::default();
+    g.write(
+        &mut e,
+        &mut counts,
+        1,
+        &[rec(GpuKind::RuntimeApi, "cudaGetDevice", 10, 12, 3)],
+    );
+    let events = decode(&e.buf);
+    assert_eq!(events.iter().map(|d| d.annotations).sum::<usize>(), 0);
 }
 
 #[test]

@@ -19,6 +19,8 @@ STEP_ROWS = [
      "the same step with no tool (interleaved processes, median of medians)", "at most x1.15"),
     ("torch_vs_kineto", "The same step: Metron against torch.profiler",
      "torch.profiler with CUDA activities (Kineto), same rounds", "Metron's ratio at most Kineto's"),
+    ("torch_sync_records", "The same step: the cost of recording what waited for what (METRON_GPU_SYNC)",
+     "Metron with METRON_GPU_SYNC=off, same rounds", "at most x1.02"),
 ]
 KERNEL_ROWS = [
     ("torch_kernels", "Kernels of a PyTorch training loop (20 AdamW steps)",
@@ -56,10 +58,11 @@ def run_step(suite, rows):
     for r in range(3):
         if suite.left() < 45:
             break
-        for config in ("none", "metron", "kineto"):
+        for config in ("none", "metron", "metron_nosync", "kineto"):
             args = [suite.torch_python, step, "kineto" if config == "kineto" else "plain", "200"]
-            if config == "metron":
-                done, _ = suite.metron("torch-step-%s-%d" % (config, r), args, timeout=90)
+            if config.startswith("metron"):
+                env = {"METRON_GPU_SYNC": "off"} if config == "metron_nosync" else None
+                done, _ = suite.metron("torch-step-%s-%d" % (config, r), args, env=env, timeout=90)
             else:
                 done = suite.sh("torch-step-%s-%d" % (config, r), args, timeout=90)
             m = re.search(r"median_ms=([\d.]+)", done.out)
@@ -72,6 +75,12 @@ def run_step(suite, rows):
     base = statistics.median(medians["none"])
     metron = statistics.median(medians["metron"]) / base
     rows["torch_step"].set("x%.3f (no tool %.3f ms; %d rounds)" % (metron, base, len(medians["metron"])), metron <= 1.15)
+    if medians["metron_nosync"]:
+        sync = statistics.median(medians["metron"]) / statistics.median(medians["metron_nosync"])
+        rows["torch_sync_records"].set("x%.3f (%.3f ms with, %.3f ms without)" % (
+            sync, statistics.median(medians["metron"]), statistics.median(medians["metron_nosync"])), sync <= 1.02)
+    else:
+        rows["torch_sync_records"].set("no complete round", False)
     if medians["kineto"]:
         kineto = statistics.median(medians["kineto"]) / base
         rows["torch_vs_kineto"].set("Metron x%.3f, Kineto x%.3f" % (metron, kineto), metron <= kineto)

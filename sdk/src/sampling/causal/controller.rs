@@ -130,22 +130,7 @@ pub(crate) fn line_matches(name: &str, wanted: &str) -> bool {
 
 /// `%` matches any run of characters (Coz's scope patterns); anything else matches itself.
 pub(crate) fn scope_matches(pattern: &str, text: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('%').collect();
-    if parts.len() == 1 {
-        return text == pattern;
-    }
-    let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !text.starts_with(first) || text.len() < first.len() + last.len() || !text.ends_with(last) {
-        return false;
-    }
-    let mut rest = &text[first.len()..text.len() - last.len()];
-    for mid in &parts[1..parts.len() - 1] {
-        match rest.find(mid) {
-            Some(i) => rest = &rest[i + mid.len()..],
-            None => return false,
-        }
-    }
-    true
+    metron_export::wildcard::wildcard_match(pattern, text, '%')
 }
 
 /// Resolves addresses to line ids within the scopes, and names them.
