@@ -399,26 +399,36 @@ pub fn enable(c: &Cupti, kind: i32) -> Result<(), String> {
 
 /// `cuptiActivityEnableCudaEventDeviceTimestamps(on)`.
 pub fn enable_event_timestamps(c: &Cupti, on: bool) -> Result<(), String> {
-    let f = c
-        .enable_event_timestamps
-        .ok_or("this CUPTI has no cuptiActivityEnableCudaEventDeviceTimestamps")?;
-    // SAFETY: no pointers.
-    c.check("cuptiActivityEnableCudaEventDeviceTimestamps", unsafe {
-        f(u8::from(on))
-    })
+    switch_optional(
+        c,
+        "cuptiActivityEnableCudaEventDeviceTimestamps",
+        c.enable_event_timestamps,
+        on,
+    )
 }
 
 /// `cuptiActivityEnableAllSyncRecords(on)`: off leaves out the queries (`cudaEventQuery`,
 /// `cudaStreamQuery`) that found the work unfinished, which a polling loop makes by the
 /// thousand.
 pub fn enable_all_sync_records(c: &Cupti, on: bool) -> Result<(), String> {
-    let f = c
-        .enable_all_sync_records
-        .ok_or("this CUPTI has no cuptiActivityEnableAllSyncRecords")?;
-    // SAFETY: no pointers.
-    c.check("cuptiActivityEnableAllSyncRecords", unsafe {
-        f(u8::from(on))
-    })
+    switch_optional(
+        c,
+        "cuptiActivityEnableAllSyncRecords",
+        c.enable_all_sync_records,
+        on,
+    )
+}
+
+/// Calls `name(on)`, a CUPTI switch that an older CUPTI may lack (`f` is `None` then).
+fn switch_optional(
+    c: &Cupti,
+    name: &str,
+    f: Option<unsafe extern "C" fn(u8) -> CuptiResult>,
+    on: bool,
+) -> Result<(), String> {
+    let f = f.ok_or_else(|| format!("this CUPTI has no {name}"))?;
+    // SAFETY: a CUPTI function of this signature taking no pointers.
+    c.check(name, unsafe { f(u8::from(on)) })
 }
 
 /// `cuptiActivityDisable(kind)`.

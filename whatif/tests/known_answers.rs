@@ -4,60 +4,12 @@
 
 use metron_whatif::answer::answer;
 use metron_whatif::critical::{self, Item};
-use metron_whatif::graph::{CallRecord, Graph, OpRecord, Recording, Span, ThreadRecord, Why};
+use metron_whatif::graph::{Graph, Recording, ThreadRecord, Why};
 use metron_whatif::replay::replay;
 use metron_whatif::speedup::{Speedup, Speedups};
 
-const US: i64 = 1000;
-
-fn call(name: &str, start: i64, end: i64, correlations: &[u64]) -> CallRecord {
-    CallRecord {
-        name: name.into(),
-        start: start * US,
-        end: end * US,
-        correlations: correlations.to_vec(),
-    }
-}
-
-fn op(name: &str, stream: &str, start: i64, end: i64, correlation: u64) -> OpRecord {
-    OpRecord {
-        name: name.into(),
-        stream: stream.into(),
-        start: start * US,
-        end: end * US,
-        correlation: Some(correlation),
-    }
-}
-
-fn region(name: &str, start: i64, end: i64) -> Span {
-    Span {
-        name: name.into(),
-        start: start * US,
-        end: end * US,
-    }
-}
-
-/// The run's span predicted with `changes` (µs).
-fn predicted(g: &Graph, changes: &[&str]) -> f64 {
-    let list = changes.iter().map(|c| Speedup::parse(c).unwrap()).collect();
-    let s = Speedups::resolve(list, g).unwrap();
-    let last = replay(g, &Speedups::none(g)).unwrap().last().unwrap();
-    replay(g, &s).unwrap().span_to(last) as f64 / US as f64
-}
-
-/// Replaying the unchanged graph gives back every recorded start and end.
-fn assert_replays_exactly(g: &Graph) {
-    let r = replay(g, &Speedups::none(g)).unwrap();
-    for (i, n) in g.nodes.iter().enumerate() {
-        assert_eq!(
-            (r.start[i], r.end[i]),
-            (n.start, n.end),
-            "node {i} {:?} {}",
-            n.kind,
-            g.names[n.name]
-        );
-    }
-}
+mod support;
+use support::{assert_replays_exactly, call, op, predicted, region, US};
 
 /// One thread: CPU `prep` 0–10, launch 10–12 of `k` (15–115), CPU 12–20, stream sync 20–117
 /// (woken 2 µs after `k`), CPU `post` 117–131.

@@ -1,37 +1,17 @@
 //! Known answers for waits the GPU tracer recorded (CUPTI's synchronization and CUDA event
 //! records): an event object recorded twice, a stream made to wait for the first record, a
 //! stream, an event and a context synchronize. Times in µs; the predictions are worked out by
-//! hand from the program's structure.
+//! hand from the program's structure; a span is from the run's first start (10 µs).
 
 use metron_whatif::graph::{
-    CallRecord, EventRecord, Graph, Kind, OpRecord, Recording, SyncRecord, ThreadRecord, Waited,
-    Why,
+    EventRecord, Graph, Kind, Recording, SyncRecord, ThreadRecord, Waited, Why,
 };
-use metron_whatif::replay::replay;
-use metron_whatif::speedup::{Speedup, Speedups};
 
-const US: i64 = 1000;
+mod support;
+use support::{assert_replays_exactly, call, op, predicted, US};
+
 const S1: &str = "GPU 0 NVIDIA H100 stream 1";
 const S2: &str = "GPU 0 NVIDIA H100 stream 2";
-
-fn call(name: &str, start: i64, end: i64, correlation: u64) -> CallRecord {
-    CallRecord {
-        name: name.into(),
-        start: start * US,
-        end: end * US,
-        correlations: vec![correlation],
-    }
-}
-
-fn op(name: &str, stream: &str, start: i64, end: i64, correlation: u64) -> OpRecord {
-    OpRecord {
-        name: name.into(),
-        stream: stream.into(),
-        start: start * US,
-        end: end * US,
-        correlation: Some(correlation),
-    }
-}
 
 fn sync(kind: Waited, correlation: u64, stream: Option<u32>, event: Option<u64>) -> SyncRecord {
     SyncRecord {
@@ -57,15 +37,15 @@ fn reused_event_with(syncs: bool, events: bool) -> Graph {
         threads: vec![ThreadRecord {
             tid: 7,
             calls: vec![
-                call("cudaLaunchKernel", 10, 12, 1),
-                call("cudaEventRecord", 12, 13, 2),
-                call("cudaLaunchKernel", 13, 15, 3),
-                call("cudaEventRecord", 15, 16, 4),
-                call("cudaStreamWaitEvent", 16, 17, 5),
-                call("cudaLaunchKernel", 17, 19, 6),
-                call("cudaStreamSynchronize", 19, 89, 7),
-                call("cudaEventSynchronize", 99, 172, 8),
-                call("cudaDeviceSynchronize", 172, 173, 9),
+                call("cudaLaunchKernel", 10, 12, &[1]),
+                call("cudaEventRecord", 12, 13, &[2]),
+                call("cudaLaunchKernel", 13, 15, &[3]),
+                call("cudaEventRecord", 15, 16, &[4]),
+                call("cudaStreamWaitEvent", 16, 17, &[5]),
+                call("cudaLaunchKernel", 17, 19, &[6]),
+                call("cudaStreamSynchronize", 19, 89, &[7]),
+                call("cudaEventSynchronize", 99, 172, &[8]),
+                call("cudaDeviceSynchronize", 172, 173, &[9]),
             ],
             regions: Vec::new(),
         }],
@@ -108,14 +88,6 @@ fn op_node(g: &Graph, name: &str) -> usize {
         .unwrap()
 }
 
-/// The run's span (from its first start, 10 µs) predicted with `changes` (µs).
-fn predicted(g: &Graph, changes: &[&str]) -> f64 {
-    let list = changes.iter().map(|c| Speedup::parse(c).unwrap()).collect();
-    let s = Speedups::resolve(list, g).unwrap();
-    let last = replay(g, &Speedups::none(g)).unwrap().last().unwrap();
-    replay(g, &s).unwrap().span_to(last) as f64 / US as f64
-}
-
 #[test]
 fn a_stream_waits_for_the_record_it_names_not_the_events_latest() {
     let g = reused_event(true);
@@ -140,15 +112,7 @@ fn a_stream_waits_for_the_record_it_names_not_the_events_latest() {
 #[test]
 fn the_unchanged_replay_gives_back_every_recorded_time() {
     let g = reused_event(true);
-    let r = replay(&g, &Speedups::none(&g)).unwrap();
-    for (i, n) in g.nodes.iter().enumerate() {
-        assert_eq!(
-            (r.start[i], r.end[i]),
-            (n.start, n.end),
-            "node {i} {:?}",
-            n.kind
-        );
-    }
+    assert_replays_exactly(&g);
     assert_eq!(predicted(&g, &[]), 163.0);
 }
 
