@@ -56,7 +56,7 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
             "whatif: give one run folder: metron whatif DIR --faster NAME=P%",
         );
     };
-    let run = match metron_export::Run::read(Path::new(dir)) {
+    let run = match metron_export::Run::read_only(Path::new(dir), metron_export::Parts::TRACE) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("metron whatif: {e}");

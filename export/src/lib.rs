@@ -25,6 +25,7 @@ use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
 
+pub mod args;
 mod atp;
 pub mod occupancy;
 pub mod trace;
@@ -105,6 +106,32 @@ pub fn parse_list(list: &str) -> Result<Vec<Format>, String> {
     Ok(out)
 }
 
+/// Which files of a run folder [`Run::read_only`] reads beside `metadata.json`.
+#[derive(Clone, Copy, Debug)]
+pub struct Parts {
+    /// `kernels.csv` ([`Run::kernels`]).
+    pub kernels: bool,
+    /// The trace ([`Run::trace`]).
+    pub trace: bool,
+    /// `summary.json`'s call sites ([`Run::sites`]).
+    pub sites: bool,
+}
+
+impl Parts {
+    /// Every part.
+    pub const ALL: Parts = Parts {
+        kernels: true,
+        trace: true,
+        sites: true,
+    };
+    /// The trace alone (what a reader of the timeline needs).
+    pub const TRACE: Parts = Parts {
+        kernels: false,
+        trace: true,
+        sites: false,
+    };
+}
+
 /// What the exporters read from a run folder.
 pub struct Run {
     /// `metadata.json` (`Null` when missing).
@@ -127,6 +154,19 @@ impl Run {
     /// Reads the run folder `dir`; the trace only when `with_trace` (the occupancy file
     /// needs `metadata.json` and `kernels.csv` only).
     pub fn read_parts(dir: &Path, with_trace: bool) -> io::Result<Run> {
+        Run::read_only(
+            dir,
+            Parts {
+                trace: with_trace,
+                ..Parts::ALL
+            },
+        )
+    }
+
+    /// Reads `metadata.json` and the parts of the run folder `dir` that `parts` names (the
+    /// others are left empty: a reader of the trace alone does not hold a row of `kernels.csv`
+    /// per kernel beside it).
+    pub fn read_only(dir: &Path, parts: Parts) -> io::Result<Run> {
         let metadata_path = dir.join("metadata.json");
         let metadata: Value = match std::fs::read(&metadata_path) {
             Ok(b) => serde_json::from_slice(&b).map_err(|e| {
@@ -147,13 +187,14 @@ impl Run {
             Err(e) => return Err(e),
         };
         let kernels = match std::fs::read_to_string(dir.join("kernels.csv")) {
+            Ok(_) if !parts.kernels => Vec::new(),
             Ok(t) => read_csv(&t),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(e),
         };
         let trace_name = setting(&metadata, "METRON_TRACE_FILE").unwrap_or("trace.pftrace");
         let trace = match std::fs::File::open(dir.join(trace_name)) {
-            Ok(_) if !with_trace => Trace::default(),
+            Ok(_) if !parts.trace => Trace::default(),
             Ok(f) => trace::decode_from(f).map_err(|e| {
                 io::Error::new(
                     io::ErrorKind::InvalidData,
@@ -165,6 +206,7 @@ impl Run {
         };
         if metadata.is_null()
             && kernels.is_empty()
+            && !dir.join("kernels.csv").is_file()
             && trace.tracks.is_empty()
             && !dir.join(trace_name).is_file()
         {
@@ -177,7 +219,12 @@ impl Run {
             ));
         }
         let mut sites = HashMap::new();
-        if let Ok(b) = std::fs::read(dir.join("summary.json")) {
+        let summary = if parts.sites {
+            std::fs::read(dir.join("summary.json")).ok()
+        } else {
+            None
+        };
+        if let Some(b) = summary {
             if let Ok(summary) = serde_json::from_slice::<Value>(&b) {
                 collect_sites(&summary, &mut sites);
             }

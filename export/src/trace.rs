@@ -5,6 +5,7 @@
 //! (`sinks/src/sinks/perfetto*.rs`, field numbers of `perfetto_trace.proto`); the service's
 //! packets (clock snapshots, trace config, stats) are skipped.
 
+pub use crate::args::Args;
 use metron_wire::{
     packed_varints, Frame as WireFrame, PacketReader, StreamError, Value, WireError,
 };
@@ -106,7 +107,7 @@ pub struct Slice {
     /// Nesting depth on its track (0: outermost).
     pub depth: usize,
     /// The debug annotations of its begin and end events.
-    pub args: BTreeMap<String, Arg>,
+    pub args: Args,
 }
 
 /// A frame of an interned call stack.
@@ -132,7 +133,7 @@ pub struct Instant {
     /// When, ns.
     pub ts_ns: u64,
     /// Its debug annotations.
-    pub args: BTreeMap<String, Arg>,
+    pub args: Args,
     /// Its call stack (outermost frame first), when it has one.
     pub callstack: Vec<Frame>,
 }
@@ -452,11 +453,7 @@ fn read_track(b: &[u8]) -> Result<(u64, Track), TraceError> {
     Ok((uuid, t))
 }
 
-fn read_args(
-    b: &[u8],
-    state: &Interned,
-    args: &mut BTreeMap<String, Arg>,
-) -> Result<(), TraceError> {
+fn read_args(b: &[u8], state: &Interned, args: &mut Args) -> Result<(), TraceError> {
     let mut name = String::new();
     let mut value = None;
     for (f, v) in fields(b)? {
@@ -493,7 +490,7 @@ fn read_event(
     let mut track = state.track;
     let mut name: Option<&str> = None;
     let mut callstack = None;
-    let mut args = BTreeMap::new();
+    let mut args = Args::new();
     for (f, v) in fields(b)? {
         match (f, v) {
             (9, Value::Varint(k)) => kind = k,

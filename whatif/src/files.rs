@@ -59,7 +59,7 @@ pub fn write(dir: &Path, metadata: Option<&Value>) -> io::Result<Result<Written,
             dir.display()
         )));
     }
-    let run = metron_export::Run::read(dir)?;
+    let run = metron_export::Run::read_only(dir, metron_export::Parts::TRACE)?;
     let graph = crate::from_run(&run);
     if !graph
         .nodes
