@@ -4,8 +4,32 @@
 //! short list kept in name order rather than a map: a map allocates a node of eleven entries
 //! for its first, which made a decoded kernel slice cost 0.6 KB more.
 
-use crate::trace::Arg;
+use std::fmt;
 use std::ops::Index;
+
+/// A debug annotation's value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Arg {
+    /// `uint_value` or `bool_value`.
+    U(u64),
+    /// `int_value`.
+    I(i64),
+    /// `double_value`.
+    F(f64),
+    /// `string_value`.
+    S(String),
+}
+
+impl fmt::Display for Arg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Arg::U(v) => write!(f, "{v}"),
+            Arg::I(v) => write!(f, "{v}"),
+            Arg::F(v) => write!(f, "{v}"),
+            Arg::S(v) => f.write_str(v),
+        }
+    }
+}
 
 /// Name → value, in name order.
 #[derive(Clone, Debug, Default, PartialEq)]

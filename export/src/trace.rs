@@ -5,7 +5,7 @@
 //! (`sinks/src/sinks/perfetto*.rs`, field numbers of `perfetto_trace.proto`); the service's
 //! packets (clock snapshots, trace config, stats) are skipped.
 
-pub use crate::args::Args;
+pub use crate::args::{Arg, Args};
 use metron_wire::{
     packed_varints, Frame as WireFrame, PacketReader, StreamError, Value, WireError,
 };
@@ -43,30 +43,6 @@ fn fields(buf: &[u8]) -> Result<Vec<(u32, Value<'_>)>, TraceError> {
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
-}
-
-/// A debug annotation's value.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Arg {
-    /// `uint_value` or `bool_value`.
-    U(u64),
-    /// `int_value`.
-    I(i64),
-    /// `double_value`.
-    F(f64),
-    /// `string_value`.
-    S(String),
-}
-
-impl fmt::Display for Arg {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Arg::U(v) => write!(f, "{v}"),
-            Arg::I(v) => write!(f, "{v}"),
-            Arg::F(v) => write!(f, "{v}"),
-            Arg::S(v) => f.write_str(v),
-        }
-    }
 }
 
 impl Arg {

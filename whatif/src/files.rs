@@ -8,10 +8,7 @@ use serde_json::Value;
 use std::io;
 use std::path::{Path, PathBuf};
 
-/// The text file.
-pub const CRITICAL_PATH_TXT: &str = "critical_path.txt";
-/// The JSON file.
-pub const CRITICAL_PATH_JSON: &str = "critical_path.json";
+pub use crate::file_names::{CRITICAL_PATH_JSON, CRITICAL_PATH_TXT};
 /// A trace larger than this is not read at the end of the run (decoding it would lengthen the
 /// end by seconds); `metron whatif DIR` reads it afterwards.
 pub const LARGEST_TRACE_AT_END: u64 = 16 << 20;

@@ -13,6 +13,7 @@
 
 pub mod answer;
 pub mod critical;
+pub mod file_names;
 pub mod files;
 pub mod from_run;
 pub mod graph;

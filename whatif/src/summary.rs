@@ -59,8 +59,8 @@ pub fn section(a: &Answer) -> String {
     s.push_str(&format!(
         "  the whole table ({} rows) and what the model leaves out: {}; every item on the path: {}\n",
         a.table.len(),
-        crate::files::CRITICAL_PATH_TXT,
-        crate::files::CRITICAL_PATH_JSON
+        crate::file_names::CRITICAL_PATH_TXT,
+        crate::file_names::CRITICAL_PATH_JSON
     ));
     s
 }
@@ -70,7 +70,7 @@ pub fn section(a: &Answer) -> String {
 /// device, and the file that has the rest.
 pub fn object(a: &Answer) -> Value {
     json!({
-        "file": crate::files::CRITICAL_PATH_JSON,
+        "file": crate::file_names::CRITICAL_PATH_JSON,
         "run_ns": a.run.1,
         "length_ns": a.before.length,
         "resources": Answer::resources_json(&a.before),
